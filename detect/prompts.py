@@ -1,0 +1,92 @@
+"""Guided and general instructions (SPEC section 5: the paper's Table 5 as published in the official code).
+
+Guided names the dataset and split and asks for the second piece "as EXACTLY appeared in the dataset";
+general asks for a plausible second piece with neither. A guided/general gap that only contamination explains
+is Algorithm 1's signal. Summary, one-sentence-summary and question partitions use the classification
+wording with "summary" / "one-sentence summary" / "question" for "instance", and no LABEL block.
+"""
+
+from __future__ import annotations
+
+import re
+
+GUIDED_PIECES = """INSTRUCTION:
+You are provided with the FIRST PIECE of {article} from the {split_name} split of the {dataset_name} dataset.
+Finish the SECOND PIECE of the {noun} as EXACTLY appeared in the dataset.
+ONLY rely on the original form of the {noun} in the dataset to finish the SECOND PIECE.
+{label_block}
+FIRST PIECE:
+{first_piece}
+
+SECOND PIECE:
+"""
+
+GUIDED_NLI = """INSTRUCTION:
+You are provided with SENTENCE 1 from the {split_name} split of the {dataset_name} dataset.
+Finish SENTENCE 2 as appeared in the dataset.
+SENTENCE 2 MUST EXACTLY match the instance in the dataset.
+
+SENTENCE 1:
+{first_piece}
+
+LABEL: {label}
+
+SENTENCE 2:
+"""
+
+GENERAL_PIECES = """INSTRUCTION:
+Finish the SECOND PIECE based on the FIRST PIECE, such that these two pieces become a single {whole}.
+{label_block}
+FIRST PIECE:
+{first_piece}
+
+SECOND PIECE:
+"""
+
+GENERAL_NLI = """INSTRUCTION:
+Finish SENTENCE 2 based on SENTENCE 1, such that the following LABEL shows the logical relationship between SENTENCE 1 and SENTENCE 2.
+
+SENTENCE 1:
+{first_piece}
+
+LABEL: {label}
+
+SENTENCE 2:
+"""
+
+# task -> (article + noun in "the FIRST PIECE of ...", noun after "of the", the general prompt's "single ...")
+_WORDING = {
+    "classification": ("an instance", "instance", "instance with the following LABEL"),
+    "summary": ("a summary", "summary", "summary"),
+    "one_sentence_summary": ("a one-sentence summary", "summary", "one-sentence summary"),
+    "question": ("a question", "question", "question"),
+}
+
+INSTRUCTIONS = ("guided", "general")
+
+
+def build_prompt(
+    instruction: str, task: str, *, first_piece: str, label: str | None, dataset_name: str, split_name: str
+) -> str:
+    """The full instruction text for one instance; ``instruction`` is ``guided`` or ``general``."""
+    if task == "nli":
+        template = GUIDED_NLI if instruction == "guided" else GENERAL_NLI
+        return template.format(split_name=split_name, dataset_name=dataset_name, first_piece=first_piece, label=label)
+    article, noun, whole = _WORDING[task]
+    label_block = f"\nLABEL: {label}\n" if task == "classification" else ""
+    if instruction == "guided":
+        return GUIDED_PIECES.format(
+            article=article, noun=noun, split_name=split_name, dataset_name=dataset_name,
+            label_block=label_block, first_piece=first_piece,
+        )
+    return GENERAL_PIECES.format(whole=whole, label_block=label_block, first_piece=first_piece)
+
+
+# Models often echo the header they were asked to complete ("SECOND PIECE:", "Sentence 2:"), sometimes
+# in bold or after a space; what follows it is the completion.
+_ECHOED_HEADER = re.compile(r"^\s*[*#\s]*(SECOND PIECE|SENTENCE 2)\s*[*]*\s*:\s*[*]*\s*", re.IGNORECASE)
+
+
+def strip_echoed_header(completion: str) -> str:
+    """``strip_echoed_header("SECOND PIECE: the rest") == "the rest"``; surrounding white space removed."""
+    return _ECHOED_HEADER.sub("", completion, count=1).strip()

