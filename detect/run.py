@@ -148,7 +148,8 @@ def main(cfg, out_dir: Path) -> dict:
     model_ref = instantiate(cfg.model)
     model, tokenizer = load(model_ref)
     generator = LocalGenerator(model, tokenizer, prompt_format=cfg.detect.prompt_format,
-                               batch_size=cfg.detect.batch_size, max_new_tokens=cfg.detect.max_new_tokens)
+                               batch_size=cfg.detect.batch_size, max_new_tokens=cfg.detect.max_new_tokens,
+                               share_prefix=cfg.detect.share_prefix)
     judge = instantiate(cfg.judge)
     semantic = SemanticScorer(cfg.detect.semantic_model) if cfg.detect.semantic_model else None
     loaded = time.time()
