@@ -91,12 +91,14 @@ def embedded_smollm2(dtype: str = "float32") -> ModelRef:
 
 def tiny_random(
     *, seed: int = 0, hidden_size: int = 64, num_layers: int = 2, num_heads: int = 4, intermediate_size: int = 128,
-    dtype: str = "float32",
+    initializer_range: float = 0.3, dtype: str = "float32",
 ) -> ModelRef:
     """A randomly initialised Llama with the embedded model's tokenizer (and chat template): ~3.3M parameters,
-    nearly all in the 49,152-token embedding, so a forward pass costs milliseconds."""
+    nearly all in the 49,152-token embedding, so a forward pass costs milliseconds. With the usual 0.02
+    initialisation it writes one token whatever the prompt; 0.3 makes its output depend on the prompt, so
+    tests of batching and caching can tell prompts apart."""
     shape = dict(seed=seed, hidden_size=hidden_size, num_layers=num_layers, num_heads=num_heads,
-                 intermediate_size=intermediate_size)
+                 intermediate_size=intermediate_size, initializer_range=initializer_range)
 
     def build(folder: Path) -> None:
         import torch
@@ -106,7 +108,7 @@ def tiny_random(
         config = LlamaConfig(
             vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=intermediate_size,
             num_hidden_layers=num_layers, num_attention_heads=num_heads, num_key_value_heads=num_heads,
-            max_position_embeddings=4096, tie_word_embeddings=True,
+            max_position_embeddings=4096, tie_word_embeddings=True, initializer_range=initializer_range,
             bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
             pad_token_id=tokenizer.pad_token_id,
         )

@@ -1,0 +1,101 @@
+import json
+from collections import Counter
+
+import datasets
+import pytest
+from omegaconf import OmegaConf
+
+from detect.cli import CONF_DIR, options
+from detect.datasets import Example, disjoint_pools, label_string, load_split, sample
+from detect.errors import InputError
+
+PAPER_DATASETS = {"imdb", "ag_news", "yelp", "rte", "wnli", "samsum", "xsum", "gsm8k"}
+
+
+def dataset_cfg(key, **changes):
+    cfg = OmegaConf.load(CONF_DIR / "dataset" / f"{key}.yaml")
+    return OmegaConf.merge(cfg, changes)
+
+
+def test_registry_has_the_papers_datasets_and_the_synth_partitions():
+    assert PAPER_DATASETS | {"synth_nli", "synth_news", "synth_xsum"} <= set(options("dataset"))
+    for key in PAPER_DATASETS:
+        cfg = dataset_cfg(key)
+        assert cfg.key == key and cfg.source == "hub" and cfg.hub_id and cfg.default_split in cfg.splits
+        assert "label_names" in cfg and not cfg.label_names  # names come from the dataset, not typed here
+    assert dataset_cfg("rte").hub_id == "nyu-mll/glue" and dataset_cfg("rte").hub_config == "rte"
+    assert dataset_cfg("samsum").hub_id == "knkarthick/samsum"
+
+
+def test_label_strings_come_from_classlabel_features(tmp_path):
+    # A Parquet file written by `datasets` keeps its ClassLabel names, as the hub datasets have them.
+    features = datasets.Features({"sentence1": datasets.Value("string"), "sentence2": datasets.Value("string"),
+                                  "label": datasets.ClassLabel(names=["entailment", "not_entailment"])})
+    rows = [{"sentence1": f"s1 {i}", "sentence2": f"s2 {i}", "label": i % 2} for i in range(6)]
+    datasets.Dataset.from_list(rows, features=features).to_parquet(tmp_path / "rte_validation.parquet")
+    cfg = dataset_cfg("rte", path=str(tmp_path / "rte_{split}.parquet"))
+    examples = load_split(cfg, "validation")
+    assert [e.label for e in examples[:2]] == ["0 (entailment)", "1 (not entailment)"]
+    assert examples[1] == Example(1, "s1 1", "s2 1", "1 (not entailment)")
+    assert label_string(3, "Sci/Tech") == "3 (Sci/Tech)"
+
+
+def test_synth_labels_come_from_the_generators_features():
+    examples = load_split(dataset_cfg("synth_news"), "test")
+    assert {e.label for e in examples} == {"0 (World)", "1 (Sports)", "2 (Business)", "3 (Sci/Tech)"}
+
+
+def test_local_jsonl_and_csv(tmp_path):
+    (tmp_path / "x.jsonl").write_text("\n".join(json.dumps({"summary": f"Summary number {i} here."}) for i in range(5)))
+    assert len(load_split(dataset_cfg("xsum", path=str(tmp_path / "x.jsonl")), "test")) == 5
+    (tmp_path / "n.csv").write_text("text,label\nA first text. Then more.,positive\nAnother one. And more.,negative\n")
+    examples = load_split(dataset_cfg("imdb", path=str(tmp_path / "n.csv")), "test")
+    assert [e.label for e in examples] == ["positive", "negative"]  # string labels are kept as written
+
+
+def test_missing_field_names_the_field_and_the_file(tmp_path):
+    file = tmp_path / "rte.jsonl"
+    file.write_text(json.dumps({"sentence1": "a", "label": 0}) + "\n")
+    with pytest.raises(InputError, match=r"rte.jsonl has no field 'sentence2' \(its fields: sentence1, label\)"):
+        load_split(dataset_cfg("rte", path=str(file)), "validation")
+
+
+def test_integer_labels_without_names(tmp_path):
+    file = tmp_path / "rte.jsonl"
+    file.write_text(json.dumps({"sentence1": "a", "sentence2": "b", "label": 0}) + "\n")
+    with pytest.raises(InputError, match="integer labels without names"):
+        load_split(dataset_cfg("rte", path=str(file)), "validation")
+    named = load_split(dataset_cfg("rte", path=str(file), label_names=["entailment", "not_entailment"]), "validation")
+    assert named[0].label == "0 (entailment)"
+
+
+def test_missing_file_and_unknown_split(tmp_path):
+    with pytest.raises(InputError, match="no file at"):
+        load_split(dataset_cfg("rte", path=str(tmp_path / "nope.jsonl")), "validation")
+    with pytest.raises(InputError, match="dataset synth_nli has no split 'validation': its splits are train, test"):
+        load_split(dataset_cfg("synth_nli"), "validation")
+
+
+def test_hub_unreachable_points_to_offline_options():
+    with pytest.raises(InputError, match=r"could not load nyu-mll/glue \(rte\).*synth_nli.*dataset.path="):
+        load_split(dataset_cfg("rte"), "validation")
+
+
+def test_sampling_is_balanced_seeded_and_bounded():
+    examples = load_split(dataset_cfg("synth_news"), "test")
+    ten = sample(examples, 10, seed=0)
+    assert sorted(Counter(e.label for e in ten).values()) == [2, 2, 3, 3]
+    assert ten == sample(examples, 10, seed=0) and ten != sample(examples, 10, seed=1)
+    assert len({e.instance_id for e in ten}) == 10
+    with pytest.raises(InputError, match="asked for 5000 instances from synth_news test, which has 1200"):
+        sample(examples, 5000, seed=0, where="synth_news test")
+
+
+def test_disjoint_pools():
+    examples = load_split(dataset_cfg("synth_nli"), "train")
+    members, non_members = disjoint_pools(examples, [100, 100], seed=0)
+    assert not {e.instance_id for e in members} & {e.instance_id for e in non_members}
+    assert Counter(e.label for e in members) == Counter(e.label for e in non_members) == Counter(
+        {"0 (entailment)": 50, "1 (not entailment)": 50})
+    with pytest.raises(InputError, match="600 \\+ 700 = 1300 instances asked from synth_nli train, which has 1200"):
+        disjoint_pools(examples, [600, 700], seed=0, where="synth_nli train")

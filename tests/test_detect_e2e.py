@@ -1,0 +1,84 @@
+"""End to end: the composed config through detect.run.main (tiny model, seconds) and `python -m detect`
+on the embedded model (about half a minute)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from detect.judge import LABELS
+from detect.run import main as run_detect
+
+ROW_FIELDS = {"instance_id", "split", "instruction", "prompt", "reference", "completion", "rouge_l", "semantic",
+              "judge", "first_piece", "label", "model"}
+
+
+def _read(run_dir):
+    rows = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+    return rows, json.loads((run_dir / "summary.json").read_text())
+
+
+def test_detect_on_tiny_random_writes_the_run_folder(compose_config, tmp_path):
+    cfg = compose_config("detect", ["+dataset=synth_nli", "model=tiny_random", "detect.max_new_tokens=12"])
+    summary = run_detect(cfg, tmp_path)
+    rows, saved = _read(tmp_path)
+    assert saved == json.loads(json.dumps(summary))
+    assert len(rows) == 20 and all(ROW_FIELDS <= row.keys() for row in rows)
+    assert sorted(r["instruction"] for r in rows) == ["general"] * 10 + ["guided"] * 10
+    assert {r["split"] for r in rows} == {"test"} and all(r["judge"] in LABELS for r in rows)
+    assert all(0 <= r["rouge_l"] <= 1 and -1 <= r["semantic"] <= 1 for r in rows)
+    guided = [r for r in rows if r["instruction"] == "guided"]
+    assert all("from the test split of the SynthNLI dataset" in r["prompt"] for r in guided)
+    assert set(summary["alg1"]) == {"rouge_l", "semantic"}
+    for result in summary["alg1"].values():
+        assert {"guided_mean", "general_mean", "p_value", "significant"} <= result.keys()
+        assert 0 < result["p_value"] <= 1
+    assert summary["alg2"]["exact"] == sum(r["judge"] == "exact" for r in guided)
+    assert summary["n_instances"] == 10 and summary["seed"] == 0 and len(summary["instance_ids"]) == 10
+    assert summary["prompt_format"] == "chat"
+    assert "## Algorithm 1" in (tmp_path / "report.md").read_text()
+    assert "key: synth_nli" in (tmp_path / "config.yaml").read_text()
+    # same seed, same everything
+    again = run_detect(cfg, tmp_path / "again")
+    assert [r["completion"] for r in _read(tmp_path / "again")[0]] == [r["completion"] for r in rows]
+    assert again["alg1"] == summary["alg1"]
+
+
+def test_detect_on_a_local_file(compose_config, tmp_path):
+    data = tmp_path / "sums.jsonl"
+    data.write_text("\n".join(json.dumps({"summary": f"The {i}th council of Arbeck voted to close {i} schools."})
+                              for i in range(30)))
+    cfg = compose_config("detect", ["+dataset=xsum", f"dataset.path={data}", "model=tiny_random",
+                                    "detect.max_new_tokens=8", "detect.semantic_model=null", "sample.n_detect=4"])
+    summary = run_detect(cfg, tmp_path / "run")
+    rows, _ = _read(tmp_path / "run")
+    assert summary["dataset"] == "xsum" and summary["alg1"].keys() == {"rouge_l"}
+    assert all(r["cut_unit"] == "word" and r["first_piece"] + r["separator"] + r["reference"] in data.read_text()
+               for r in rows)
+
+
+def test_command_line_on_tiny_random(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "detect", "+dataset=synth_news", "model=tiny_random", "detect.max_new_tokens=8",
+         "detect.prompt_format=raw", f"hydra.run.dir={tmp_path}"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows, summary = _read(tmp_path)
+    assert summary["prompt_format"] == "raw" and summary["dataset"] == "synth_news"
+    assert all(r["label"] in {"0 (World)", "1 (Sports)", "2 (Business)", "3 (Sci/Tech)"} for r in rows)
+    assert "Algorithm 2:" in result.stdout
+
+
+@pytest.mark.slow
+def test_command_line_on_the_embedded_model(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "detect", "+dataset=synth_nli", "detect.max_new_tokens=64",
+         f"hydra.run.dir={tmp_path}"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows, summary = _read(tmp_path)
+    assert summary["model"] == "smollm2_135m" and len(rows) == 20
+    # A real model writes real text: most completions are non-empty and share some words with the reference.
+    assert sum(bool(r["completion"]) for r in rows) >= 15
+    assert sum(r["rouge_l"] > 0 for r in rows) >= 10
+    # synth_nli is novel text no model has seen: the clean model must not be flagged by Algorithm 2.
+    assert summary["alg2"]["contaminated"] is False

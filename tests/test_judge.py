@@ -1,0 +1,39 @@
+import pytest
+
+from detect import alg2_verdict
+from detect.judge import ThresholdJudge, normalize
+
+
+def test_normalize_ignores_case_punctuation_and_spaces():
+    assert normalize("  The Cat,  sat!") == normalize("the cat sat")
+
+
+def test_threshold_judge_labels():
+    judge = ThresholdJudge(exact_threshold=0.95, near_exact_threshold=0.75)
+    reference = "Nicolas Cage's son is called Kal-el."
+    assert judge.label(reference, "nicolas cage's son is called kal-el", {"rouge_l": 0.5}) == "exact"
+    assert judge.label(reference, "whatever", {"rouge_l": 0.96}) == "exact"
+    assert judge.label(reference, "Nicolas Cage's new son is named Kal-el.", {"rouge_l": 0.82}) == "near_exact"
+    assert judge.label(reference, "Something else.", {"rouge_l": 0.3}) == "none"
+
+
+def test_threshold_judge_on_the_semantic_score():
+    judge = ThresholdJudge(near_exact_threshold=0.8, score="semantic")
+    assert judge.label("a", "b", {"rouge_l": 0.1, "semantic": 0.85}) == "near_exact"
+    assert judge.label("a", "b", {"rouge_l": 0.9, "semantic": 0.5}) == "none"
+
+
+def test_threshold_order_is_checked():
+    with pytest.raises(ValueError):
+        ThresholdJudge(exact_threshold=0.5, near_exact_threshold=0.7)
+
+
+def test_alg2_rule():
+    assert alg2_verdict(["exact"] + ["none"] * 9)
+    assert alg2_verdict(["near_exact", "near_exact"] + ["none"] * 8)
+    assert not alg2_verdict(["near_exact"] + ["none"] * 9)
+    assert not alg2_verdict(["none"] * 10)
+    assert not alg2_verdict(["exact"], min_exact=2)
+    assert alg2_verdict(["near_exact"] * 3, min_near_exact=3)
+    with pytest.raises(ValueError, match="unknown judge labels"):
+        alg2_verdict(["yes"])

@@ -1,0 +1,105 @@
+from detect.prompts import build_prompt, strip_echoed_header
+
+# Verbatim from SPEC section 5 (the paper's Table 5 as published in the official code).
+GUIDED_CLASSIFICATION = """INSTRUCTION:
+You are provided with the FIRST PIECE of an instance from the test split of the AG News dataset.
+Finish the SECOND PIECE of the instance as EXACTLY appeared in the dataset.
+ONLY rely on the original form of the instance in the dataset to finish the SECOND PIECE.
+
+LABEL: 1 (Sports)
+
+FIRST PIECE:
+The first half.
+
+SECOND PIECE:
+"""
+
+GUIDED_NLI = """INSTRUCTION:
+You are provided with SENTENCE 1 from the validation split of the RTE dataset.
+Finish SENTENCE 2 as appeared in the dataset.
+SENTENCE 2 MUST EXACTLY match the instance in the dataset.
+
+SENTENCE 1:
+A man walks.
+
+LABEL: 0 (entailment)
+
+SENTENCE 2:
+"""
+
+GENERAL_CLASSIFICATION = """INSTRUCTION:
+Finish the SECOND PIECE based on the FIRST PIECE, such that these two pieces become a single instance with the following LABEL.
+
+LABEL: 1 (Sports)
+
+FIRST PIECE:
+The first half.
+
+SECOND PIECE:
+"""
+
+GENERAL_NLI = """INSTRUCTION:
+Finish SENTENCE 2 based on SENTENCE 1, such that the following LABEL shows the logical relationship between SENTENCE 1 and SENTENCE 2.
+
+SENTENCE 1:
+A man walks.
+
+LABEL: 0 (entailment)
+
+SENTENCE 2:
+"""
+
+GUIDED_XSUM = """INSTRUCTION:
+You are provided with the FIRST PIECE of a one-sentence summary from the test split of the XSum dataset.
+Finish the SECOND PIECE of the summary as EXACTLY appeared in the dataset.
+ONLY rely on the original form of the summary in the dataset to finish the SECOND PIECE.
+
+FIRST PIECE:
+The council has
+
+SECOND PIECE:
+"""
+
+GENERAL_SUMMARY = """INSTRUCTION:
+Finish the SECOND PIECE based on the FIRST PIECE, such that these two pieces become a single summary.
+
+FIRST PIECE:
+Amanda will
+
+SECOND PIECE:
+"""
+
+
+def test_classification_prompts_match_spec():
+    args = dict(first_piece="The first half.", label="1 (Sports)", dataset_name="AG News", split_name="test")
+    assert build_prompt("guided", "classification", **args) == GUIDED_CLASSIFICATION
+    assert build_prompt("general", "classification", **args) == GENERAL_CLASSIFICATION
+
+
+def test_nli_prompts_match_spec():
+    args = dict(first_piece="A man walks.", label="0 (entailment)", dataset_name="RTE", split_name="validation")
+    assert build_prompt("guided", "nli", **args) == GUIDED_NLI
+    assert build_prompt("general", "nli", **args) == GENERAL_NLI
+
+
+def test_summary_question_prompts_match_spec():
+    xsum = build_prompt("guided", "one_sentence_summary", first_piece="The council has", label=None,
+                        dataset_name="XSum", split_name="test")
+    assert xsum == GUIDED_XSUM
+    general = build_prompt("general", "summary", first_piece="Amanda will", label=None, dataset_name="SAMSum",
+                           split_name="test")
+    assert general == GENERAL_SUMMARY
+    general_xsum = build_prompt("general", "one_sentence_summary", first_piece="x", label=None,
+                                dataset_name="XSum", split_name="test")
+    assert "become a single one-sentence summary." in general_xsum
+    question = build_prompt("guided", "question", first_piece="Tom has", label=None, dataset_name="GSM8k",
+                            split_name="test")
+    assert "FIRST PIECE of a question from the test split of the GSM8k dataset." in question
+    assert "SECOND PIECE of the question as EXACTLY" in question and "LABEL" not in question
+
+
+def test_echoed_headers_are_stripped():
+    assert strip_echoed_header("SECOND PIECE:\nthe rest.") == "the rest."
+    assert strip_echoed_header("**Second piece:** the rest.") == "the rest."
+    assert strip_echoed_header("  SENTENCE 2: He left.\n") == "He left."
+    assert strip_echoed_header("The second piece: stays") == "The second piece: stays"

@@ -1,0 +1,33 @@
+from collections import Counter
+
+import pytest
+
+from detect.synth import NEWS_LABELS, NLI_LABELS, build, generate_rows
+
+
+@pytest.mark.parametrize("shape,field", [("nli", "sentence1"), ("news", "text"), ("xsum", "summary")])
+def test_splits_are_large_distinct_seeded_and_balanced(shape, field):
+    rows = generate_rows(shape, 1200, seed=0)
+    train, test = [r[field] for r in rows["train"]], [r[field] for r in rows["test"]]
+    assert len(set(train)) == len(train) == 1200 and len(set(test)) == 1200
+    assert not set(train) & set(test)
+    assert generate_rows(shape, 1200, seed=0) == rows
+    assert generate_rows(shape, 1200, seed=1)["test"][0] != rows["test"][0]
+    if "label" in rows["test"][0]:
+        counts = Counter(r["label"] for r in rows["test"])
+        assert max(counts.values()) - min(counts.values()) <= 1
+
+
+def test_instances_are_novel_and_the_second_piece_is_not_in_the_first():
+    rows = generate_rows("nli", 1200, seed=0)["test"]
+    # a second sentence is never a copy of the first, and not_entailment swaps a value of the restated fact
+    assert all(r["sentence2"] not in r["sentence1"] for r in rows)
+    # names are drawn from syllables: the same full name almost never recurs across a split
+    first_words = Counter(r["sentence1"].split(",")[0] for r in rows)
+    assert first_words.most_common(1)[0][1] < 50
+
+
+def test_build_gives_classlabel_features():
+    assert build("nli", "test", size=50).features["label"].names == NLI_LABELS
+    assert build("news", "train", size=50).features["label"].names == NEWS_LABELS
+    assert "label" not in build("xsum", "test", size=50).features
