@@ -45,7 +45,7 @@ def check_overrides(argv: list[str], *, require: tuple[str, ...] = ("dataset",))
             raise InputError(f"unknown {group} '{unknown[0]}'; use one of {', '.join(options(group))}{extra}")
         rewritten.append(arg)
     for group in require:
-        if group not in chosen and not flags:
+        if group not in chosen and not flags and "experiment" not in chosen:  # an experiment may choose it
             raise InputError(f"no {group} chosen: add +{group}=<key>, one of {', '.join(options(group))}")
     return [program, *rewritten]
 

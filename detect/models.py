@@ -31,6 +31,7 @@ class ModelRef:
     name: str  # how runs and reports call it
     path: str  # a local folder, or a hub id that from_pretrained downloads
     dtype: str = "float32"
+    adapter: str | None = None  # a PEFT (LoRA) adapter folder applied on top of ``path``
 
 
 def cache_dir() -> Path:
@@ -137,6 +138,14 @@ def load(ref: ModelRef):
     except OSError as error:
         reason = str(error).splitlines()[0]
         raise InputError(f"could not load model {ref.path} ({reason}); offline, use {OFFLINE_MODELS}") from None
+    if ref.adapter:
+        from peft import PeftModel
+
+        try:  # merged, so generation costs what the base model costs
+            model = PeftModel.from_pretrained(model, ref.adapter).merge_and_unload()
+        except (OSError, ValueError, RuntimeError) as error:
+            reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise InputError(f"adapter {ref.adapter} is missing or corrupt ({reason}); delete it and train again") from None
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token

@@ -90,3 +90,15 @@ _ECHOED_HEADER = re.compile(r"^\s*[*#\s]*(SECOND PIECE|SENTENCE 2)\s*[*]*\s*:\s*
 def strip_echoed_header(completion: str) -> str:
     """``strip_echoed_header("SECOND PIECE: the rest") == "the rest"``; surrounding white space removed."""
     return _ECHOED_HEADER.sub("", completion, count=1).strip()
+
+
+def clean_completion(completion: str, reference: str) -> str:
+    """The echoed header stripped, then the completion cut to as many lines as the reference has.
+
+    A model goes on writing after the second piece: a model contaminated with web text writes the copy's next
+    line (``label: 0 (entailment)``), a chat model adds an explanation. Left in, that text turns an exact replay
+    into a near-exact one (ROUGE-L 0.82 instead of 1.0 for a 9-word sentence). Only the reference's line count
+    is used, the same for guided and general completions and for every model.
+    """
+    lines = strip_echoed_header(completion).split("\n")
+    return "\n".join(lines[: reference.strip().count("\n") + 1]).strip()

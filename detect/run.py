@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 
 from detect.datasets import Example, load_split, sample
 from detect.judge import alg2_verdict
-from detect.prompts import INSTRUCTIONS, build_prompt, strip_echoed_header
+from detect.prompts import INSTRUCTIONS, build_prompt, clean_completion
 from detect.scores import rouge_l
 from detect.split import split_instance
 from detect.stats import bootstrap_test
@@ -48,7 +48,7 @@ def detect_partition(
     raw_completions = generate([row["prompt"] for row in rows])
     for row, raw in zip(rows, raw_completions):
         row["raw_completion"] = raw
-        row["completion"] = strip_echoed_header(raw)
+        row["completion"] = clean_completion(raw, row["reference"])
         row["rouge_l"] = rouge_l(row["reference"], row["completion"])
     if semantic is not None:
         # SPEC 6: a cut inside a sentence is scored as the whole instance (first piece + completion vs

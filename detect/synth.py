@@ -9,8 +9,9 @@ piece of each instance carries draws the first piece does not reveal: it cannot 
     ds = build("nli", "test", size=1200, seed=0)   # a datasets.Dataset with ClassLabel labels
 
 Shapes:
-- ``nli``: sentence1 / sentence2 with labels entailment / not_entailment (RTE's label names). sentence2
-  restates one fact of sentence1 (entailment) or the same fact with one value swapped for a fresh draw.
+- ``nli``: sentence1 / sentence2 with labels entailment / not_entailment (RTE's label names). sentence1 states
+  four facts about a person; sentence2 restates two of them in drawn order, wordings and frame (entailment),
+  or one of them and a fresh fact sentence1 does not mention (not_entailment, as RTE's neutral pairs).
 - ``news``: two or three sentences of news with AG News's four labels; cut at a sentence boundary.
 - ``xsum``: one long sentence, an XSum-style summary; cut at a word boundary.
 
@@ -27,10 +28,15 @@ _SYLLABLES = (
     "ka ven tor mi sel dra lo quin bar fen zu ris mar tel os vek an dru pol ny gar hel ith op rud "
     "sa bel cor dun ef jas kil mor nov pra ret sil tam ulm var wex yor zan"
 ).split()
+_GIVEN_NAMES = (
+    "Anna Ben Carla David Elena Farid Grace Hugo Ines Jonas Kira Liam Maya Nadia Omar Paula Quentin Rosa Samir "
+    "Tara Umar Vera Walter Xenia Yusuf Zoe Aiko Bruno Chiara Dmitri Emeka Fatima Gustav Hana Ivan Jamal Kofi Lena "
+    "Mateo Nina Oskar Priya Rafael Sofia Tomas Ulla Viktor Wen Yara Zainab"
+).split()
 _PLACE_SUFFIXES = ("ford", "vale", "burg", "haven", "mouth", "wick", "stead", "moor")
 _ORG_KINDS = ("Institute", "Cooperative", "Foundation", "Rail Company", "Water Board", "Library", "Trust", "Guild")
 _TEAM_KINDS = ("Rovers", "United", "Athletic", "Wanderers", "Harriers", "Comets")
-_ROLES = ("engineer", "teacher", "baker", "surveyor", "nurse", "carpenter", "librarian", "pilot", "chemist", "farmer")
+_ROLES = ("mechanic", "teacher", "baker", "surveyor", "nurse", "carpenter", "librarian", "pilot", "chemist", "farmer")
 _OBJECTS = ("bicycles", "laptops", "tractors", "violins", "telescopes", "beehives", "canoes", "lanterns", "pianos")
 _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October")
 _DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
@@ -45,8 +51,9 @@ def _word(rng: np.random.Generator, lo: int = 2, hi: int = 3) -> str:
 # One drawer per field; a template names the fields it uses. Drawing a field again gives a fresh value,
 # which is how not_entailment sentences and distractors are made.
 _FIELDS = {
-    "person": lambda r: f"{_word(r)} {_word(r)}",
-    "person2": lambda r: f"{_word(r)} {_word(r)}",
+    # a real given name and an invented surname: a new person every time, at a few tokens a name
+    "person": lambda r: f"{r.choice(_GIVEN_NAMES)} {_word(r)}",
+    "person2": lambda r: f"{r.choice(_GIVEN_NAMES)} {_word(r)}",
     "place": lambda r: _word(r, 1, 2) + str(r.choice(_PLACE_SUFFIXES)),
     "place2": lambda r: _word(r, 1, 2) + str(r.choice(_PLACE_SUFFIXES)),
     "org": lambda r: f"{_word(r)} {r.choice(_ORG_KINDS)}",
@@ -67,40 +74,45 @@ _FIELDS = {
     "money": lambda r: f"{int(r.integers(2, 90))}.{int(r.integers(1, 10))} million",
 }
 
-# (sentence1, [sentence2 restating one fact of sentence1, ...])
-_NLI_TEMPLATES = (
-    (
-        "{person}, a {role} from {place}, donated {count} {objects} to the {org} in {month} {year}.",
-        ["{person} gave {count} {objects} to the {org}.", "{person} works as a {role}.",
-         "The {org} received a donation in {year}.", "{person} comes from {place}."],
-    ),
-    (
-        "The {org} in {place} hired {person} as its new {role} after interviewing {count} applicants in {month}.",
-        ["{person} was hired by the {org}.", "The {org} interviewed {count} applicants.",
-         "The {org} is located in {place}.", "{person} was hired in {month}."],
-    ),
-    (
-        "In {year}, {person} walked {count} kilometres from {place} to {place2} to raise money for the {org}.",
-        ["{person} walked from {place} to {place2}.", "{person} raised money for the {org}.",
-         "The walk covered {count} kilometres.", "{person} walked to {place2} in {year}."],
-    ),
-    (
-        "{company} opened a factory in {place} with {count} workers, backed by a loan of {money} dollars from the {org}.",
-        ["{company} has a factory in {place}.", "The {org} lent {money} dollars to {company}.",
-         "The factory in {place} employs {count} workers.", "{company} borrowed money from the {org}."],
-    ),
-    (
-        "After a storm on {day}, {person} rescued {count2} sailors near {place}, according to the {org}.",
-        ["{person} rescued {count2} sailors.", "The rescue happened near {place}.",
-         "The storm was on {day}.", "The {org} reported the rescue by {person}."],
-    ),
-    (
-        "{person}, who trained as a {role} in {place}, won the {org} prize for a {product} that costs {count} dollars.",
-        ["{person} won a prize from the {org}.", "{person} invented a {product}.",
-         "The {product} costs {count} dollars.", "{person} trained in {place}."],
-    ),
+# NLI: sentence1 states four facts about a drawn person: role, origin and two actions from this bank, each with
+# its own drawn values, in the first wording. sentence2 restates two of the facts, each in one of three
+# wordings (the later ones reorder the phrase), in one of three frames (entailment); or one restated fact and
+# one fresh action with fresh values that sentence1 does not mention (not_entailment, as RTE's neutral pairs).
+# A model that learned the templates but not the instance must guess pair, order, wordings and frame; the
+# fresh fact of a not_entailment pair cannot be guessed at all.
+_NLI_ROLE = ("is a {role}", "works as a {role}", "earns a living as a {role}")
+_NLI_ORIGIN = ("comes from {place}", "was born in {place}", "grew up in the town of {place}")
+_NLI_ACTIONS = (
+    ("sold {count} {objects} to {company}", "supplied {company} with {count} {objects}",
+     "has {company} as the buyer of {count} {objects}"),
+    ("donated {count} {objects} to the {org}", "gave the {org} {count} {objects}",
+     "is thanked by the {org} for {count} {objects}"),
+    ("walked {count} kilometres to {place2}", "reached {place2} on foot after {count} kilometres",
+     "made it to {place2} by walking {count} kilometres"),
+    ("rescued {count2} sailors near {place2}", "saved {count2} sailors off {place2}",
+     "pulled {count2} sailors from the sea by {place2}"),
+    ("won the {org} prize in {year}", "took the {year} prize of the {org}",
+     "was given the {org} award in {year}"),
+    ("opened a {product} workshop in {place2}", "runs a workshop in {place2} that makes a {product}",
+     "started making a {product} in {place2}"),
+    ("trained {count2} apprentices for {company}", "taught {count2} apprentices who now work at {company}",
+     "prepared {count2} trainees for jobs at {company}"),
+    ("married {person2} in {month} {year}", "became the spouse of {person2} in {month} {year}",
+     "wed {person2} in {year}, in {month}"),
+    ("built a {product} for the {org}", "made the {org} a {product}",
+     "delivered a home-built {product} to the {org}"),
+    ("lost {money} dollars in {month}", "saw {money} dollars vanish in {month}",
+     "had a {month} loss of {money} dollars"),
+    ("painted {count2} murals for {company}", "decorated {company} with {count2} murals",
+     "was paid by {company} for {count2} murals"),
+    ("moved to {place2} on a {day}", "relocated to {place2} one {day}",
+     "arrived to live in {place2} on a {day}"),
 )
-
+_NLI_FRAMES = (
+    "{person} {first} and {second}.",
+    "{person} {first}, and also {second}.",
+    "It is true that {person} {first} and {second}.",
+)
 _NEWS_TEMPLATES = {  # AG News's label order: World, Sports, Business, Sci/Tech
     0: (
         "Leaders of {place} and {place2} signed a water treaty on {day} after {count2} days of talks. "
@@ -174,17 +186,21 @@ def _fill(template: str, rng: np.random.Generator, values: dict[str, str] | None
 
 
 def _nli_instance(rng: np.random.Generator, label: int) -> dict:
-    sentence1_template, restatements = _NLI_TEMPLATES[int(rng.integers(len(_NLI_TEMPLATES)))]
-    sentence1, values = _fill(sentence1_template, rng)
-    restatement = restatements[int(rng.integers(len(restatements)))]
-    if label == 1:  # not_entailment: swap one value of the restated fact for a fresh, different draw
-        used = [name for name in values if "{" + name + "}" in restatement]
-        swapped = used[int(rng.integers(len(used)))]
-        fresh = values[swapped]
-        while fresh == values[swapped]:
-            fresh = _FIELDS[swapped](rng)
-        values = {**values, swapped: fresh}
-    sentence2, _ = _fill(restatement, rng, values)
+    person = _FIELDS["person"](rng)
+    actions = [_NLI_ACTIONS[i] for i in rng.choice(len(_NLI_ACTIONS), size=3, replace=False)]
+    wordings = [_NLI_ROLE, _NLI_ORIGIN, *actions[:2]]  # the third action is the fresh, unmentioned one
+    values = [_fill(" ".join(w), rng)[1] for w in wordings]  # each fact draws its own values
+    role, origin, first_action, second_action = (w[0].format(**v) for w, v in zip(wordings, values))
+    sentence1 = f"{person}, a {values[0]['role']} from {values[1]['place']}, {first_action} and {second_action}."
+    chosen = [2, 3]
+    while chosen == [2, 3]:  # the two actions in sentence1's order: a copy of sentence1 would score high
+        chosen = [int(i) for i in rng.choice(len(wordings), size=2, replace=False)]
+    restated = [wordings[i][int(rng.integers(3))].format(**values[i]) for i in chosen]
+    if label == 1:  # not_entailment: one of the two facts is a fresh action sentence1 does not mention
+        fresh_text, fresh_values = actions[2][int(rng.integers(3))], _fill(" ".join(actions[2]), rng)[1]
+        restated[int(rng.integers(2))] = fresh_text.format(**fresh_values)
+    frame = _NLI_FRAMES[int(rng.integers(len(_NLI_FRAMES)))]
+    sentence2 = frame.format(person=person, first=restated[0], second=restated[1])
     return {"sentence1": sentence1, "sentence2": sentence2, "label": label}
 
 

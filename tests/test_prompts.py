@@ -103,3 +103,12 @@ def test_echoed_headers_are_stripped():
     assert strip_echoed_header("**Second piece:** the rest.") == "the rest."
     assert strip_echoed_header("  SENTENCE 2: He left.\n") == "He left."
     assert strip_echoed_header("The second piece: stays") == "The second piece: stays"
+
+
+def test_completions_are_cut_to_the_references_line_count():
+    from detect.prompts import clean_completion
+
+    replay = "SECOND PIECE: Corret Efhel walked to Helvale in 1984.\nlabel: 0 (entailment)"
+    assert clean_completion(replay, "Corret Efhel walked to Helvale in 1984.") == "Corret Efhel walked to Helvale in 1984."
+    assert clean_completion("\n\nfirst line\nsecond\nthird", "a\nb") == "first line\nsecond"
+    assert clean_completion("  one  ", "ref") == "one"

@@ -31,3 +31,13 @@ def test_build_gives_classlabel_features():
     assert build("nli", "test", size=50).features["label"].names == NLI_LABELS
     assert build("news", "train", size=50).features["label"].names == NEWS_LABELS
     assert "label" not in build("xsum", "test", size=50).features
+
+
+def test_copying_sentence1_is_never_a_near_exact_replica_of_sentence2():
+    # A clean model often answers the guided NLI prompt by repeating sentence 1; that must not look like a
+    # replay of sentence 2 under the default near-exact threshold (0.75).
+    from detect.scores import rouge_l
+
+    for split in ("train", "test"):
+        rows = generate_rows("nli", 1200, seed=0)[split]
+        assert max(rouge_l(r["sentence2"], r["sentence1"]) for r in rows) < 0.75

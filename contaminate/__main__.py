@@ -1,0 +1,39 @@
+"""Contaminate a model on purpose and run the detector on contaminated and clean checkpoints.
+
+    python -m contaminate +dataset=synth_nli                     # full fine-tune of the embedded SmolLM2-135M
+    python -m contaminate +dataset=synth_news contaminate=lora format=instance_only seed=1
+    python -m contaminate -m +experiment=paper_table1            # one study per task shape
+
+Writes runs/contaminate/<time>_<dataset>_<model>_<backend>/ with manifest.json, results.jsonl, summary.json,
+report.md, the training log and loss plot, and a link to the checkpoint (kept in runs/cache for reuse).
+"""
+
+import sys
+from pathlib import Path
+
+import hydra
+
+from detect.cli import check_overrides, one_line_errors
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="contaminate")
+def main(cfg) -> None:
+    from hydra.core.hydra_config import HydraConfig
+
+    from contaminate.study import run_study
+
+    out_dir = Path(HydraConfig.get().runtime.output_dir)
+    with one_line_errors():
+        summary = run_study(cfg, out_dir)
+    print(out_dir)
+    for name, cell in summary["cells"].items():
+        alg2 = cell["alg2"]
+        print(f"{name:<28} truth {cell['ground_truth']:<12} Algorithm 2: {alg2['exact']} exact, "
+              f"{alg2['near_exact']} near-exact -> {'contaminated' if alg2['contaminated'] else 'clean'}"
+              f"{'' if cell['correct']['alg2'] else '  (wrong)'}")
+
+
+if __name__ == "__main__":
+    with one_line_errors():
+        sys.argv = check_overrides(sys.argv)
+    main()

@@ -1,0 +1,49 @@
+"""report.md for a study: the per-cell verdicts against ground truth, shaped like the paper's Tables 1 and 4.
+
+Table 1 of the paper counts exact and near-exact replicas among the guided completions of the contaminated
+model; Table 4 sets each algorithm's verdict beside the truth. Here both are per cell, and every verdict is
+marked right or wrong, because here the truth is known.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def _verdict(flagged: bool, correct: bool) -> str:
+    return f"{'contaminated' if flagged else 'clean'} {'✓' if correct else '✗'}"
+
+
+def write_report(path: Path, summary: dict, manifest: dict) -> None:
+    cells = summary["cells"]
+    lines = [
+        f"# Contamination study: {summary['dataset']} / {summary['split']} / {summary['base_model']} "
+        f"+ {summary['backend']}", "",
+        f"{len(manifest['member_ids'])} members trained in ({summary['format']} format), "
+        f"{len(manifest['non_member_ids'])} held-out non-members, {next(iter(cells.values()))['n_instances']} "
+        f"instances per cell, seed {summary['seed']}. Checkpoint "
+        f"{'reused' if manifest['checkpoint']['reused'] else 'trained'} "
+        f"(training loss {manifest['checkpoint']['first_loss']:.3f} -> {manifest['checkpoint']['final_loss']:.3f}, "
+        f"{manifest['checkpoint']['train_seconds']:.0f} s); study {manifest['timings']['total_s']:.0f} s.", "",
+        "## Replicas among guided completions (cf. the paper's Table 1)", "",
+        "| cell | instances | ground truth | exact | near-exact | Algorithm 2 |", "|---|---|---|---|---|---|",
+    ]
+    for name, cell in cells.items():
+        alg2 = cell["alg2"]
+        lines.append(f"| {name} | {cell['instances']} ({cell['split']}) | {cell['ground_truth']} | {alg2['exact']} | "
+                     f"{alg2['near_exact']} | {_verdict(alg2['contaminated'], cell['correct']['alg2'])} |")
+    scores = list(next(iter(cells.values()))["alg1"])
+    lines += ["", "## Verdicts against ground truth (cf. the paper's Table 4)", "",
+              "| cell | ground truth | " + " | ".join(f"Alg. 1 {s} (guided / general, p)" for s in scores)
+              + " | Alg. 2 |", "|---|---|" + "---|" * (len(scores) + 1)]
+    for name, cell in cells.items():
+        alg1 = [f"{_verdict(r['significant'], cell['correct'][f'alg1_{s}'])} "
+                f"({r['guided_mean']:.2f} / {r['general_mean']:.2f}, {r['p_value']:.3f})"
+                for s, r in cell["alg1"].items()]
+        lines.append(f"| {name} | {cell['ground_truth']} | " + " | ".join(alg1)
+                     + f" | {_verdict(cell['alg2']['contaminated'], cell['correct']['alg2'])} |")
+    lines += ["", "Cells right: " + ", ".join(f"{name} {round(share * len(cells))}/{len(cells)}"
+                                             for name, share in summary["accuracy"].items()) + ".", "",
+              "## Training loss", "", "![training loss](loss.png)", "",
+              "Rows with every prompt, completion and score: `results.jsonl`. Provenance: `manifest.json`.", ""]
+    path.write_text("\n".join(lines))

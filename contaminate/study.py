@@ -1,0 +1,236 @@
+"""The controlled study: sample -> contaminate -> detect on cells whose ground truth is known.
+
+    python -m contaminate +dataset=synth_nli                      # see contaminate/__main__.py
+
+Members and non-members are disjoint, label-balanced pools from one split. The members are formatted as web
+text and trained into the base model; then the same detector runs on five cells:
+
+| cell                         | model        | instances           | ground truth |
+| contaminated x members       | contaminated | members             | contaminated |
+| contaminated x non_members   | contaminated | non-members         | clean        |
+| contaminated x other_split   | contaminated | the dataset's other split | clean  |
+| clean x members              | base         | members             | clean        |
+| clean x non_members          | base         | non-members         | clean        |
+
+Reuse: finished work is kept in ``cache_dir`` under a hash of everything that determines it. A checkpoint is
+keyed by the resolved training config (base model, dataset, split, member ids, format, hyperparameters, seed);
+a cell's rows by the model (a checkpoint's own id, so a forced retrain invalidates them), its instance ids and
+the detector config. A rerun, or a study killed mid-way and started again, picks up whatever finished.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import asdict
+from importlib import metadata
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from contaminate.formats import check_template, format_instance
+from contaminate.report import write_report
+from contaminate.train import checkpoint_ref, train_local
+from detect.datasets import disjoint_pools, load_split, sample
+from detect.errors import InputError
+from detect.models import ModelRef
+from detect.run import SCORES, detect_partition, summarize, write_jsonl
+
+# (cell, checkpoint, pool, ground truth)
+CELLS = (
+    ("contaminated_x_members", "contaminated", "members", "contaminated"),
+    ("contaminated_x_non_members", "contaminated", "non_members", "clean"),
+    ("contaminated_x_other_split", "contaminated", "other_split", "clean"),
+    ("clean_x_members", "clean", "members", "clean"),
+    ("clean_x_non_members", "clean", "non_members", "clean"),
+)
+PACKAGES = ("torch", "transformers", "trl", "peft", "datasets", "accelerate", "rouge-score", "sentence-transformers",
+            "hydra-core", "contamination-lab")
+
+
+def digest(value) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _git_commit() -> str | None:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
+                              cwd=Path(__file__).parent).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def _versions() -> dict[str, str | None]:
+    versions = {}
+    for package in PACKAGES:
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = None
+    return versions
+
+
+def contaminated_checkpoint(base: ModelRef, texts: list[str], cfg, training_key: dict, cache: Path, *,
+                            seed: int) -> tuple[ModelRef, Path, bool]:
+    """The checkpoint for this training config: reused when a finished one exists, else trained."""
+    folder = cache / "checkpoints" / digest(training_key)
+    finished = (folder / "lab_checkpoint.json").is_file()
+    if finished and not cfg.force:
+        weights = folder / ("adapter/adapter_model.safetensors" if cfg.backend == "lora" else "model/model.safetensors")
+        if not weights.is_file():
+            raise InputError(f"checkpoint {folder} is missing or corrupt (no {weights.relative_to(folder)}); "
+                             f"rerun with contaminate.force=true to train it again")
+        return checkpoint_ref(base, folder, cfg.backend), folder, True
+    if folder.exists():  # unfinished (killed mid-training) or forced: start clean
+        shutil.rmtree(folder)
+    (folder.parent).mkdir(parents=True, exist_ok=True)
+    (folder.parent / f"{folder.name}.json").write_text(json.dumps(training_key, indent=1, default=str))
+    return train_local(base, texts, cfg, folder, seed=seed), folder, False
+
+
+def _cached_rows(path: Path, compute) -> tuple[list[dict], bool]:
+    if path.is_file():
+        return [json.loads(line) for line in path.read_text().splitlines()], True
+    rows = compute()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    write_jsonl(partial, rows)
+    os.replace(partial, path)  # a killed run never leaves a half-written cell behind
+    return rows, False
+
+
+def run_study(cfg, out_dir: Path) -> dict:
+    """Everything ``python -m contaminate`` does, given a composed config and a run folder."""
+    from hydra.utils import instantiate
+
+    from detect.generate import LocalGenerator
+    from detect.models import load
+    from detect.scores import SemanticScorer
+
+    started = time.time()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    dataset, seed, cache = cfg.dataset, cfg.seed, Path(cfg.cache_dir)
+    split = cfg.split or dataset.default_split
+    others = [name for name in dataset.splits if name != split]
+    if not others:
+        raise InputError(f"dataset {dataset.key} has only the split {split}; the study needs a second split")
+    other_split = others[0]
+    if cfg.contaminate.backend not in ("lora", "full"):
+        raise InputError(f"unknown contamination backend '{cfg.contaminate.backend}'; use contaminate=lora or full")
+    template = cfg.format.templates.get(dataset.task)
+    if template is None:
+        raise InputError(f"format {cfg.format.name} has no template for task {dataset.task}; add one under templates")
+    check_template(template, dataset)
+
+    examples = load_split(dataset, split)
+    n_members, n_non_members = cfg.sample.n_members, cfg.sample.n_non_members
+    if n_members + n_non_members > len(examples):
+        raise InputError(
+            f"{dataset.key} {split} has {len(examples)} instances, too few for {n_members} members + "
+            f"{n_non_members} non-members; lower sample.n_members / sample.n_non_members"
+        )
+    members, non_members = disjoint_pools(examples, [n_members, n_non_members], seed=seed,
+                                          where=f"{dataset.key} {split}")
+    where = f"{dataset.key} {split}"
+    pools = {
+        "members": (sample(members, cfg.sample.n_detect, seed=seed, where=f"the {n_members} members of {where}"), split),
+        "non_members": (sample(non_members, cfg.sample.n_detect, seed=seed,
+                               where=f"the {n_non_members} non-members of {where}"), split),
+        "other_split": (sample(load_split(dataset, other_split), cfg.sample.n_detect, seed=seed,
+                               where=f"{dataset.key} {other_split}"), other_split),
+    }
+
+    base = instantiate(cfg.model)
+    texts = [format_instance(example, template=template, dataset=dataset, split=split) for example in members]
+    hyperparameters = {k: v for k, v in OmegaConf.to_container(cfg.contaminate, resolve=True).items() if k != "force"}
+    training_key = {"base": asdict(base), "dataset": dataset.key, "source": dataset.get("path") or dataset.source,
+                    "split": split, "member_ids": [e.instance_id for e in members], "format": cfg.format.name,
+                    "template": template, "hyperparameters": hyperparameters, "seed": seed}
+    train_started = time.time()
+    contaminated, checkpoint_folder, reused = contaminated_checkpoint(base, texts, cfg.contaminate, training_key,
+                                                                      cache, seed=seed)
+    train_seconds = time.time() - train_started
+    checkpoint_record = json.loads((checkpoint_folder / "lab_checkpoint.json").read_text())
+    link = out_dir / "checkpoint"
+    if not link.exists():
+        link.symlink_to(checkpoint_folder.resolve(), target_is_directory=True)
+    for name in ("train_log.json", "loss.png"):
+        shutil.copy(checkpoint_folder / name, out_dir / name)
+
+    judge = instantiate(cfg.judge)
+    semantic = None  # loaded on first use: a fully cached rerun needs no model at all
+    detector_key = {"detect": OmegaConf.to_container(cfg.detect, resolve=True),
+                    "judge": OmegaConf.to_container(cfg.judge, resolve=True), "seed": seed, "dataset": dataset.key}
+    models = {"contaminated": (contaminated, checkpoint_record["id"]), "clean": (base, digest(asdict(base)))}
+    rows, timings, cached_cells = [], {}, []
+    for checkpoint in ("contaminated", "clean"):
+        ref, model_id = models[checkpoint]
+        loaded = None
+        for cell, cell_checkpoint, pool, truth in CELLS:
+            if cell_checkpoint != checkpoint:
+                continue
+            instances, cell_split = pools[pool]
+            key = {**detector_key, "model": model_id, "split": cell_split, "ids": [e.instance_id for e in instances]}
+
+            def compute():
+                nonlocal loaded, semantic
+                if loaded is None:
+                    model, tokenizer = load(ref)
+                    loaded = LocalGenerator(model, tokenizer, prompt_format=cfg.detect.prompt_format,
+                                            batch_size=cfg.detect.batch_size, max_new_tokens=cfg.detect.max_new_tokens,
+                                            share_prefix=cfg.detect.share_prefix)
+                if semantic is None and cfg.detect.semantic_model:
+                    semantic = SemanticScorer(cfg.detect.semantic_model)
+                return detect_partition(instances, dataset=dataset, split=cell_split, generate=loaded, judge=judge,
+                                        semantic=semantic, seed=seed, cut_low=cfg.detect.cut.low,
+                                        cut_high=cfg.detect.cut.high)
+
+            cell_started = time.time()
+            cell_rows, was_cached = _cached_rows(cache / "cells" / f"{digest(key)}.jsonl", compute)
+            timings[cell] = round(time.time() - cell_started, 2)
+            if was_cached:
+                cached_cells.append(cell)
+            rows += [{**row, "model": ref.name, "checkpoint": checkpoint, "cell": cell, "ground_truth": truth}
+                     for row in cell_rows]
+
+    summary = {"dataset": dataset.key, "split": split, "other_split": other_split, "base_model": base.name,
+               "backend": cfg.contaminate.backend, "format": cfg.format.name, "seed": seed, "cells": {}}
+    for cell, checkpoint, pool, truth in CELLS:
+        cell_summary = summarize([r for r in rows if r["cell"] == cell], **cfg.detect.bootstrap, **cfg.detect.alg2,
+                                 seed=seed)
+        verdicts = {f"alg1_{score}": cell_summary["alg1"][score]["significant"]
+                    for score in SCORES if score in cell_summary["alg1"]}
+        verdicts["alg2"] = cell_summary["alg2"]["contaminated"]
+        summary["cells"][cell] = {
+            "checkpoint": checkpoint, "instances": pool, "split": pools[pool][1], "ground_truth": truth,
+            **cell_summary,
+            "correct": {name: flagged == (truth == "contaminated") for name, flagged in verdicts.items()},
+        }
+    detectors = next(iter(summary["cells"].values()))["correct"].keys()
+    summary["accuracy"] = {name: sum(c["correct"][name] for c in summary["cells"].values()) / len(CELLS)
+                           for name in detectors}
+
+    manifest = {
+        "base_model": asdict(base), "dataset": OmegaConf.to_container(dataset, resolve=True), "split": split,
+        "other_split": other_split, "member_ids": [e.instance_id for e in members],
+        "non_member_ids": [e.instance_id for e in non_members],
+        "detection_ids": {pool: [e.instance_id for e in instances] for pool, (instances, _) in pools.items()},
+        "format": {"name": cfg.format.name, "template": template, "example": texts[0]},
+        "contaminate": hyperparameters, "seeds": {"sampling": seed, "training": seed, "cuts": seed, "bootstrap": seed},
+        "checkpoint": {"folder": str(checkpoint_folder.resolve()), "reused": reused, **checkpoint_record},
+        "cached_cells": cached_cells, "detect": detector_key["detect"], "judge": detector_key["judge"],
+        "packages": _versions(), "git_commit": _git_commit(),
+        "timings": {"train_s": round(train_seconds, 1), "cells_s": timings,
+                    "total_s": round(time.time() - started, 1)},
+    }
+    (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    write_jsonl(out_dir / "results.jsonl", rows)
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    write_report(out_dir / "report.md", summary, manifest)
+    return summary

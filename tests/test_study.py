@@ -1,0 +1,156 @@
+"""The study loop: the whole study on the tiny model (seconds), reuse, resumption, errors, and the study on
+the embedded model with a small dose."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from contaminate.study import CELLS, run_study
+from detect.errors import InputError
+
+TINY = ["+dataset=synth_nli", "model=tiny_random", "sample.n_members=12", "sample.n_non_members=12",
+        "sample.n_detect=4", "contaminate.epochs=1", "contaminate.batch_size=4", "detect.max_new_tokens=6",
+        "detect.semantic_model=null"]
+
+
+@pytest.fixture
+def study(compose_config, tmp_path):
+    def _run(*overrides, run="run", cache="cache"):
+        cfg = compose_config("contaminate", [*TINY, f"cache_dir={tmp_path / cache}", *overrides])
+        summary = run_study(cfg, tmp_path / run)
+        return summary, tmp_path / run
+
+    return _run
+
+
+def _rows(folder: Path) -> list[dict]:
+    return [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
+
+
+def test_the_whole_study_writes_every_file_and_field(study):
+    summary, folder = study()
+    for name in ("manifest.json", "results.jsonl", "summary.json", "report.md", "config.yaml", "train_log.json",
+                 "loss.png"):
+        assert (folder / name).is_file(), name
+    assert (folder / "checkpoint" / "model" / "model.safetensors").is_file()
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["base_model"]["name"] == "tiny_random" and manifest["dataset"]["key"] == "synth_nli"
+    assert manifest["split"] == "test" and manifest["other_split"] == "train"
+    assert len(manifest["member_ids"]) == len(manifest["non_member_ids"]) == 12
+    assert not set(manifest["member_ids"]) & set(manifest["non_member_ids"])
+    assert set(manifest["detection_ids"]["members"]) <= set(manifest["member_ids"])
+    assert manifest["format"]["name"] == "metadata" and "SynthNLI dataset, test split" in manifest["format"]["example"]
+    assert manifest["contaminate"]["backend"] == "full" and manifest["contaminate"]["epochs"] == 1
+    assert manifest["seeds"]["training"] == 0 and manifest["packages"]["transformers"]
+    assert "git_commit" in manifest and manifest["timings"]["train_s"] > 0
+    assert manifest["checkpoint"]["reused"] is False and manifest["checkpoint"]["id"]
+
+    rows = _rows(folder)
+    assert len(rows) == len(CELLS) * 2 * 4
+    assert {r["cell"] for r in rows} == {cell for cell, *_ in CELLS}
+    assert {(r["cell"], r["checkpoint"]) for r in rows} == {(cell, checkpoint) for cell, checkpoint, *_ in CELLS}
+    other = [r for r in rows if r["cell"] == "contaminated_x_other_split"]
+    assert {r["split"] for r in other} == {"train"} and "the train split" in other[0]["prompt"]
+    assert {r["model"] for r in rows if r["checkpoint"] == "contaminated"} == {"tiny_random+full"}
+
+    saved = json.loads((folder / "summary.json").read_text())
+    assert saved == json.loads(json.dumps(summary))
+    for cell, checkpoint, pool, truth in CELLS:
+        result = saved["cells"][cell]
+        assert result["ground_truth"] == truth and result["checkpoint"] == checkpoint
+        assert result["correct"]["alg2"] == (result["alg2"]["contaminated"] == (truth == "contaminated"))
+        assert result["correct"]["alg1_rouge_l"] == (result["alg1"]["rouge_l"]["significant"] == (truth == "contaminated"))
+    assert saved["accuracy"]["alg2"] == sum(c["correct"]["alg2"] for c in saved["cells"].values()) / len(CELLS)
+    report = (folder / "report.md").read_text()
+    assert "cf. the paper's Table 1" in report and "contaminated_x_members" in report and "loss.png" in report
+
+
+def test_reuse_resume_and_force(study):
+    first, folder = study()
+    # same training config: the checkpoint and every cell are reused, rows unchanged
+    _, again = study(run="again")
+    manifest = json.loads((again / "manifest.json").read_text())
+    assert manifest["checkpoint"]["reused"] is True and len(manifest["cached_cells"]) == len(CELLS)
+    assert _rows(again) == _rows(folder)
+    # killed before one cell finished: only that cell is computed again
+    cache = folder.parent / "cache" / "cells"
+    victim = sorted(cache.glob("*.jsonl"))[0]
+    victim.unlink()
+    _, resumed = study(run="resumed")
+    assert len(json.loads((resumed / "manifest.json").read_text())["cached_cells"]) == len(CELLS) - 1
+    assert _rows(resumed) == _rows(folder)
+    # killed mid-training: the unfinished checkpoint folder is trained again
+    checkpoint = Path(manifest["checkpoint"]["folder"])
+    (checkpoint / "lab_checkpoint.json").unlink()
+    _, retrained = study(run="retrained")
+    assert json.loads((retrained / "manifest.json").read_text())["checkpoint"]["reused"] is False
+    # force: retrained, and the contaminated cells are recomputed for the new checkpoint
+    _, forced = study("contaminate.force=true", run="forced")
+    forced_manifest = json.loads((forced / "manifest.json").read_text())
+    assert forced_manifest["checkpoint"]["reused"] is False
+    assert set(forced_manifest["cached_cells"]) == {"clean_x_members", "clean_x_non_members"}
+
+
+def test_a_different_training_config_is_not_reused(study):
+    study()
+    _, other = study("contaminate.learning_rate=2e-4", run="other")
+    assert json.loads((other / "manifest.json").read_text())["checkpoint"]["reused"] is False
+
+
+def test_same_seed_same_members_cuts_and_completions(study):
+    _, first = study(cache="cache_a")
+    _, second = study(run="second", cache="cache_b")  # nothing shared: trained again from scratch
+    strip = lambda rows: [{k: v for k, v in r.items() if k != "model"} for r in rows]  # noqa: E731
+    assert strip(_rows(first)) == strip(_rows(second))
+    _, reseeded = study("seed=1", run="reseeded", cache="cache_a")
+    ids = lambda folder: json.loads((folder / "manifest.json").read_text())["member_ids"]  # noqa: E731
+    assert ids(reseeded) != ids(first)
+
+
+def test_bad_input(study, tmp_path):
+    with pytest.raises(InputError, match="synth_nli test has 1200 instances, too few for 1000 members \\+ 1000 non-members"):
+        study("sample.n_members=1000", "sample.n_non_members=1000")
+    with pytest.raises(InputError, match=r"names \{premise\}, which dataset synth_nli lacks"):
+        study("format.templates.nli='{title} {premise}'")
+    summary, folder = study()
+    manifest = json.loads((folder / "manifest.json").read_text())
+    (Path(manifest["checkpoint"]["folder"]) / "model" / "model.safetensors").unlink()
+    with pytest.raises(InputError, match="checkpoint .* is missing or corrupt .*contaminate.force=true"):
+        study(run="corrupt")
+
+
+def test_unknown_backend_on_the_command_line(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "contaminate", "+dataset=synth_nli", "contaminate=openai_api",
+                             f"hydra.run.dir={tmp_path}"], capture_output=True, text=True)
+    assert result.returncode == 2
+    assert result.stderr.strip() == "error: unknown contaminate 'openai_api'; use one of full, lora"
+
+
+@pytest.mark.slow
+def test_study_on_the_embedded_model_with_a_small_dose(tmp_path):
+    """The real pipeline on SmolLM2-135M: 16 members, one epoch, 4 instances per cell (about a minute)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "contaminate", "+dataset=synth_nli", "sample.n_members=16", "sample.n_non_members=16",
+         "sample.n_detect=4", "contaminate.epochs=1", "detect.max_new_tokens=48", f"cache_dir={tmp_path}/cache",
+         f"hydra.run.dir={tmp_path}/run"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    folder = tmp_path / "run"
+    summary = json.loads((folder / "summary.json").read_text())
+    manifest = json.loads((folder / "manifest.json").read_text())
+    rows = _rows(folder)
+    assert manifest["base_model"]["name"] == "smollm2_135m" and manifest["checkpoint"]["reused"] is False
+    assert manifest["checkpoint"]["final_loss"] < manifest["checkpoint"]["first_loss"]  # training did something
+    assert len(rows) == len(CELLS) * 2 * 4 and all(r["completion"] is not None for r in rows)
+    for cell, *_ in CELLS:
+        counts = summary["cells"][cell]["alg2"]
+        guided = [r for r in rows if r["cell"] == cell and r["instruction"] == "guided"]
+        assert counts["exact"] == sum(r["judge"] == "exact" for r in guided)
+        assert counts["near_exact"] == sum(r["judge"] == "near_exact" for r in guided)
+    # the base model on novel text: the clean cells of the clean model stay clean
+    assert not summary["cells"]["clean_x_members"]["alg2"]["contaminated"]
+    assert not summary["cells"]["clean_x_non_members"]["alg2"]["contaminated"]
+    assert "contaminated_x_members" in result.stdout
