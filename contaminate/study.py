@@ -34,7 +34,7 @@ from omegaconf import OmegaConf
 
 from contaminate.formats import check_template, format_instance
 from contaminate.report import write_report
-from contaminate.train import checkpoint_ref, train_local
+from contaminate.train import BACKENDS, checkpoint_ref, train_local
 from detect.datasets import disjoint_pools, load_split, sample
 from detect.errors import InputError
 from detect.models import ModelRef
@@ -87,7 +87,7 @@ def contaminated_checkpoint(base: ModelRef, texts: list[str], cfg, training_key:
         return checkpoint_ref(base, folder, cfg.backend), folder, True
     if folder.exists():  # unfinished (killed mid-training) or forced: start clean
         shutil.rmtree(folder)
-    (folder.parent).mkdir(parents=True, exist_ok=True)
+    folder.parent.mkdir(parents=True, exist_ok=True)
     (folder.parent / f"{folder.name}.json").write_text(json.dumps(training_key, indent=1, default=str))
     return train_local(base, texts, cfg, folder, seed=seed), folder, False
 
@@ -121,8 +121,9 @@ def run_study(cfg, out_dir: Path) -> dict:
     if not others:
         raise InputError(f"dataset {dataset.key} has only the split {split}; the study needs a second split")
     other_split = others[0]
-    if cfg.contaminate.backend not in ("lora", "full"):
-        raise InputError(f"unknown contamination backend '{cfg.contaminate.backend}'; use contaminate=lora or full")
+    if cfg.contaminate.backend not in BACKENDS:
+        raise InputError(f"unknown contamination backend '{cfg.contaminate.backend}'; "
+                         f"use one of {', '.join(BACKENDS)} (contaminate=<backend>)")
     template = cfg.format.templates.get(dataset.task)
     if template is None:
         raise InputError(f"format {cfg.format.name} has no template for task {dataset.task}; add one under templates")

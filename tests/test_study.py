@@ -154,3 +154,16 @@ def test_study_on_the_embedded_model_with_a_small_dose(tmp_path):
     assert not summary["cells"]["clean_x_members"]["alg2"]["contaminated"]
     assert not summary["cells"]["clean_x_non_members"]["alg2"]["contaminated"]
     assert "contaminated_x_members" in result.stdout
+
+
+def test_paper_table1_runs_one_study_per_task_shape(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "contaminate", "+experiment=paper_table1", "model=tiny_random", "sample.n_members=8",
+         "sample.n_non_members=8", "sample.n_detect=2", "contaminate.epochs=1", "detect.max_new_tokens=4",
+         "detect.semantic_model=null", f"cache_dir={tmp_path}/cache", f"hydra.sweep.dir={tmp_path}/sweep"],
+        capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    studies = sorted(path.name for path in (tmp_path / "sweep").iterdir() if path.is_dir())
+    assert studies == ["0_synth_nli_full", "1_synth_news_full", "2_synth_xsum_full"]
+    tasks = {json.loads((tmp_path / "sweep" / s / "manifest.json").read_text())["dataset"]["task"] for s in studies}
+    assert tasks == {"nli", "classification", "one_sentence_summary"}
