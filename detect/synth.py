@@ -12,8 +12,10 @@ Shapes:
 - ``nli``: sentence1 / sentence2 with labels entailment / not_entailment (RTE's label names). sentence1 states
   four facts about a person; sentence2 restates two of them in drawn order, wordings and frame (entailment),
   or one of them and a fresh fact sentence1 does not mention (not_entailment, as RTE's neutral pairs).
-- ``news``: two or three sentences of news with AG News's four labels; cut at a sentence boundary.
-- ``xsum``: one long sentence, an XSum-style summary; cut at a word boundary.
+- ``news``: two or three sentences of news with AG News's four labels, each a fact from the label's bank in one
+  of three wordings; cut at a sentence boundary.
+- ``xsum``: one long sentence, an XSum-style summary (a lead and a consequence clause, three wordings each);
+  cut at a word boundary.
 
 Train and test come from one stream of draws, so no text is in both splits.
 """
@@ -59,6 +61,9 @@ _FIELDS = {
     "org": lambda r: f"{_word(r)} {r.choice(_ORG_KINDS)}",
     "team": lambda r: f"{_word(r)} {r.choice(_TEAM_KINDS)}",
     "team2": lambda r: f"{_word(r)} {r.choice(_TEAM_KINDS)}",
+    "company2": lambda r: f"{_word(r)}{r.choice(['tek', 'ware', 'corp', ' Mills', ' Freight'])}",
+    "org2": lambda r: f"{_word(r)} {r.choice(_ORG_KINDS)}",
+    "objects2": lambda r: str(r.choice(_OBJECTS)),
     "company": lambda r: f"{_word(r)}{r.choice(['tek', 'ware', 'corp', ' Mills', ' Freight'])}",
     "role": lambda r: str(r.choice(_ROLES)),
     "objects": lambda r: str(r.choice(_OBJECTS)),
@@ -113,64 +118,128 @@ _NLI_FRAMES = (
     "{person} {first}, and also {second}.",
     "It is true that {person} {first} and {second}.",
 )
-_NEWS_TEMPLATES = {  # AG News's label order: World, Sports, Business, Sci/Tech
+# News: a lead sentence and one or two more facts, each a sentence drawn from the label's bank in one of three
+# wordings with its own drawn values. The cut falls between sentences, so the second piece is whole facts the
+# first piece does not determine: which facts (of six), which wording, which names and numbers.
+_NEWS_FACTS = {  # AG News's label order: World, Sports, Business, Sci/Tech
     0: (
-        "Leaders of {place} and {place2} signed a water treaty on {day} after {count2} days of talks. "
-        "The deal, brokered by {person}, lets farmers draw {percent} percent more from the river. "
-        "Opposition groups in {place2} called it a surrender.",
-        "Thousands marched through {place} on {day} demanding the release of {person}. "
-        "Police said {count} people were detained near the {org}. "
-        "A curfew starts at {count2} o'clock.",
-        "Floods in {place} have displaced {count} families, the {org} said on {day}. "
-        "Rescue teams led by {person} reached {place2} by boat.",
-        "{person} was sworn in as governor of {place} on {day}, promising to rebuild {count} schools. "
-        "Turnout in the vote was {percent} percent.",
+        ("Leaders of {place} and {place2} signed a water treaty on {day}.",
+         "A water treaty between {place} and {place2} was signed on {day}.",
+         "On {day}, {place} and {place2} agreed to share the river."),
+        ("Thousands marched through {place} demanding the release of {person}.",
+         "Protesters in {place} called for {person} to be freed.",
+         "A crowd filled the centre of {place} to support the jailed {person}."),
+        ("Floods have displaced {count} families near {place2}.",
+         "{count} families near {place2} lost their homes to floods.",
+         "Rising water forced {count} households out of {place2}."),
+        ("{person2} was sworn in as governor of {place} after a vote with {percent} percent turnout.",
+         "Turnout reached {percent} percent in the vote that made {person2} governor of {place}.",
+         "The new governor of {place}, {person2}, took office after {percent} percent of voters took part."),
+        ("The {org} said a curfew in {place2} will start at {count2} o'clock.",
+         "A {count2} o'clock curfew was announced for {place2} by the {org}.",
+         "Residents of {place2} must be home by {count2} o'clock, the {org} ordered."),
+        ("Talks brokered by {person} lasted {count2} days.",
+         "{person} kept the delegations talking for {count2} days.",
+         "After {count2} days of mediation by {person}, the sides met again."),
     ),
     1: (
-        "{team} beat {team2} {score}-{score2} in {place} on {day}. "
-        "{person} scored twice for the visitors, and coach {person2} said the win ends a run of {count2} defeats.",
-        "{person} won the {place} marathon in {count2} minutes over two hours on {day}. "
-        "The runner-up, {person2}, finished {score} seconds behind.",
-        "{team} signed striker {person} from {team2} for {money} dollars. "
-        "The {role}-turned-footballer scored {count2} goals last season.",
-        "{person2} retired from tennis on {day} after {count2} years on tour. "
-        "Her last match, in {place}, drew {count} fans.",
+        ("{team} beat {team2} {score}-{score2} in {place} on {day}.",
+         "{team2} lost {score2}-{score} to {team} in {place} on {day}.",
+         "A {score}-{score2} win in {place} on {day} lifted {team} above {team2}."),
+        ("{person} scored twice for the visitors.",
+         "Both goals for the visitors came from {person}.",
+         "The visitors relied on two goals by {person}."),
+        ("Coach {person2} said the win ends a run of {count2} defeats.",
+         "The result broke a {count2}-match losing streak, coach {person2} noted.",
+         "{person2}, the coach, had waited {count2} games for a victory."),
+        ("{person} won the {place2} marathon in {count2} minutes over two hours.",
+         "The {place2} marathon went to {person} in two hours and {count2} minutes.",
+         "{person} crossed the line first in {place2} after two hours {count2} minutes."),
+        ("{team} signed striker {person2} for {money} dollars.",
+         "{person2} joined {team} in a {money} dollar transfer.",
+         "A fee of {money} dollars brought {person2} to {team}."),
+        ("The match in {place} drew {count} fans.",
+         "{count} supporters watched in {place}.",
+         "A crowd of {count} filled the ground in {place}."),
     ),
     2: (
-        "Shares in {company} rose {percent} percent on {day} after it reported profits of {money} dollars. "
-        "Chief executive {person} said demand for its {product} had doubled in {place}.",
-        "{company} will cut {count} jobs at its plant in {place}, the firm said on {day}. "
-        "Union leader {person} called the move a betrayal.",
-        "{company} agreed to buy {org} for {money} dollars. "
-        "The deal, announced on {day} in {place}, still needs approval from regulators.",
-        "Fuel prices in {place} climbed {percent} percent in {month}, the {org} reported. "
-        "Analyst {person} expects a further rise before {year}.",
+        ("Shares in {company} rose {percent} percent on {day}.",
+         "{company} stock gained {percent} percent on {day}.",
+         "Investors pushed {company} up {percent} percent on {day}."),
+        ("{company} reported profits of {money} dollars.",
+         "Profit at {company} reached {money} dollars.",
+         "{company} earned {money} dollars in the quarter."),
+        ("{company} will cut {count} jobs at its plant in {place}.",
+         "{count} workers at the {place} plant of {company} will lose their jobs.",
+         "The {place} factory of {company} is to shed {count} posts."),
+        ("Chief executive {person} said demand for its {product} had doubled.",
+         "Demand for the {product} has doubled, chief executive {person} told analysts.",
+         "{person}, who runs the firm, pointed to twice the orders for its {product}."),
+        ("Union leader {person2} called the move a betrayal.",
+         "{person2} of the workers' union said the plan betrays staff.",
+         "The union, led by {person2}, condemned the decision."),
+        ("Fuel prices in {place2} climbed {percent} percent in {month}.",
+         "In {month}, fuel in {place2} cost {percent} percent more.",
+         "Drivers in {place2} paid {percent} percent more for fuel in {month}."),
     ),
     3: (
-        "Researchers at the {org} have built a {product} that runs for {count2} days on one charge. "
-        "Lead scientist {person} said a prototype will be tested in {place} in {month}.",
-        "A probe launched by the {org} sent back images of a crater {count} kilometres wide on {day}. "
-        "Project manager {person} said the data will take {count2} weeks to analyse.",
-        "{company} released software that translates {count2} languages spoken around {place}. "
-        "Engineer {person} said it was trained on {count} hours of recordings.",
-        "Astronomers led by {person} at the {org} found a comet that returns every {count} years. "
-        "It will pass closest to Earth in {month} {year}.",
+        ("Researchers at the {org} built a {product} that runs for {count2} days on one charge.",
+         "A {product} from the {org} lasts {count2} days per charge.",
+         "The {org} has a {product} prototype with {count2} days of battery life."),
+        ("A probe sent back images of a crater {count} kilometres wide.",
+         "Images from the probe show a {count}-kilometre crater.",
+         "The probe photographed a crater spanning {count} kilometres."),
+        ("Lead scientist {person} said tests start in {place} in {month}.",
+         "Tests will begin in {place} in {month}, according to lead scientist {person}.",
+         "{person}, who leads the team, plans trials in {place} this {month}."),
+        ("{company} released software that translates {count2} languages.",
+         "New {company} software handles {count2} languages.",
+         "Translation across {count2} languages is now offered by {company}."),
+        ("Astronomers found a comet that returns every {count} years.",
+         "A comet with a {count}-year orbit has been identified.",
+         "Every {count} years, a newly found comet passes the Sun."),
+        ("Engineer {person2} said the model was trained on {count} hours of recordings.",
+         "{count} hours of recordings went into the model, engineer {person2} said.",
+         "The system learned from {count} hours of audio, according to {person2}."),
     ),
 }
 
-_XSUM_TEMPLATES = (
-    "{person}, the {role} who ran the {org} for {count2} years, has been charged after {count} {objects} "
-    "went missing from a depot in {place}.",
-    "A {product} designed by students in {place} has won a {money} dollar contract from {company}, "
-    "the {org} has announced.",
-    "Plans to close the {org} in {place} have been dropped after {count} residents signed a petition "
-    "started by {person}.",
-    "{team} have sacked manager {person} after a {score}-{score2} defeat by {team2} left them {count2} points "
-    "adrift.",
-    "{company} is to build a factory in {place} creating {count} jobs, in a deal worth {money} dollars.",
-    "A {role} from {place} who found {count2} {objects} buried on a farm has handed them to the {org}.",
-    "The {org} has warned that {percent} percent of bridges in {place} need repairs costing {money} dollars.",
-    "{person} has become the first {role} from {place} to cross the {place2} strait in a homemade canoe.",
+# XSum: one long sentence, a lead clause and a consequence clause, each from a bank in one of three wordings
+# with drawn values. The cut falls inside the sentence, mostly in or just before the consequence.
+_XSUM_LEADS = (
+    ("{person}, the {role} who ran the {org} for {count2} years,", "{person}, for {count2} years the {org}'s {role},",
+     "The {org}'s long-serving {role} {person},"),
+    ("A {product} designed by students in {place}", "Students in {place} whose {product} design",
+     "The {place} students behind a new {product}"),
+    ("Residents of {place} led by {person}", "{person} and neighbours in {place}", "A group in {place} around {person}"),
+    ("{team} manager {person}", "{person}, who managed {team},", "The {team} boss {person}"),
+    ("{company}, the {place} maker of {objects},", "The {objects} firm {company} of {place}",
+     "{company}, which makes {objects} in {place},"),
+    ("A {role} from {place}", "{person}, a {role} living in {place},", "One {role} in {place}"),
+)
+_XSUM_CONSEQUENCES = (
+    ("has been charged after {count} {objects} went missing from a depot in {place2}.",
+     "faces charges over {count} {objects} missing from a {place2} depot.",
+     "was charged when a {place2} depot reported {count} {objects} gone."),
+    ("has won a {money} dollar contract from {company2}.", "secured {money} dollars of work from {company2}.",
+     "signed a deal worth {money} dollars with {company2}."),
+    ("has forced the {org2} to drop plans to close after {count} people signed a petition.",
+     "saved the {org2} from closure with a petition of {count} names.",
+     "collected {count} signatures and the {org2} will stay open."),
+    ("has been sacked after a {score}-{score2} defeat left the club {count2} points adrift.",
+     "lost the job after a {score}-{score2} loss put the side {count2} points behind.",
+     "was dismissed, {count2} points adrift following a {score}-{score2} defeat."),
+    ("is to build a factory in {place2} creating {count} jobs.",
+     "will open a plant in {place2} with {count} new jobs.", "plans {count} jobs at a new {place2} factory."),
+    ("has handed {count2} {objects2} found on a farm to the {org2}.",
+     "gave the {org2} {count2} {objects2} dug up on a farm.",
+     "passed {count2} buried {objects2} from a farm to the {org2}."),
+    ("has warned that {percent} percent of bridges in {place2} need repairs.",
+     "says repairs are due on {percent} percent of the bridges in {place2}.",
+     "found that {percent} percent of {place2} bridges are unsafe."),
+    ("has crossed the {place2} strait in a homemade canoe in {count2} hours.",
+     "paddled across the {place2} strait in {count2} hours in a canoe of their own making.",
+     "spent {count2} hours crossing the {place2} strait in a self-built canoe."),
 )
 
 NLI_LABELS = ["entailment", "not_entailment"]
@@ -205,14 +274,17 @@ def _nli_instance(rng: np.random.Generator, label: int) -> dict:
 
 
 def _news_instance(rng: np.random.Generator, label: int) -> dict:
-    templates = _NEWS_TEMPLATES[label]
-    text, _ = _fill(templates[int(rng.integers(len(templates)))], rng)
-    return {"text": text, "label": label}
+    facts = _NEWS_FACTS[label]
+    chosen = [facts[i] for i in rng.choice(len(facts), size=int(rng.integers(2, 4)), replace=False)]
+    sentences = [_fill(wordings[int(rng.integers(3))], rng)[0] for wordings in chosen]
+    return {"text": " ".join(sentences), "label": label}
 
 
 def _xsum_instance(rng: np.random.Generator, label: int) -> dict:
-    summary, _ = _fill(_XSUM_TEMPLATES[int(rng.integers(len(_XSUM_TEMPLATES)))], rng)
-    return {"summary": summary}
+    lead = _XSUM_LEADS[int(rng.integers(len(_XSUM_LEADS)))][int(rng.integers(3))]
+    consequence = _XSUM_CONSEQUENCES[int(rng.integers(len(_XSUM_CONSEQUENCES)))][int(rng.integers(3))]
+    summary, _ = _fill(f"{lead} {consequence}", rng)
+    return {"summary": summary[0].upper() + summary[1:]}
 
 
 # shape -> (instance maker, label names or None, the field whose text must be unique)
