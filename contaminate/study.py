@@ -13,9 +13,9 @@ text and trained into the base model; then the same detector runs on five cells:
 | clean x non_members          | base         | non-members         | clean        |
 
 Reuse: finished work is kept in ``cache_dir`` under a hash of everything that determines it. A checkpoint is
-keyed by the resolved training config (base model, dataset, split, member ids, format, hyperparameters, seed);
-a cell's rows by the model (a checkpoint's own id, so a forced retrain invalidates them), its instance ids and
-the detector config. A rerun, or a study killed mid-way and started again, picks up whatever finished.
+keyed by the resolved training config (base model, dataset, split, member ids, the training texts themselves,
+format, hyperparameters, seed); a cell's rows by the model (a checkpoint's own id, so a forced retrain
+invalidates them), its instances (ids and content) and the detector config. A rerun, or a study killed mid-way and started again, picks up whatever finished.
 """
 
 from __future__ import annotations
@@ -152,7 +152,8 @@ def run_study(cfg, out_dir: Path) -> dict:
     hyperparameters = {k: v for k, v in OmegaConf.to_container(cfg.contaminate, resolve=True).items() if k != "force"}
     training_key = {"base": asdict(base), "dataset": dataset.key, "source": dataset.get("path") or dataset.source,
                     "split": split, "member_ids": [e.instance_id for e in members], "format": cfg.format.name,
-                    "template": template, "hyperparameters": hyperparameters, "seed": seed}
+                    "template": template, "texts": digest(texts),  # content, not only ids: a file may change
+                    "hyperparameters": hyperparameters, "seed": seed}
     train_started = time.time()
     contaminated, checkpoint_folder, reused = contaminated_checkpoint(base, texts, cfg.contaminate, training_key,
                                                                       cache, seed=seed)
@@ -177,7 +178,8 @@ def run_study(cfg, out_dir: Path) -> dict:
             if cell_checkpoint != checkpoint:
                 continue
             instances, cell_split = pools[pool]
-            key = {**detector_key, "model": model_id, "split": cell_split, "ids": [e.instance_id for e in instances]}
+            key = {**detector_key, "model": model_id, "split": cell_split, "ids": [e.instance_id for e in instances],
+                   "instances": digest([(e.text, e.text_pair, e.label) for e in instances])}
 
             def compute():
                 nonlocal loaded, semantic

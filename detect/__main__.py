@@ -2,7 +2,7 @@
 
     python -m detect +dataset=synth_nli                        # embedded SmolLM2-135M, the test split
     python -m detect +dataset=rte split=train model=tiny_random detect.prompt_format=raw
-    python -m detect +dataset=imdb dataset.path=imdb_{split}.jsonl model=HuggingFaceTB/SmolLM2-360M-Instruct
+    python -m detect +dataset=imdb dataset.path=data/imdb model=HuggingFaceTB/SmolLM2-360M-Instruct
 
 Writes runs/detect/<time>_<dataset>_<model>/ with results.jsonl, summary.json, report.md and config.yaml.
 """

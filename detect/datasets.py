@@ -39,13 +39,24 @@ def label_string(label_id: int, name: str) -> str:
     return f"{label_id} ({name.replace('_', ' ')})"
 
 
-def _load_local(path: str, where: str):
+_LOCAL_FORMATS = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
+
+
+def _load_local(path: str, split: str, where: str):
+    """One split from a file (``{split}`` in its name is replaced), or from ``<split>.<ext>`` in a folder."""
     import datasets
 
-    file = Path(path)
+    file = Path(path.replace("{split}", split))
+    if file.is_dir():
+        candidates = [file / f"{split}{suffix}" for suffix in _LOCAL_FORMATS]
+        found = [candidate for candidate in candidates if candidate.is_file()]
+        if not found:
+            present = ", ".join(sorted(p.name for p in file.iterdir())) or "nothing"
+            raise InputError(f"{where}: folder {file} has no {split}.jsonl, .csv or .parquet (it holds {present})")
+        file = found[0]
     if not file.is_file():
         raise InputError(f"{where}: no file at {file}; give an existing JSONL, CSV or Parquet file")
-    builder = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet"}.get(file.suffix.lower())
+    builder = _LOCAL_FORMATS.get(file.suffix.lower())
     if builder is None:
         raise InputError(f"{where}: {file} is not .jsonl, .json, .csv or .parquet; convert it to one of these")
     return datasets.load_dataset(builder, data_files=str(file), split="train")
@@ -69,7 +80,7 @@ def load_raw(cfg, split: str):
     if split not in cfg.splits:
         raise InputError(f"dataset {cfg.key} has no split '{split}': its splits are {', '.join(cfg.splits)}")
     if cfg.get("path"):
-        return _load_local(str(cfg.path).replace("{split}", split), f"dataset {cfg.key} split {split}")
+        return _load_local(str(cfg.path), split, f"dataset {cfg.key} split {split}")
     if cfg.source == "synth":
         from detect import synth
 

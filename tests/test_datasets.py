@@ -99,3 +99,15 @@ def test_disjoint_pools():
         {"0 (entailment)": 50, "1 (not entailment)": 50})
     with pytest.raises(InputError, match="600 \\+ 700 = 1300 instances asked from synth_nli train, which has 1200"):
         disjoint_pools(examples, [600, 700], seed=0, where="synth_nli train")
+
+
+def test_local_folder_of_split_files(tmp_path):
+    for split in ("train", "validation"):
+        (tmp_path / f"{split}.jsonl").write_text(json.dumps({"sentence1": f"{split} one", "sentence2": "two",
+                                                             "label": "entailment"}) + "\n")
+    cfg = dataset_cfg("rte", path=str(tmp_path))
+    assert load_split(cfg, "train")[0].text == "train one"
+    assert load_split(cfg, "validation")[0].text == "validation one"
+    (tmp_path / "validation.jsonl").unlink()
+    with pytest.raises(InputError, match=r"has no validation.jsonl, .csv or .parquet \(it holds train.jsonl\)"):
+        load_split(cfg, "validation")

@@ -167,3 +167,22 @@ def test_paper_table1_runs_one_study_per_task_shape(tmp_path):
     assert studies == ["0_synth_nli_full", "1_synth_news_full", "2_synth_xsum_full"]
     tasks = {json.loads((tmp_path / "sweep" / s / "manifest.json").read_text())["dataset"]["task"] for s in studies}
     assert tasks == {"nli", "classification", "one_sentence_summary"}
+
+
+def test_changed_data_under_the_same_ids_is_not_reused(compose_config, tmp_path):
+    # A local file edited in place keeps its instance ids; the cached checkpoint and cells must not be reused.
+    data = tmp_path / "nli"
+    data.mkdir()
+    for split in ("train", "test"):
+        rows = [{"sentence1": f"Person {i} sold {i} boats in town {i}.", "sentence2": f"Person {i} sold boats.",
+                 "label": "entailment" if i % 2 else "not_entailment"} for i in range(40)]
+        (data / f"{split}.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    overrides = [*TINY, f"dataset.path={data}", f"cache_dir={tmp_path / 'cache'}"]
+    run_study(compose_config("contaminate", overrides), tmp_path / "first")
+    test_file = data / "test.jsonl"
+    test_file.write_text(test_file.read_text().replace("boats", "canoes"))
+    run_study(compose_config("contaminate", overrides), tmp_path / "edited")
+    manifest = json.loads((tmp_path / "edited" / "manifest.json").read_text())
+    assert manifest["checkpoint"]["reused"] is False
+    assert manifest["cached_cells"] == []  # the other split is unchanged, but its model is a new checkpoint
+    assert all("canoes" in r["reference"] for r in _rows(tmp_path / "edited") if r["split"] == "test")
