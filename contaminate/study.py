@@ -14,8 +14,8 @@ text and trained into the base model; then the same detector runs on five cells:
 
 Reuse: finished work is kept in ``cache_dir`` under a hash of everything that determines it. A checkpoint is
 keyed by the resolved training config (base model, dataset, split, member ids, the training texts themselves,
-format, hyperparameters, seed); a cell's rows by the model (a checkpoint's own id, so a forced retrain
-invalidates them), its instances (ids and content) and the detector config. A rerun, or a study killed mid-way and started again, picks up whatever finished.
+format, hyperparameters, seed) and the training code; a cell's rows by the model (a checkpoint's own id, so a
+forced retrain invalidates them), its instances (ids and content), the detector config and the detector code. A rerun, or a study killed mid-way and started again, picks up whatever finished.
 """
 
 from __future__ import annotations
@@ -54,6 +54,15 @@ PACKAGES = ("torch", "transformers", "trl", "peft", "datasets", "accelerate", "r
 
 def digest(value) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def code_digest(files) -> str:
+    """A digest of the source that produced a cached result: after a code change it is a new result."""
+    return digest([Path(file).read_text() for file in sorted(map(str, files))])
+
+
+DETECTOR_CODE = sorted((Path(__file__).parent.parent / "detect").glob("*.py"))
+TRAINING_CODE = [Path(__file__).parent / "train.py", Path(__file__).parent / "formats.py"]
 
 
 def _git_commit() -> str | None:
@@ -153,7 +162,7 @@ def run_study(cfg, out_dir: Path) -> dict:
     training_key = {"base": asdict(base), "dataset": dataset.key, "source": dataset.get("path") or dataset.source,
                     "split": split, "member_ids": [e.instance_id for e in members], "format": cfg.format.name,
                     "template": template, "texts": digest(texts),  # content, not only ids: a file may change
-                    "hyperparameters": hyperparameters, "seed": seed}
+                    "hyperparameters": hyperparameters, "seed": seed, "code": code_digest(TRAINING_CODE)}
     train_started = time.time()
     contaminated, checkpoint_folder, reused = contaminated_checkpoint(base, texts, cfg.contaminate, training_key,
                                                                       cache, seed=seed)
@@ -168,7 +177,8 @@ def run_study(cfg, out_dir: Path) -> dict:
     judge = instantiate(cfg.judge)
     semantic = None  # loaded on first use: a fully cached rerun needs no model at all
     detector_key = {"detect": OmegaConf.to_container(cfg.detect, resolve=True),
-                    "judge": OmegaConf.to_container(cfg.judge, resolve=True), "seed": seed, "dataset": dataset.key}
+                    "judge": OmegaConf.to_container(cfg.judge, resolve=True), "seed": seed, "dataset": dataset.key,
+                    "code": code_digest(DETECTOR_CODE)}
     models = {"contaminated": (contaminated, checkpoint_record["id"]), "clean": (base, digest(asdict(base)))}
     rows, timings, cached_cells = [], {}, []
     for checkpoint in ("contaminated", "clean"):

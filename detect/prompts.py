@@ -92,13 +92,21 @@ def strip_echoed_header(completion: str) -> str:
     return _ECHOED_HEADER.sub("", completion, count=1).strip()
 
 
-def clean_completion(completion: str, reference: str) -> str:
-    """The echoed header stripped, then the completion cut to as many lines as the reference has.
+def clean_completion(completion: str, reference: str, first_piece: str = "") -> str:
+    """The echoed header and an echoed first piece stripped, then the completion cut to as many lines as the
+    reference has.
 
-    A model goes on writing after the second piece: a model contaminated with web text writes the copy's next
-    line (``label: 0 (entailment)``), a chat model adds an explanation. Left in, that text turns an exact replay
-    into a near-exact one (ROUGE-L 0.82 instead of 1.0 for a 9-word sentence). Only the reference's line count
-    is used, the same for guided and general completions and for every model.
+    Models often restart the instance: given a sentence cut in the middle, or sentence 1 of a pair, a
+    contaminated model writes the first piece again and then the rest. And they go on after the second piece:
+    a model contaminated with web text writes the copy's next line (``label: 0 (entailment)``), a chat model an
+    explanation. Left in, either turns an exact replay into a near-exact one or worse (ROUGE-L 0.82 instead of
+    1.0 for a 9-word sentence with a label line after it). Only the first piece, which the prompt showed, and
+    the reference's line count are used, the same for guided and general completions and for every model.
     """
-    lines = strip_echoed_header(completion).split("\n")
+    text = strip_echoed_header(completion)
+    echo, words = " ".join(first_piece.split()), " ".join(text.split())
+    if echo and (words == echo or words.startswith(echo + " ")):
+        # the echo ends after as many words as the first piece has, whatever white space it used
+        text = strip_echoed_header(re.sub(rf"^\s*(?:\S+\s+){{{len(echo.split()) - 1}}}\S+", "", text))
+    lines = text.split("\n")
     return "\n".join(lines[: reference.strip().count("\n") + 1]).strip()

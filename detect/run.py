@@ -48,7 +48,7 @@ def detect_partition(
     raw_completions = generate([row["prompt"] for row in rows])
     for row, raw in zip(rows, raw_completions):
         row["raw_completion"] = raw
-        row["completion"] = clean_completion(raw, row["reference"])
+        row["completion"] = clean_completion(raw, row["reference"], row["first_piece"])
         row["rouge_l"] = rouge_l(row["reference"], row["completion"])
     if semantic is not None:
         # SPEC 6: a cut inside a sentence is scored as the whole instance (first piece + completion vs

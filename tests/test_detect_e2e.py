@@ -77,8 +77,13 @@ def test_command_line_on_the_embedded_model(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     rows, summary = _read(tmp_path)
     assert summary["model"] == "smollm2_135m" and len(rows) == 20
-    # A real model writes real text: most completions are non-empty and share some words with the reference.
-    assert sum(bool(r["completion"]) for r in rows) >= 15
-    assert sum(r["rouge_l"] > 0 for r in rows) >= 10
+    # A real model writes real text, and shares some words with the reference...
+    assert sum(bool(r["raw_completion"].strip()) for r in rows) >= 15
+    assert sum(r["rouge_l"] > 0 for r in rows) >= 5  # the tiny random model scores 0 on all 20
+    # ...and a completion is empty only when the model wrote nothing but the header and an echo of sentence 1.
+    for row in rows:
+        if not row["completion"]:
+            leftover = row["raw_completion"].replace("SECOND PIECE:", "").replace("SENTENCE 2:", "")
+            assert " ".join(leftover.split()) in ("", " ".join(row["first_piece"].split()))
     # synth_nli is novel text no model has seen: the clean model must not be flagged by Algorithm 2.
     assert summary["alg2"]["contaminated"] is False

@@ -112,3 +112,16 @@ def test_completions_are_cut_to_the_references_line_count():
     assert clean_completion(replay, "Corret Efhel walked to Helvale in 1984.") == "Corret Efhel walked to Helvale in 1984."
     assert clean_completion("\n\nfirst line\nsecond\nthird", "a\nb") == "first line\nsecond"
     assert clean_completion("  one  ", "ref") == "one"
+
+
+def test_an_echoed_first_piece_is_stripped():
+    from detect.prompts import clean_completion
+
+    first = "The Tamwick students behind a new water filter have been"
+    restarted = "The Tamwick students  behind a new water filter have been sacked after a 3-3 defeat.\nlabel: x"
+    assert clean_completion(restarted, "sacked after a 3-3 defeat.", first) == "sacked after a 3-3 defeat."
+    pair = "Ivan sold boats.\nSENTENCE 2: Ivan is a pilot.\nlabel: 0 (entailment)"
+    assert clean_completion(pair, "Ivan is a pilot.", "Ivan sold boats.") == "Ivan is a pilot."
+    # only a whole-word echo of the entire first piece counts
+    assert clean_completion("Ivan sold boatsmen a lot", "x", "Ivan sold boats") == "Ivan sold boatsmen a lot"
+    assert clean_completion("Ivan sold", "x", "Ivan sold boats") == "Ivan sold"

@@ -186,3 +186,16 @@ def test_changed_data_under_the_same_ids_is_not_reused(compose_config, tmp_path)
     assert manifest["checkpoint"]["reused"] is False
     assert manifest["cached_cells"] == []  # the other split is unchanged, but its model is a new checkpoint
     assert all("canoes" in r["reference"] for r in _rows(tmp_path / "edited") if r["split"] == "test")
+
+
+def test_a_changed_detector_recomputes_the_cells_but_keeps_the_checkpoint(study, monkeypatch, tmp_path):
+    import contaminate.study as study_module
+
+    extra = tmp_path / "scorer_patch.py"
+    extra.write_text("THRESHOLD = 1\n")
+    monkeypatch.setattr(study_module, "DETECTOR_CODE", [*study_module.DETECTOR_CODE, extra])
+    study()
+    extra.write_text("THRESHOLD = 2\n")  # stands for any edit to detect/*.py
+    _, second = study(run="second")
+    manifest = json.loads((second / "manifest.json").read_text())
+    assert manifest["checkpoint"]["reused"] is True and manifest["cached_cells"] == []
