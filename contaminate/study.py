@@ -15,7 +15,8 @@ text and trained into the base model; then the same detector runs on five cells:
 Reuse: finished work is kept in ``cache_dir`` under a hash of everything that determines it. A checkpoint is
 keyed by the resolved training config (base model, dataset, split, member ids, the training texts themselves,
 format, hyperparameters, seed) and the training code; a cell's rows by the model (a checkpoint's own id, so a
-forced retrain invalidates them), its instances (ids and content), the detector config and the detector code. A rerun, or a study killed mid-way and started again, picks up whatever finished.
+forced retrain invalidates them), its instances (ids and content), the detector config and the detector code.
+A rerun, or a study killed mid-way and started again, picks up whatever finished.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from omegaconf import OmegaConf
 
 from contaminate.formats import check_template, format_instance
 from contaminate.report import write_report
-from contaminate.train import BACKENDS, checkpoint_ref, train_local
+from contaminate.train import check_backend, checkpoint_ref, train_local
 from detect.datasets import disjoint_pools, load_split, sample
 from detect.errors import InputError
 from detect.models import ModelRef
@@ -89,11 +90,12 @@ def contaminated_checkpoint(base: ModelRef, texts: list[str], cfg, training_key:
     folder = cache / "checkpoints" / digest(training_key)
     finished = (folder / "lab_checkpoint.json").is_file()
     if finished and not cfg.force:
-        weights = folder / ("adapter/adapter_model.safetensors" if cfg.backend == "lora" else "model/model.safetensors")
+        ref = checkpoint_ref(base, folder, cfg.backend)
+        weights = Path(ref.adapter) / "adapter_model.safetensors" if ref.adapter else Path(ref.path) / "model.safetensors"
         if not weights.is_file():
             raise InputError(f"checkpoint {folder} is missing or corrupt (no {weights.relative_to(folder)}); "
                              f"rerun with contaminate.force=true to train it again")
-        return checkpoint_ref(base, folder, cfg.backend), folder, True
+        return ref, folder, True
     if folder.exists():  # unfinished (killed mid-training) or forced: start clean
         shutil.rmtree(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -130,9 +132,7 @@ def run_study(cfg, out_dir: Path) -> dict:
     if not others:
         raise InputError(f"dataset {dataset.key} has only the split {split}; the study needs a second split")
     other_split = others[0]
-    if cfg.contaminate.backend not in BACKENDS:
-        raise InputError(f"unknown contamination backend '{cfg.contaminate.backend}'; "
-                         f"use one of {', '.join(BACKENDS)} (contaminate=<backend>)")
+    check_backend(cfg.contaminate.backend)
     template = cfg.format.templates.get(dataset.task)
     if template is None:
         raise InputError(f"format {cfg.format.name} has no template for task {dataset.task}; add one under templates")
@@ -195,9 +195,7 @@ def run_study(cfg, out_dir: Path) -> dict:
                 nonlocal loaded, semantic
                 if loaded is None:
                     model, tokenizer = load(ref)
-                    loaded = LocalGenerator(model, tokenizer, prompt_format=cfg.detect.prompt_format,
-                                            batch_size=cfg.detect.batch_size, max_new_tokens=cfg.detect.max_new_tokens,
-                                            share_prefix=cfg.detect.share_prefix)
+                    loaded = LocalGenerator.from_config(model, tokenizer, cfg.detect)
                 if semantic is None and cfg.detect.semantic_model:
                     semantic = SemanticScorer(cfg.detect.semantic_model)
                 return detect_partition(instances, dataset=dataset, split=cell_split, generate=loaded, judge=judge,

@@ -23,6 +23,12 @@ from detect.models import ModelRef
 BACKENDS = ("lora", "full")
 
 
+def check_backend(backend: str) -> None:
+    if backend not in BACKENDS:
+        raise InputError(f"unknown contamination backend '{backend}'; use one of {', '.join(BACKENDS)} "
+                         f"(contaminate=<backend>)")
+
+
 def plot_loss(log_history: Sequence[dict], path: Path, title: str) -> None:
     import matplotlib
 
@@ -48,8 +54,7 @@ def train_local(base: ModelRef, texts: Sequence[str], cfg, folder: Path, *, seed
 
     from detect.models import load
 
-    if cfg.backend not in BACKENDS:
-        raise InputError(f"unknown contamination backend '{cfg.backend}'; use one of {', '.join(BACKENDS)}")
+    check_backend(cfg.backend)
     folder.mkdir(parents=True, exist_ok=True)
     model, tokenizer = load(ModelRef(base.name, base.path, "float32", base.adapter))
     tokenizer.padding_side = "right"
@@ -75,7 +80,8 @@ def train_local(base: ModelRef, texts: Sequence[str], cfg, folder: Path, *, seed
     trainer.train()
     seconds = time.time() - started
 
-    weights = folder / ("adapter" if cfg.backend == "lora" else "model")
+    trained = checkpoint_ref(base, folder, cfg.backend)
+    weights = trained.adapter or trained.path
     trainer.model.save_pretrained(weights)
     tokenizer.save_pretrained(weights)
     log_history = trainer.state.log_history
@@ -87,10 +93,11 @@ def train_local(base: ModelRef, texts: Sequence[str], cfg, folder: Path, *, seed
               "first_loss": losses[0] if losses else None, "final_loss": losses[-1] if losses else None,
               "n_texts": len(texts)}
     (folder / "lab_checkpoint.json").write_text(json.dumps(record, indent=1))
-    return checkpoint_ref(base, folder, cfg.backend)
+    return trained
 
 
 def checkpoint_ref(base: ModelRef, folder: Path, backend: str) -> ModelRef:
+    """The model a checkpoint folder holds: a LoRA adapter on the base (``adapter/``) or a full model (``model/``)."""
     name = f"{base.name}+{backend}"
     if backend == "lora":
         return ModelRef(name, base.path, base.dtype, adapter=str(folder / "adapter"))

@@ -66,6 +66,12 @@ class LocalGenerator:
         self.share_prefix, self.min_shared_tokens = share_prefix, min_shared_tokens
         self.generated_tokens = 0  # tokens produced up to and including each sequence's end token
 
+    @classmethod
+    def from_config(cls, model, tokenizer, detect_cfg) -> "LocalGenerator":
+        """From the ``detect`` config group (prompt_format, batch_size, max_new_tokens, share_prefix)."""
+        return cls(model, tokenizer, prompt_format=detect_cfg.prompt_format, batch_size=detect_cfg.batch_size,
+                   max_new_tokens=detect_cfg.max_new_tokens, share_prefix=detect_cfg.share_prefix)
+
     def render(self, prompt: str) -> str:
         """The exact text the model sees."""
         if self.prompt_format == "chat":

@@ -147,9 +147,7 @@ def main(cfg, out_dir: Path) -> dict:
     examples = sample(load_split(dataset, split), cfg.sample.n_detect, seed=cfg.seed, where=f"{dataset.key} {split}")
     model_ref = instantiate(cfg.model)
     model, tokenizer = load(model_ref)
-    generator = LocalGenerator(model, tokenizer, prompt_format=cfg.detect.prompt_format,
-                               batch_size=cfg.detect.batch_size, max_new_tokens=cfg.detect.max_new_tokens,
-                               share_prefix=cfg.detect.share_prefix)
+    generator = LocalGenerator.from_config(model, tokenizer, cfg.detect)
     judge = instantiate(cfg.judge)
     semantic = SemanticScorer(cfg.detect.semantic_model) if cfg.detect.semantic_model else None
     loaded = time.time()
