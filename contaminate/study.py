@@ -116,8 +116,7 @@ def _cached_rows(path: Path, compute) -> tuple[list[dict], bool]:
 
 def run_study(cfg, out_dir: Path) -> dict:
     """Everything ``python -m contaminate`` does, given a composed config and a run folder."""
-    from hydra.utils import instantiate
-
+    from detect.cli import instantiate
     from detect.generate import LocalGenerator
     from detect.models import load
     from detect.scores import SemanticScorer
@@ -157,6 +156,7 @@ def run_study(cfg, out_dir: Path) -> dict:
     }
 
     base = instantiate(cfg.model)
+    judge = instantiate(cfg.judge)  # before training: a bad calibration path fails in a second, not an hour
     texts = [format_instance(example, template=template, dataset=dataset, split=split) for example in members]
     hyperparameters = {k: v for k, v in OmegaConf.to_container(cfg.contaminate, resolve=True).items() if k != "force"}
     training_key = {"base": asdict(base), "dataset": dataset.key, "source": dataset.get("path") or dataset.source,
@@ -174,10 +174,9 @@ def run_study(cfg, out_dir: Path) -> dict:
     for name in ("train_log.json", "loss.png"):
         shutil.copy(checkpoint_folder / name, out_dir / name)
 
-    judge = instantiate(cfg.judge)
     semantic = None  # loaded on first use: a fully cached rerun needs no model at all
     detector_key = {"detect": OmegaConf.to_container(cfg.detect, resolve=True),
-                    "judge": OmegaConf.to_container(cfg.judge, resolve=True), "seed": seed, "dataset": dataset.key,
+                    "judge": judge.describe(), "seed": seed, "dataset": dataset.key,
                     "code": code_digest(DETECTOR_CODE)}
     models = {"contaminated": (contaminated, checkpoint_record["id"]), "clean": (base, digest(asdict(base)))}
     rows, timings, cached_cells = [], {}, []

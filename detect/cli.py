@@ -58,3 +58,17 @@ def one_line_errors():
     except InputError as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)
+
+
+def instantiate(node, **kwargs):
+    """``hydra.utils.instantiate``, except that an ``InputError`` raised by the target reaches the user as itself
+    (Hydra wraps every exception in a multi-line InstantiationException)."""
+    from hydra.errors import InstantiationException
+    from hydra.utils import instantiate as hydra_instantiate
+
+    try:
+        return hydra_instantiate(node, **kwargs)
+    except InstantiationException as error:
+        if isinstance(error.__cause__, InputError):
+            raise error.__cause__ from None
+        raise

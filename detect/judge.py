@@ -10,14 +10,19 @@ the same call from scores, with thresholds the lab calibrates from ground truth:
 
 Defaults: exact_threshold 0.95 (one token off in a 40-token piece is still an exact replay); near_exact
 0.75, below the paper's own near-exact example (Table 6, ROUGE-L 0.82) and above what the clean embedded model
-reaches on the synth partitions (ROUGE-L 0.05-0.38).
+reaches on the synth partitions (ROUGE-L 0.05-0.38). ``calibration=<calibration.json>`` replaces both with the
+thresholds ``python -m contaminate.calibrate`` chose from ground truth (for this judge's ``score``).
 """
 
 from __future__ import annotations
 
+import json
 import re
 import string
+from pathlib import Path
 from typing import Iterable, Mapping, Sequence
+
+from detect.errors import InputError
 
 LABELS = ("exact", "near_exact", "none")
 _PUNCTUATION = re.compile(f"[{re.escape(string.punctuation)}\u2018\u2019\u201c\u201d]")
@@ -31,10 +36,22 @@ class ThresholdJudge:
     name = "threshold"
 
     def __init__(self, exact_threshold: float = 0.95, near_exact_threshold: float = 0.75,
-                 score: str = "rouge_l") -> None:
-        if not 0 <= near_exact_threshold <= exact_threshold <= 1:
-            raise ValueError("thresholds must satisfy 0 <= near_exact_threshold <= exact_threshold <= 1")
+                 score: str = "rouge_l", calibration: str | None = None) -> None:
+        if calibration is not None:
+            exact_threshold, near_exact_threshold = load_calibration(calibration, score)
+        if not (0 <= exact_threshold <= 1 and 0 <= near_exact_threshold <= 1):
+            raise InputError("judge thresholds must lie in [0, 1]")
+        # Both thresholds are on ROUGE-L by default, and then a near-exact bar above the exact one is a typo.
+        if score == "rouge_l" and near_exact_threshold > exact_threshold:
+            raise InputError(f"near_exact_threshold {near_exact_threshold} is above exact_threshold {exact_threshold}")
         self.exact_threshold, self.near_exact_threshold, self.score = exact_threshold, near_exact_threshold, score
+        self.calibration = None if calibration is None else str(calibration)
+
+    def describe(self) -> dict:
+        """What determines the labels (a cache key and a report line): the thresholds in force, not a path."""
+        return {"name": self.name, "exact_threshold": self.exact_threshold,
+                "near_exact_threshold": self.near_exact_threshold, "score": self.score,
+                "calibration": self.calibration}
 
     def label(self, reference: str, candidate: str, scores: Mapping[str, float]) -> str:
         if normalize(reference) == normalize(candidate) or scores["rouge_l"] >= self.exact_threshold:
@@ -46,6 +63,25 @@ class ThresholdJudge:
     def __call__(self, rows: Sequence[Mapping]) -> list[str]:
         """Labels for rows with ``reference``, ``completion`` and the scores."""
         return [self.label(row["reference"], row["completion"], row) for row in rows]
+
+
+def load_calibration(path: str | Path, score: str) -> tuple[float, float]:
+    """(exact_threshold, near_exact_threshold for ``score``) from a calibration.json."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"judge.calibration={path}: no such file; make one with "
+                         f"python -m contaminate.calibrate <study or multirun folders>")
+    try:
+        thresholds = json.loads(path.read_text())["thresholds"]
+        near = thresholds["near_exact_threshold"]
+        exact = float(thresholds["exact_threshold"])
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+        raise InputError(f"judge.calibration={path} is not a calibration.json (no thresholds); "
+                         f"make one with python -m contaminate.calibrate") from None
+    if score not in near:
+        raise InputError(f"judge.calibration={path} has no near-exact threshold for score {score}; "
+                         f"it has {', '.join(near)}: set judge.score to one of them")
+    return exact, float(near[score])
 
 
 def alg2_verdict(labels: Iterable[str], *, min_exact: int = 1, min_near_exact: int = 2) -> bool:

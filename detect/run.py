@@ -130,9 +130,9 @@ def write_jsonl(path: Path, rows: Sequence[dict]) -> None:
 
 def main(cfg, out_dir: Path) -> dict:
     """Everything ``python -m detect`` does, given a composed config and a run folder."""
-    from hydra.utils import instantiate
     from omegaconf import OmegaConf
 
+    from detect.cli import instantiate
     from detect.generate import LocalGenerator
     from detect.models import load
     from detect.scores import SemanticScorer
@@ -160,7 +160,7 @@ def main(cfg, out_dir: Path) -> dict:
     summary.update(
         dataset=dataset.key, split=split, model=model_ref.name, model_path=model_ref.path,
         prompt_format=generator.prompt_format, seed=cfg.seed,
-        judge={"name": judge.name, **{k: v for k, v in vars(judge).items() if isinstance(v, (int, float, str))}},
+        judge=judge.describe(),
         instance_ids=[example.instance_id for example in examples],
         timings={"load_s": round(loaded - started, 2), "detect_s": round(time.time() - loaded, 2)},
     )

@@ -1,0 +1,300 @@
+"""What ``python -m contaminate.calibrate`` writes besides calibration.json: calibration.md, the dose-response
+table (CSV and markdown) and the plots (ROC curves; detection rate and AUC against exposure).
+
+A condition is every setting of a study but its seed; the table has one row per condition and shows the
+settings that vary between conditions. A detector's TPR in a row is its rate on that condition's
+contaminated x members pool (pooled over seeds), its FPR the mean over the condition's clean pools.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from contaminate.calibrate import PAPER_JUDGE, PAPER_RULE, POSITIVE_CELL, rule_name
+
+EXPOSURE = "epochs"
+
+
+def detectors(result: dict) -> dict[str, dict]:
+    """Per detector: its per-pool flag rates, keyed (condition, cell). The names are the table's columns."""
+    found = {f"alg1_{score}": block["per_pool"] for score, block in result["alg1"].items()}
+    found["alg2_paper"] = result["alg2"]["paper"]["rules"][PAPER_RULE]["per_pool"]
+    found["alg2_calibrated"] = result["alg2"]["calibrated"]["rules"][PAPER_RULE]["per_pool"]
+    if result["rule"] is not None:
+        rule = (result["rule"]["min_exact"], result["rule"]["min_near_exact"])
+        if rule != PAPER_RULE:
+            found["alg2_calibrated_rule"] = result["alg2"]["calibrated"]["rules"][rule]["per_pool"]
+    return found
+
+
+def varying(conditions: dict[str, dict]) -> list[str]:
+    """The settings that differ between conditions (the dataset and exposure always shown)."""
+    fields = list(dict.fromkeys(k for settings in conditions.values() for k in settings))
+    shown = [k for k in fields if len({str(s.get(k)) for s in conditions.values()}) > 1]
+    return ["dataset", EXPOSURE] + [k for k in shown if k not in ("dataset", EXPOSURE)]
+
+
+def dose_response_rows(result: dict) -> list[dict]:
+    """One row per condition: settings that vary, instance AUCs, and every detector's TPR and FPR."""
+    from sklearn.metrics import roc_auc_score
+
+    instances, conditions = result["_instances"], result["conditions"]
+    columns = varying(conditions)
+    by_condition = defaultdict(list)
+    for instance in instances:
+        by_condition[instance.condition].append(instance)
+    rates = detectors(result)
+    rows = []
+    for key, settings in conditions.items():
+        members = by_condition[key]
+        row = {column: settings.get(column) for column in columns}
+        row["studies"] = len({i.study for i in members})
+        row["positives"] = sum(i.positive for i in members)
+        row["negatives"] = len(members) - row["positives"]
+        labels = [i.positive for i in members]
+        for score in result["instance"]:
+            if 0 < sum(labels) < len(labels):
+                row[f"auc_{score}"] = float(roc_auc_score(labels, [i.scores[score] for i in members]))
+        for name, per_pool in rates.items():
+            tpr = [rate for (condition, cell), rate in per_pool.items() if condition == key and cell == POSITIVE_CELL]
+            fpr = [rate for (condition, cell), rate in per_pool.items() if condition == key and cell != POSITIVE_CELL]
+            row[f"tpr_{name}"] = float(np.mean(tpr)) if tpr else None
+            row[f"fpr_{name}"] = float(np.mean(fpr)) if fpr else None
+        rows.append(row)
+    return sorted(rows, key=lambda r: [str(r[c]) if not isinstance(r[c], (int, float)) else f"{r[c]:012.6f}"
+                                       for c in columns])
+
+
+def lowest_exposures(rows: list[dict], detector_names: list[str], *, holds_at: float) -> list[dict]:
+    """Per group of conditions that differ only in exposure, per detector: the lowest exposure from which
+    on the partition TPR stays >= holds_at (None: it never holds at the exposures tried)."""
+    groups = defaultdict(list)
+    for row in rows:
+        groups[tuple((k, str(v)) for k, v in row.items() if k in row and k not in (EXPOSURE,)
+                     and not k.startswith(("tpr_", "fpr_", "auc_")) and k not in ("studies", "positives", "negatives"))
+               ].append(row)
+    found = []
+    for group, members in groups.items():
+        members = sorted((r for r in members if r.get(EXPOSURE) is not None), key=lambda r: r[EXPOSURE])
+        entry = {**dict(group), "exposures": [r[EXPOSURE] for r in members]}
+        for name in detector_names:
+            lowest = None
+            for row in reversed(members):
+                if row[f"tpr_{name}"] is None or row[f"tpr_{name}"] < holds_at:
+                    break
+                lowest = row[EXPOSURE]
+            entry[name] = lowest
+        found.append(entry)
+    return found
+
+
+def _format(value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    return str(value)
+
+
+def markdown_table(rows: list[dict], columns: list[str] | None = None) -> list[str]:
+    columns = columns or list(dict.fromkeys(k for row in rows for k in row))
+    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns),
+            *("| " + " | ".join(_format(row.get(c)) for c in columns) + " |" for row in rows)]
+
+
+def plot_roc(result: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(5, 5))
+    for score, block in result["instance"].items():
+        axis.plot(block["fpr"], block["tpr"], label=f"{score} (AUC {block['auc']:.2f})")
+    axis.plot([0, 1], [0, 1], color="grey", linestyle=":", linewidth=1)
+    axis.set(xlabel="false positive rate (clean instances)", ylabel="true positive rate (members)",
+             title=f"Instance ROC: {result['n_instances']['positive']} positive, "
+                   f"{result['n_instances']['negative']} negative")
+    axis.legend(loc="lower right", fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def plot_dose_response(rows: list[dict], detector_names: list[str], scores: list[str], path: Path) -> bool:
+    """Detection rate (top) and instance AUC (bottom) against exposure, one column per dataset. False (and no
+    file) if the exposure does not vary."""
+    exposures = {r[EXPOSURE] for r in rows if r.get(EXPOSURE) is not None}
+    if len(exposures) < 2:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    datasets = sorted({r["dataset"] for r in rows})
+    figure, axes = plt.subplots(2, len(datasets), figsize=(4.2 * len(datasets), 7), squeeze=False, sharey="row")
+    for column, dataset in enumerate(datasets):
+        members = [r for r in rows if r["dataset"] == dataset]
+        other = sorted({tuple((k, str(v)) for k, v in r.items() if k not in (EXPOSURE, "dataset", "studies",
+                        "positives", "negatives") and not k.startswith(("tpr_", "fpr_", "auc_"))) for r in members})
+        for variant in other:  # conditions that differ in something else than exposure get their own lines
+            line = sorted((r for r in members if all(str(r.get(k)) == v for k, v in variant)), key=lambda r: r[EXPOSURE])
+            suffix = "" if len(other) == 1 else " " + ",".join(f"{k}={v}" for k, v in variant)
+            x = [r[EXPOSURE] for r in line]
+            for name in detector_names:
+                axes[0, column].plot(x, [r[f"tpr_{name}"] for r in line], marker="o", label=name + suffix)
+            for score in scores:
+                axes[1, column].plot(x, [r.get(f"auc_{score}") for r in line], marker="o", label=score + suffix)
+        axes[0, column].set(title=dataset, ylim=(-0.03, 1.03), ylabel="partition detection rate (TPR)")
+        axes[1, column].set(xlabel="exposures (epochs)", ylim=(0.3, 1.02), ylabel="instance AUC")
+        for axis in axes[:, column]:
+            axis.set_xscale("log")
+            axis.set_xticks(sorted(exposures), [str(e) for e in sorted(exposures)])
+            axis.grid(alpha=0.3)
+    axes[0, 0].legend(fontsize=7)
+    axes[1, 0].legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return True
+
+
+def _interval(summary: dict) -> str:
+    if summary["mean"] is None:
+        return "-"
+    return f"{summary['mean']:.2f} [{summary['low']:.2f}, {summary['high']:.2f}]"
+
+
+def write_reports(result: dict, out: Path, *, holds_at: float = 0.8) -> None:
+    out = Path(out)
+    rows = dose_response_rows(result)
+    rates = detectors(result)
+    names = list(rates)
+    scores = list(result["instance"])
+    with open(out / "dose_response.csv", "w", newline="") as file:
+        writer = csv.DictWriter(file, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
+        writer.writeheader()
+        writer.writerows(rows)
+    table_columns = [c for c in rows[0] if not c.startswith("fpr_")]
+    (out / "dose_response.md").write_text("\n".join(markdown_table(rows, table_columns)) + "\n")
+    plot_roc(result, out / "roc.png")
+    has_dose_plot = plot_dose_response(rows, names, [s for s in scores if not s.endswith("_gain")],
+                                       out / "dose_response.png")
+    lowest = lowest_exposures(rows, names, holds_at=holds_at)
+
+    targets, thresholds, achieved = result["targets"], result["thresholds"], result["achieved"]
+    n = result["n_instances"]
+    lines = [
+        f"# Calibration from {len(result['sources'])} studies",
+        "",
+        f"{n['positive']} positive instances (trained into the model they were detected on) and {n['negative']} "
+        f"negative (the clean base model; the contaminated model's non-members and other split), over "
+        f"{len(result['conditions'])} conditions. Generated {result['created']} by `python -m contaminate.calibrate`.",
+        "",
+        "## Instance level: how well each score separates members from clean instances",
+        "",
+        "| score | AUC [95% CI] | TPR at 1% FPR | TPR at 5% FPR |",
+        "|---|---|---|---|",
+    ]
+    for score, block in result["instance"].items():
+        ci = block["auc_ci"]
+        lines.append(f"| {score} | {block['auc']:.3f} [{ci['low']:.3f}, {ci['high']:.3f}] | "
+                     f"{block['tpr_at_fpr']['0.01']:.2f} | {block['tpr_at_fpr']['0.05']:.2f} |")
+    unit = next(iter(result["instance"].values()))["auc_ci"]["unit"]
+    lines += ["", f"`<score>_gain` is guided minus general (an instance-level Algorithm 1). Intervals: "
+              f"percentile bootstrap resampling {unit}s within each class.", "", "![ROC](roc.png)", "",
+              "## Thresholds", "",
+              f"Chosen so that at most {targets['exact_fpr']:.0%} of negatives are labelled exact and at most "
+              f"{targets['near_exact_fpr']:.0%} exact or near-exact (lowest such threshold, halfway to the next "
+              f"lower score).", "",
+              "| label | score | paper | calibrated | FPR (target) | TPR |", "|---|---|---|---|---|---|",
+              f"| exact | rouge_l | {PAPER_JUDGE.exact_threshold:.2f} | {thresholds['exact_threshold']:.3f} | "
+              f"{achieved['exact']['fpr']:.3f} ({targets['exact_fpr']}) | {achieved['exact']['tpr']:.2f} |"]
+    for score, near in achieved["near_exact"].items():
+        paper = f"{PAPER_JUDGE.near_exact_threshold:.2f}" if score == "rouge_l" else "-"
+        lines.append(f"| near-exact | {score} | {paper} | {near['threshold']:.3f} | {near['fpr']:.3f} "
+                     f"({targets['near_exact_fpr']}) | {near['tpr']:.2f} |")
+    unattainable = [label for label, a in [("exact", achieved["exact"]), *achieved["near_exact"].items()]
+                    if not a["attainable"]]
+    if unattainable:
+        lines += ["", f"**Not attainable for {', '.join(unattainable)}**: negatives score 1.0 (clean models "
+                  f"replaying exactly, or guessable instances) more often than the target allows."]
+    lines += ["", "Run a calibrated detector on any model:", "",
+              f"    python -m detect +dataset=<key> model=<model> judge.calibration={out / 'calibration.json'}"
+              + ("" if result["score"] == "rouge_l" else f" judge.score={result['score']}"), ""]
+
+    paper_rule = result["alg2"]["paper"]["rules"][PAPER_RULE]
+    calibrated_rule = result["alg2"]["calibrated"]["rules"][PAPER_RULE]
+    rows_partition = [(f"Algorithm 1, {score}", block, None) for score, block in result["alg1"].items()]
+    rows_partition += [("Algorithm 2, paper thresholds, paper rule (1 exact / 2 near)", paper_rule,
+                        paper_rule["binomial_fpr"]),
+                       ("Algorithm 2, calibrated thresholds, paper rule", calibrated_rule,
+                        calibrated_rule["binomial_fpr"])]
+    recommended = None if result["rule"] is None else (result["rule"]["min_exact"], result["rule"]["min_near_exact"])
+    if recommended is not None and recommended != PAPER_RULE:
+        block = result["alg2"]["calibrated"]["rules"][recommended]
+        rows_partition.append((f"Algorithm 2, calibrated thresholds, {rule_name(recommended)}", block,
+                               block["binomial_fpr"]))
+    lines += [f"## Partition level: random {targets['sample_size']}-instance samples", "",
+              "| detector | TPR [95% CI] | FPR [95% CI] | accuracy [95% CI] | binomial FPR |", "|---|---|---|---|---|"]
+    for name, block, binomial in rows_partition:
+        lines.append(f"| {name} | {_interval(block['tpr'])} | {_interval(block['fpr'])} | "
+                     f"{_interval(block['accuracy'])} | {'-' if binomial is None else f'{binomial:.3f}'} |")
+    lines += ["", f"Calibrated labels: {result['calibrated_labels']}. TPR: mean flag rate over the "
+              f"{paper_rule['tpr']['n_pools']} contaminated x members pools; FPR: over the {paper_rule['fpr']['n_pools']} "
+              f"clean pools; accuracy: over all pools (the study's five cells, one positive). Intervals resample pools.",
+              "", "FPR by kind of clean pool:", ""]
+    cells = sorted({cell for per_pool in rates.values() for (_, cell) in per_pool} - {POSITIVE_CELL})
+    lines += ["| detector | " + " | ".join(cells) + " |", "|---|" + "---|" * len(cells)]
+    for name, per_pool in rates.items():
+        by_cell = [np.mean([r for (_, c), r in per_pool.items() if c == cell]) for cell in cells]
+        lines.append(f"| {name} | " + " | ".join(f"{v:.2f}" for v in by_cell) + " |")
+
+    for which in ("paper", "calibrated"):
+        block = result["alg2"][which]
+        k_exacts = sorted({k for k, _ in block["rules"]}, key=lambda k: (k is None, k or 0))
+        k_nears = sorted({k for _, k in block["rules"]}, key=lambda k: (k is None, k or 0))
+        lines += ["", f"Algorithm 2 rule grid, {which} thresholds: TPR / FPR / binomial FPR "
+                  f"(instance rates among negatives: exact {block['instance_rates']['exact']:.3f}, "
+                  f"near-exact {block['instance_rates']['near_exact']:.3f})", "",
+                  "| min exact \\ min near-exact | " + " | ".join(str(k or "never") for k in k_nears) + " |",
+                  "|---|" + "---|" * len(k_nears)]
+        for k_exact in k_exacts:
+            cells_text = []
+            for k_near in k_nears:
+                r = block["rules"].get((k_exact, k_near))
+                cells_text.append("" if r is None else f"{r['tpr']['mean']:.2f} / {r['fpr']['mean']:.2f} / "
+                                                       f"{r['binomial_fpr']:.3f}")
+            lines.append(f"| {k_exact or 'never'} | " + " | ".join(cells_text) + " |")
+    paper_cal = result["alg2"]["calibrated"]["rules"][PAPER_RULE]
+    if recommended is None:
+        verdict = (f"No rule keeps both the measured and the binomial partition FPR within "
+                   f"{targets['partition_fpr']:.0%} with calibrated thresholds.")
+    elif recommended == PAPER_RULE:
+        verdict = "The data support the paper's rule (>= 1 exact or >= 2 near-exact) with calibrated thresholds."
+    else:
+        block = result["alg2"]["calibrated"]["rules"][recommended]
+        verdict = (f"The data support **{rule_name(recommended)}**: TPR {block['tpr']['mean']:.2f} at measured FPR "
+                   f"{block['fpr']['mean']:.2f} (binomial {block['binomial_fpr']:.3f}), against the paper's 1/2: TPR "
+                   f"{paper_cal['tpr']['mean']:.2f}, FPR {paper_cal['fpr']['mean']:.2f} "
+                   f"(binomial {paper_cal['binomial_fpr']:.3f}).")
+    lines += ["", f"**Rule.** {verdict} (Highest TPR among rules whose measured and binomial FPR stay within "
+              f"{targets['partition_fpr']:.0%}.)" + ("" if recommended is None else
+              f" Set it with `detect.alg2.min_exact={recommended[0] or targets['sample_size'] + 1} "
+              f"detect.alg2.min_near_exact={recommended[1] or targets['sample_size'] + 1}`."),
+              "", "## Dose response", "", *markdown_table(rows, table_columns), "",
+              "TPR columns: partition detection rate of each detector on the condition's members; AUC: instance "
+              "level within the condition. FPRs are in dose_response.csv."]
+    if has_dose_plot:
+        lines += ["", "![dose response](dose_response.png)"]
+        lines += ["", f"Lowest exposure from which detection holds (partition TPR >= {holds_at} at it and every "
+                  f"higher exposure tried; '-' never):", ""]
+        keys = [k for k in lowest[0] if k not in names and k != "exposures"]
+        lines += markdown_table(lowest, [*keys, "exposures", *names])
+    (out / "calibration.md").write_text("\n".join(lines) + "\n")

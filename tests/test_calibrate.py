@@ -1,0 +1,192 @@
+"""Calibration: ROC/AUC, threshold selection and partition rates against hand-computed cases; the judge loading
+calibration.json; cross-fitting by seed."""
+
+import json
+import math
+
+import pytest
+
+from contaminate.calibrate import (
+    Instance, alg2_binomial_rate, alg2_flag_rate, cross_fitted_labels, fit_thresholds, lowest_threshold,
+    recommend_rule, roc,
+)
+from detect.errors import InputError
+from detect.judge import ThresholdJudge
+
+
+def test_roc_auc_and_tpr_at_fpr_by_hand():
+    # positives 0.9, 0.8, 0.55; negatives 0.7, 0.6, 0.2: of the 9 (positive, negative) pairs, 7 are ordered right.
+    labels = [True, True, False, False, True, False]
+    scores = [0.9, 0.8, 0.7, 0.6, 0.55, 0.2]
+    result = roc(labels, scores)
+    assert result["auc"] == pytest.approx(7 / 9)
+    # no false positive allowed with 3 negatives (1% or 5% of 3 is < 1): threshold 0.8 catches 2 of 3.
+    assert result["tpr_at_fpr"] == {"0.01": pytest.approx(2 / 3), "0.05": pytest.approx(2 / 3)}
+    assert (result["n_positive"], result["n_negative"]) == (3, 3)
+    assert roc([True, False], [0.5, 0.5])["auc"] == 0.5  # ties count one half
+
+
+def test_lowest_threshold_by_hand():
+    scores = [0.1, 0.2, 0.3, 0.9, 0.5, 0.95]
+    positive = [False, False, False, False, True, True]
+    # One false positive in four allowed: flag from 0.5 up (the 0.9 negative), halfway down to 0.3.
+    result = lowest_threshold(scores, positive, 0.25)
+    assert result == {"threshold": pytest.approx(0.4), "fpr": 0.25, "tpr": 1.0, "target_fpr": 0.25,
+                      "attainable": True}
+    # None allowed: only 0.95 passes, halfway to the 0.9 negative.
+    result = lowest_threshold(scores, positive, 0.0)
+    assert (result["threshold"], result["fpr"], result["tpr"]) == (pytest.approx(0.925), 0.0, 0.5)
+    # Everything allowed: the lowest score.
+    assert lowest_threshold(scores, positive, 1.0)["threshold"] == 0.1
+
+
+def test_lowest_threshold_when_negatives_replay_exactly():
+    result = lowest_threshold([1.0, 0.2, 1.0], [False, False, True], 0.0)
+    assert result["threshold"] == 1.0 and not result["attainable"] and result["fpr"] == 0.5
+    # Nothing scored 1.0 and no negative may pass above 0.9: only a perfect score should.
+    assert lowest_threshold([0.9, 0.5], [False, True], 0.0)["threshold"] == 1.0
+
+
+def test_lowest_threshold_counts_what_is_already_flagged():
+    # The first negative is already labelled exact: it spends the whole budget of 1 in 2.
+    result = lowest_threshold([0.1, 0.6, 0.8], [False, False, True], 0.5, already=[True, False, False])
+    assert result["threshold"] == pytest.approx(0.7) and result["fpr"] == 0.5
+
+
+def _instance(score: float, positive: bool, seed: int = 0, general: float = 0.0) -> Instance:
+    guided = {"reference": "the reference text", "completion": f"completion {score}", "rouge_l": score,
+              "semantic": score, "ground_truth": "contaminated" if positive else "clean"}
+    return Instance(study=f"s{seed}", seed=seed, condition="c", cell="contaminated_x_members" if positive else "x",
+                    positive=positive, guided=guided, general={**guided, "rouge_l": general, "semantic": general},
+                    scores={"rouge_l": score, "semantic": score})
+
+
+def test_fit_thresholds_meet_their_targets():
+    negatives = [_instance(s, False) for s in (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.97)]
+    positives = [_instance(s, True) for s in (0.55, 0.9, 0.96, 1.0)]
+    fitted = fit_thresholds(negatives + positives, exact_fpr=0.1, near_exact_fpr=0.3)
+    # exact: 1 of 10 negatives may pass (the 0.97): flag from 0.9 up, halfway down to the 0.85 negative.
+    assert fitted["exact_threshold"] == pytest.approx((0.9 + 0.85) / 2)
+    assert fitted["achieved"]["exact"]["fpr"] == 0.1 and fitted["achieved"]["exact"]["tpr"] == 0.75
+    # exact or near-exact: 3 of 10: the 0.97 (already exact), 0.85 and 0.8 negatives; halfway from 0.8 to 0.7.
+    assert fitted["near_exact_threshold"]["rouge_l"] == pytest.approx(0.75)
+    assert fitted["achieved"]["near_exact"]["rouge_l"]["fpr"] == pytest.approx(0.3)
+    with pytest.raises(InputError, match="near-exact-fpr"):
+        fit_thresholds(negatives + positives, exact_fpr=0.1, near_exact_fpr=0.05)
+
+
+def test_cross_fitting_labels_each_seed_with_the_other_seeds_thresholds():
+    # Seed 1's negatives reach 0.7, so thresholds fitted there sit above 0.7 and the 0.65 member of seed 0 is
+    # not near-exact; fitted on seed 0 alone (negatives <= 0.3) it would be.
+    seed0 = [_instance(s, False, 0) for s in (0.1, 0.2, 0.3)] + [_instance(0.65, True, 0)]
+    seed1 = [_instance(s, False, 1) for s in (0.1, 0.5, 0.7)] + [_instance(0.9, True, 1)]
+    labels, how = cross_fitted_labels(seed0 + seed1, exact_fpr=0.0, near_exact_fpr=0.0, score="rouge_l")
+    assert "cross-fitted over 2 seeds" in how
+    assert labels[3] == "none"
+    in_sample, how = cross_fitted_labels(seed0, exact_fpr=0.0, near_exact_fpr=0.0, score="rouge_l")
+    assert how.startswith("in-sample") and in_sample[3] != "none"
+
+
+def test_alg2_flag_rate_by_hand():
+    assert alg2_flag_rate(1, 0, 9, (1, 2)) == 1.0                      # the whole pool is the sample
+    assert alg2_flag_rate(1, 0, 19, (1, 2)) == pytest.approx(0.5)      # the exact one is drawn: 10/20
+    # two near-exact among 20: both drawn with probability (10 * 9) / (20 * 19)
+    assert alg2_flag_rate(0, 2, 18, (1, 2)) == pytest.approx(9 / 38)
+    assert alg2_flag_rate(0, 2, 18, (1, None)) == 0.0
+    assert alg2_flag_rate(0, 2, 18, (None, 1)) == pytest.approx(1 - math.comb(18, 10) / math.comb(20, 10))
+    assert alg2_flag_rate(0, 0, 30, (1, 2)) == 0.0
+
+
+def test_alg2_binomial_rate_by_hand():
+    assert alg2_binomial_rate(0.01, 0.0, (1, None)) == pytest.approx(1 - 0.99 ** 10)
+    assert alg2_binomial_rate(0.0, 0.1, (None, 2)) == pytest.approx(1 - 0.9 ** 10 - 10 * 0.1 * 0.9 ** 9)
+    both = alg2_binomial_rate(0.01, 0.1, (1, 2))
+    # no exact (0.99^10 overall) and at most one near-exact among the other draws
+    no_flag = sum(math.comb(10, y) * 0.1 ** y * 0.89 ** (10 - y) for y in range(2))
+    assert both == pytest.approx(1 - no_flag)
+
+
+def test_recommend_rule_takes_the_best_tpr_within_the_fpr_budget():
+    def rates(tpr, fpr, binomial):
+        return {"tpr": {"mean": tpr}, "fpr": {"mean": fpr}, "binomial_fpr": binomial}
+
+    rules = {(1, 2): rates(0.9, 0.08, 0.07), (2, 3): rates(0.7, 0.0, 0.01), (1, None): rates(0.7, 0.0, 0.04),
+             (3, None): rates(0.2, 0.0, 0.0)}
+    assert recommend_rule(rules, partition_fpr=0.05) == (2, 3)          # same TPR as (1, -): lower binomial FPR
+    assert recommend_rule(rules, partition_fpr=0.1) == (1, 2)
+    assert recommend_rule({(1, 2): rates(0.9, 0.2, 0.2)}, partition_fpr=0.05) is None
+
+
+def test_judge_loads_calibration_json(tmp_path, compose_config):
+    from hydra.utils import instantiate
+
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps({"thresholds": {"exact_threshold": 0.83,
+                                               "near_exact_threshold": {"rouge_l": 0.6, "semantic": 0.9}}}))
+    judge = ThresholdJudge(calibration=str(path))
+    assert (judge.exact_threshold, judge.near_exact_threshold) == (0.83, 0.6)
+    assert judge.label("a b c", "x y z", {"rouge_l": 0.65}) == "near_exact"
+    assert judge.describe()["near_exact_threshold"] == 0.6
+    assert ThresholdJudge(calibration=str(path), score="semantic").near_exact_threshold == 0.9
+
+    cfg = compose_config("detect", ["+dataset=synth_nli", f"judge.calibration={path}"])
+    assert instantiate(cfg.judge).exact_threshold == 0.83
+
+    with pytest.raises(InputError, match="no such file; make one with python -m contaminate.calibrate"):
+        ThresholdJudge(calibration=str(tmp_path / "missing.json"))
+    path.write_text(json.dumps({"thresholds": {"exact_threshold": 0.9, "near_exact_threshold": {"rouge_l": 0.7}}}))
+    with pytest.raises(InputError, match="no near-exact threshold for score semantic"):
+        ThresholdJudge(calibration=str(path), score="semantic")
+    path.write_text("{}")
+    with pytest.raises(InputError, match="is not a calibration.json"):
+        ThresholdJudge(calibration=str(path))
+
+
+def test_a_bad_calibration_path_is_one_line_before_any_work(tmp_path):
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "detect", "+dataset=synth_nli", "model=tiny_random",
+                             f"judge.calibration={tmp_path / 'nope.json'}", f"hydra.run.dir={tmp_path / 'run'}"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1].startswith("error: judge.calibration=")
+
+
+def test_calibration_over_a_multirun_of_tiny_studies(tmp_path):
+    """A real (small) dose-response multirun through the joblib launcher, then the whole calibration."""
+    import csv
+    import subprocess
+    import sys
+
+    from contaminate.calibrate import main
+
+    sweep = tmp_path / "sweep"
+    command = [sys.executable, "-m", "contaminate", "-m", "+experiment=dose_response", "model=tiny_random",
+               "seed=0,1", "+dataset=synth_nli", "contaminate.epochs=1,2", "sample.n_members=4",
+               "sample.n_detect=4", "sample.n_non_members=4", "detect.max_new_tokens=8",
+               "hydra/launcher=local", f"hydra.sweep.dir={sweep}", f"cache_dir={tmp_path / 'cache'}"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Joblib.Parallel(n_jobs=2" in result.stdout
+    assert len(list(sweep.glob("*/summary.json"))) == 4
+
+    out = main([str(sweep), "--exact-fpr", "0.02", "--near-exact-fpr", "0.1"])
+    assert out == sweep / "calibration"
+    calibration = json.loads((out / "calibration.json").read_text())
+    assert calibration["n_instances"] == {"positive": 4 * 4, "negative": 4 * 4 * 4}  # 4 studies x 5 cells x 4
+    assert calibration["targets"]["exact_fpr"] == 0.02
+    assert set(calibration["instance"]) == {"rouge_l", "semantic", "rouge_l_gain", "semantic_gain"}
+    assert calibration["achieved"]["exact"]["fpr"] <= 0.02 or not calibration["achieved"]["exact"]["attainable"]
+    assert ThresholdJudge(calibration=str(out / "calibration.json")).exact_threshold == \
+        calibration["thresholds"]["exact_threshold"]
+
+    with open(out / "dose_response.csv") as file:
+        rows = list(csv.DictReader(file))
+    assert sorted(row["epochs"] for row in rows) == ["1", "2"]
+    assert all((row["studies"], row["positives"], row["negatives"]) == ("2", "8", "32") for row in rows)
+    assert {"tpr_alg2_paper", "fpr_alg2_paper", "tpr_alg1_rouge_l", "auc_rouge_l"} <= set(rows[0])
+    report = (out / "calibration.md").read_text()
+    assert "cross-fitted over 2 seeds" in report and "![dose response](dose_response.png)" in report
+    for name in ("roc.png", "dose_response.png", "dose_response.md"):
+        assert (out / name).stat().st_size > 0
