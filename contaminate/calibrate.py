@@ -64,6 +64,7 @@ class Instance:
     positive: bool
     guided: dict
     general: dict | None
+    observation: str = ""        # the model that answered + the prompt: equal for a clean cell shared by studies
     scores: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -112,6 +113,10 @@ def load_instances(folders: Sequence[str | Path]) -> tuple[list[Instance], dict[
             continue
         seen[key, seed] = study
         conditions[key] = settings
+        # Studies that differ only in the contaminated model (exposure, learning rate...) share the clean
+        # model's cells, row for row, from the cache: the same observation, to be counted once when pooling.
+        models = {"contaminated": manifest["checkpoint"].get("id", str(study)),
+                  "clean": json.dumps(manifest["base_model"], sort_keys=True)}
         rows = [json.loads(line) for line in (study / "results.jsonl").read_text().splitlines() if line.strip()]
         by_instance: dict[tuple, dict] = defaultdict(dict)
         for row in rows:
@@ -120,8 +125,11 @@ def load_instances(folders: Sequence[str | Path]) -> tuple[list[Instance], dict[
             guided, general = pair.get("guided"), pair.get("general")
             if guided is None:
                 continue
+            observation = json.dumps([models[guided["checkpoint"]], guided["split"], guided["instance_id"],
+                                      guided["prompt"]])
             instance = Instance(study=str(study), seed=seed, condition=key, cell=cell,
-                                positive=guided["ground_truth"] == "contaminated", guided=guided, general=general)
+                                positive=guided["ground_truth"] == "contaminated", guided=guided, general=general,
+                                observation=observation)
             for score in SCORES:
                 if guided.get(score) is None:
                     continue
@@ -135,6 +143,11 @@ def load_instances(folders: Sequence[str | Path]) -> tuple[list[Instance], dict[
         raise InputError("calibration needs both contaminated and clean instances; give folders of "
                          "python -m contaminate studies (each has both)")
     return instances, conditions
+
+
+def distinct(instances: Sequence[Instance]) -> list[Instance]:
+    """Each observation once (the first study's copy): what instance-level statistics and thresholds use."""
+    return list({i.observation or id(i): i for i in reversed(instances)}.values())[::-1]
 
 
 def score_names(instances: Sequence[Instance]) -> list[str]:
@@ -248,11 +261,11 @@ def cross_fitted_labels(instances: Sequence[Instance], *, exact_fpr: float, near
     """Each instance labelled with thresholds fitted without its seed (in-sample if there is one seed)."""
     seeds = sorted({i.seed for i in instances})
     if len(seeds) < 2:
-        judge = judges_from(fit_thresholds(instances, exact_fpr=exact_fpr, near_exact_fpr=near_exact_fpr))[score]
+        judge = judges_from(fit_thresholds(distinct(instances), exact_fpr=exact_fpr, near_exact_fpr=near_exact_fpr))[score]
         return [label(judge, i) for i in instances], "in-sample (one seed)"
     labels: list[str | None] = [None] * len(instances)
     for seed in seeds:
-        rest = [i for i in instances if i.seed != seed]
+        rest = distinct([i for i in instances if i.seed != seed])
         if not any(i.positive for i in rest) or all(i.positive for i in rest):
             raise InputError(f"seed {seed}: the other seeds lack positives or negatives; cannot cross-fit")
         judge = judges_from(fit_thresholds(rest, exact_fpr=exact_fpr, near_exact_fpr=near_exact_fpr))[score]
@@ -328,8 +341,9 @@ def rate_summary(rates: Sequence[float], *, n_resamples: int = 2000, seed: int =
 def partition_rates(instances: Sequence[Instance], labels: Sequence[str], pools: dict, *,
                     sample_size: int = SAMPLE_SIZE) -> dict:
     """Per rule in RULE_GRID: every pool's Algorithm 2 flag rate under these labels, TPR, FPR, accuracy, and
-    the binomial FPR from the negatives' instance-level exact / near-exact rates."""
-    negatives = [label for label, i in zip(labels, instances) if not i.positive]
+    the binomial FPR from the negatives' instance-level exact / near-exact rates (each observation once)."""
+    first = {id(i) for i in distinct(instances)}
+    negatives = [label for label, i in zip(labels, instances) if not i.positive and id(i) in first]
     p_exact, p_near = negatives.count("exact") / len(negatives), negatives.count("near_exact") / len(negatives)
     results = {}
     for rule in RULE_GRID:
@@ -393,14 +407,15 @@ def calibrate(folders: Sequence[str | Path], *, exact_fpr: float = 0.01, near_ex
     if score not in names or score.endswith("_gain"):
         raise InputError(f"--score {score} is not a near-exact score of these studies; "
                          f"use one of {', '.join(s for s in names if not s.endswith('_gain'))}")
-    positive = [i.positive for i in instances]
-    cells = [f"{i.study}:{i.cell}" for i in instances]
+    observed = distinct(instances)
+    positive = [i.positive for i in observed]
+    cells = [f"{i.study}:{i.cell}" for i in observed]
     instance_level = {}
     for name in names:
-        values = [i.scores[name] for i in instances]
+        values = [i.scores[name] for i in observed]
         instance_level[name] = {**roc(positive, values),
                                 "auc_ci": auc_interval(positive, values, cells, seed=seed)}
-    thresholds = fit_thresholds(instances, exact_fpr=exact_fpr, near_exact_fpr=near_exact_fpr)
+    thresholds = fit_thresholds(observed, exact_fpr=exact_fpr, near_exact_fpr=near_exact_fpr)
 
     pools = pools_of(instances)
     paper_labels = [label(PAPER_JUDGE, i) for i in instances]
@@ -421,7 +436,8 @@ def calibrate(folders: Sequence[str | Path], *, exact_fpr: float = 0.01, near_ex
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "sources": sorted({i.study for i in instances}),
         "conditions": conditions,
-        "n_instances": {"positive": sum(positive), "negative": len(positive) - sum(positive)},
+        "n_instances": {"positive": sum(positive), "negative": len(positive) - sum(positive),
+                        "in_pools": len(instances)},
         "targets": {"exact_fpr": exact_fpr, "near_exact_fpr": near_exact_fpr, "partition_fpr": partition_fpr,
                     "sample_size": sample_size},
         "thresholds": {"exact_threshold": thresholds["exact_threshold"],

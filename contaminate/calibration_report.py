@@ -195,7 +195,8 @@ def write_reports(result: dict, out: Path, *, holds_at: float = 0.8) -> None:
         "",
         f"{n['positive']} positive instances (trained into the model they were detected on) and {n['negative']} "
         f"negative (the clean base model; the contaminated model's non-members and other split), over "
-        f"{len(result['conditions'])} conditions. Generated {result['created']} by `python -m contaminate.calibrate`.",
+        f"{len(result['conditions'])} conditions; a clean-model cell shared by studies that differ only in the "
+        f"contaminated model counts once here and in each study's pool below ({n['in_pools']} in the pools). Generated {result['created']} by `python -m contaminate.calibrate`.",
         "",
         "## Instance level: how well each score separates members from clean instances",
         "",
