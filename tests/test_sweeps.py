@@ -1,0 +1,33 @@
+"""The sweep configs compose: the dose-response experiment and both launchers (SLURM cannot run here)."""
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from detect.cli import CONF_DIR
+
+
+def _compose(overrides):
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        return compose(config_name="contaminate", overrides=overrides, return_hydra_config=True)
+
+
+def test_dose_response_sweeps_partitions_exposures_and_seeds():
+    cfg = _compose(["+experiment=dose_response"])
+    params = cfg.hydra.sweeper.params
+    assert params["+dataset"] == "synth_nli,synth_news,synth_xsum"
+    assert params["contaminate.epochs"] == "1,3,9" and params["seed"] == "0,1,2"
+    # the other axes are there to be overridden on the command line
+    assert {"sample.n_members", "contaminate", "format", "detect.prompt_format"} <= set(params)
+    assert cfg.sample.n_detect == cfg.sample.n_non_members == 16
+    assert cfg.hydra.mode.name == "MULTIRUN"
+
+
+@pytest.mark.parametrize("launcher, target, settings", [
+    ("local", "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher", {"n_jobs": 2}),
+    ("slurm", "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher",
+     {"gpus_per_node": 1, "timeout_min": 180, "partition": None}),
+])
+def test_launchers_compose(launcher, target, settings):
+    cfg = _compose(["+experiment=dose_response", f"hydra/launcher={launcher}"])
+    assert cfg.hydra.launcher._target_ == target
+    assert {key: cfg.hydra.launcher[key] for key in settings} == settings
