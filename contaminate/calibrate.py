@@ -246,6 +246,16 @@ def fit_thresholds(instances: Sequence[Instance], *, exact_fpr: float, near_exac
             "achieved": {"exact": exact, "near_exact": near}}
 
 
+def rates_at(instances: Sequence[Instance], exact_threshold: float, near_exact_threshold: float,
+             score: str) -> dict:
+    """FPR and TPR of the exact labels and of the exact-or-near-exact labels at given thresholds."""
+    positive = np.array([i.positive for i in instances])
+    exact = np.array([i.exact_score for i in instances]) >= exact_threshold
+    either = exact | (np.array([i.scores[score] for i in instances]) >= near_exact_threshold)
+    return {"exact": {"fpr": float(exact[~positive].mean()), "tpr": float(exact[positive].mean())},
+            "near_exact": {"fpr": float(either[~positive].mean()), "tpr": float(either[positive].mean())}}
+
+
 def judges_from(thresholds: dict) -> dict[str, ThresholdJudge]:
     """One threshold judge per near-exact score, with fitted thresholds."""
     return {score: ThresholdJudge(thresholds["exact_threshold"], near, score=score)
@@ -443,6 +453,10 @@ def calibrate(folders: Sequence[str | Path], *, exact_fpr: float = 0.01, near_ex
         "thresholds": {"exact_threshold": thresholds["exact_threshold"],
                        "near_exact_threshold": thresholds["near_exact_threshold"]},
         "achieved": thresholds["achieved"],
+        "paper_thresholds": {"exact_threshold": PAPER_JUDGE.exact_threshold,
+                             "near_exact_threshold": PAPER_JUDGE.near_exact_threshold,
+                             **rates_at(observed, PAPER_JUDGE.exact_threshold, PAPER_JUDGE.near_exact_threshold,
+                                        PAPER_JUDGE.score)},
         "score": score,
         "calibrated_labels": calibrated_how,
         "rule": None if recommended is None else {"min_exact": recommended[0], "min_near_exact": recommended[1]},
@@ -481,7 +495,8 @@ def main(argv: Sequence[str] | None = None) -> Path:
     parser.add_argument("--partition-fpr", type=float, default=0.05, help="partition FPR a recommended rule keeps")
     parser.add_argument("--score", default="rouge_l", help="the near-exact score of the calibrated judge")
     parser.add_argument("--holds-at", type=float, default=0.8,
-                        help="detection holds at an exposure when partition TPR >= this from there on")
+                        help="detection holds from an exposure on when partition TPR >= this (and FPR <= "
+                             "--partition-fpr) there and at every higher exposure")
     args = parser.parse_args(argv)
     out = Path(args.out) if args.out else Path(args.folders[0]) / "calibration"
     result = calibrate(args.folders, exact_fpr=args.exact_fpr, near_exact_fpr=args.near_exact_fpr,

@@ -70,9 +70,9 @@ def dose_response_rows(result: dict) -> list[dict]:
                                        for c in columns])
 
 
-def lowest_exposures(rows: list[dict], detector_names: list[str], *, holds_at: float) -> list[dict]:
+def lowest_exposures(rows: list[dict], detector_names: list[str], *, holds_at: float, max_fpr: float) -> list[dict]:
     """Per group of conditions that differ only in exposure, per detector: the lowest exposure from which
-    on the partition TPR stays >= holds_at (None: it never holds at the exposures tried)."""
+    on the partition TPR stays >= holds_at with FPR <= max_fpr (None: never, at the exposures tried)."""
     groups = defaultdict(list)
     for row in rows:
         groups[tuple((k, str(v)) for k, v in row.items() if k in row and k not in (EXPOSURE,)
@@ -85,7 +85,8 @@ def lowest_exposures(rows: list[dict], detector_names: list[str], *, holds_at: f
         for name in detector_names:
             lowest = None
             for row in reversed(members):
-                if row[f"tpr_{name}"] is None or row[f"tpr_{name}"] < holds_at:
+                tpr, fpr = row[f"tpr_{name}"], row[f"fpr_{name}"]
+                if tpr is None or tpr < holds_at or (fpr is not None and fpr > max_fpr):
                     break
                 lowest = row[EXPOSURE]
             entry[name] = lowest
@@ -148,10 +149,12 @@ def plot_dose_response(rows: list[dict], detector_names: list[str], scores: list
             suffix = "" if len(other) == 1 else " " + ",".join(f"{k}={v}" for k, v in variant)
             x = [r[EXPOSURE] for r in line]
             for name in detector_names:
-                axes[0, column].plot(x, [r[f"tpr_{name}"] for r in line], marker="o", label=name + suffix)
+                tpr, = axes[0, column].plot(x, [r[f"tpr_{name}"] for r in line], marker="o", label=name + suffix)
+                axes[0, column].plot(x, [r[f"fpr_{name}"] for r in line], color=tpr.get_color(), linestyle="--",
+                                     marker=".", linewidth=1)
             for score in scores:
                 axes[1, column].plot(x, [r.get(f"auc_{score}") for r in line], marker="o", label=score + suffix)
-        axes[0, column].set(title=dataset, ylim=(-0.03, 1.03), ylabel="partition detection rate (TPR)")
+        axes[0, column].set(title=dataset, ylim=(-0.03, 1.03), ylabel="partition rate (solid TPR, dashed FPR)")
         axes[1, column].set(xlabel="exposures (epochs)", ylim=(0.3, 1.02), ylabel="instance AUC")
         for axis in axes[:, column]:
             axis.set_xscale("log")
@@ -186,9 +189,10 @@ def write_reports(result: dict, out: Path, *, holds_at: float = 0.8) -> None:
     plot_roc(result, out / "roc.png")
     has_dose_plot = plot_dose_response(rows, names, [s for s in scores if not s.endswith("_gain")],
                                        out / "dose_response.png")
-    lowest = lowest_exposures(rows, names, holds_at=holds_at)
+    lowest = lowest_exposures(rows, names, holds_at=holds_at, max_fpr=result["targets"]["partition_fpr"])
 
     targets, thresholds, achieved = result["targets"], result["thresholds"], result["achieved"]
+    paper = result["paper_thresholds"]
     n = result["n_instances"]
     lines = [
         f"# Calibration from {len(result['sources'])} studies",
@@ -214,12 +218,15 @@ def write_reports(result: dict, out: Path, *, holds_at: float = 0.8) -> None:
               f"Chosen so that at most {targets['exact_fpr']:.0%} of negatives are labelled exact and at most "
               f"{targets['near_exact_fpr']:.0%} exact or near-exact (lowest such threshold, halfway to the next "
               f"lower score).", "",
-              "| label | score | paper | calibrated | FPR (target) | TPR |", "|---|---|---|---|---|---|",
-              f"| exact | rouge_l | {PAPER_JUDGE.exact_threshold:.2f} | {thresholds['exact_threshold']:.3f} | "
+              "| label | score | paper | its FPR / TPR | calibrated | FPR (target) | TPR |",
+              "|---|---|---|---|---|---|---|",
+              f"| exact | rouge_l | {paper['exact_threshold']:.2f} | {paper['exact']['fpr']:.3f} / "
+              f"{paper['exact']['tpr']:.2f} | {thresholds['exact_threshold']:.3f} | "
               f"{achieved['exact']['fpr']:.3f} ({targets['exact_fpr']}) | {achieved['exact']['tpr']:.2f} |"]
     for score, near in achieved["near_exact"].items():
-        paper = f"{PAPER_JUDGE.near_exact_threshold:.2f}" if score == "rouge_l" else "-"
-        lines.append(f"| near-exact | {score} | {paper} | {near['threshold']:.3f} | {near['fpr']:.3f} "
+        paper_near = (f"{paper['near_exact_threshold']:.2f} | {paper['near_exact']['fpr']:.3f} / "
+                      f"{paper['near_exact']['tpr']:.2f}") if score == "rouge_l" else "- | -"
+        lines.append(f"| exact or near-exact | {score} | {paper_near} | {near['threshold']:.3f} | {near['fpr']:.3f} "
                      f"({targets['near_exact_fpr']}) | {near['tpr']:.2f} |")
     unattainable = [label for label, a in [("exact", achieved["exact"]), *achieved["near_exact"].items()]
                     if not a["attainable"]]
@@ -294,8 +301,8 @@ def write_reports(result: dict, out: Path, *, holds_at: float = 0.8) -> None:
               "level within the condition. FPRs are in dose_response.csv."]
     if has_dose_plot:
         lines += ["", "![dose response](dose_response.png)"]
-        lines += ["", f"Lowest exposure from which detection holds (partition TPR >= {holds_at} at it and every "
-                  f"higher exposure tried; '-' never):", ""]
+        lines += ["", f"Lowest exposure from which detection holds (partition TPR >= {holds_at} with FPR <= "
+                  f"{targets['partition_fpr']} at it and at every higher exposure tried; '-': never):", ""]
         keys = [k for k in lowest[0] if k not in names and k != "exposures"]
         lines += markdown_table(lowest, [*keys, "exposures", *names])
     (out / "calibration.md").write_text("\n".join(lines) + "\n")

@@ -194,3 +194,12 @@ def test_calibration_over_a_multirun_of_tiny_studies(tmp_path):
     assert "cross-fitted over 2 seeds" in report and "![dose response](dose_response.png)" in report
     for name in ("roc.png", "dose_response.png", "dose_response.md"):
         assert (out / name).stat().st_size > 0
+
+
+def test_calibrate_bad_input_is_one_line(tmp_path):
+    from contaminate.calibrate import main
+
+    with pytest.raises(InputError, match="no such folder"):
+        main([str(tmp_path / "nope")])
+    with pytest.raises(InputError, match="no finished study under"):
+        main([str(tmp_path)])
