@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from detect.judge import thresholds_line
+
 
 def _verdict(flagged: bool, correct: bool) -> str:
     return f"{'contaminated' if flagged else 'clean'} {'✓' if correct else '✗'}"
@@ -26,6 +28,7 @@ def write_report(path: Path, summary: dict, manifest: dict) -> None:
         f"(training loss {manifest['checkpoint']['first_loss']:.3f} -> {manifest['checkpoint']['final_loss']:.3f}, "
         f"{manifest['checkpoint']['train_seconds']:.0f} s); study {manifest['timings']['total_s']:.0f} s.", "",
         "## Replicas among guided completions (cf. the paper's Table 1)", "",
+        f"Labels by the {thresholds_line(manifest['judge'])}.", "",
         "| cell | instances | ground truth | exact | near-exact | Algorithm 2 |", "|---|---|---|---|---|---|",
     ]
     for name, cell in cells.items():

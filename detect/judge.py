@@ -65,6 +65,15 @@ class ThresholdJudge:
         return [self.label(row["reference"], row["completion"], row) for row in rows]
 
 
+def thresholds_line(description: Mapping) -> str:
+    """A judge's ``describe()`` as a report phrase: which thresholds were in force and where they came from."""
+    if "exact_threshold" not in description:
+        return f"judge `{description['name']}`"
+    source = f"; from {description['calibration']}" if description.get("calibration") else ""
+    return (f"judge `{description['name']}` (exact: ROUGE-L >= {description['exact_threshold']:.3f}; near-exact: "
+            f"{description['score']} >= {description['near_exact_threshold']:.3f}{source})")
+
+
 def load_calibration(path: str | Path, score: str) -> tuple[float, float]:
     """(exact_threshold, near_exact_threshold for ``score``) from a calibration.json."""
     path = Path(path)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from detect.datasets import Example, load_split, sample
-from detect.judge import alg2_verdict
+from detect.judge import alg2_verdict, thresholds_line
 from detect.prompts import INSTRUCTIONS, build_prompt, clean_completion
 from detect.scores import rouge_l
 from detect.split import split_instance
@@ -102,7 +102,7 @@ def _cell(text: str | None, width: int = 90) -> str:
 def write_report(path: Path, summary: dict, rows: Sequence[dict]) -> None:
     lines = [f"# Contamination detection: {summary['dataset']} / {summary['split']} / {summary['model']}", ""]
     lines += [f"{summary['n_instances']} instances, prompt format `{summary['prompt_format']}`, "
-              f"judge `{summary['judge']['name']}`, seed {summary['seed']}.", ""]
+              f"{thresholds_line(summary['judge'])}, seed {summary['seed']}.", ""]
     lines += ["## Algorithm 1 (guided vs general, one-sided bootstrap)", "",
               "| score | guided mean | general mean | p-value | contaminated |", "|---|---|---|---|---|"]
     for score, result in summary["alg1"].items():
