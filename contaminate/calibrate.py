@@ -115,8 +115,10 @@ def load_instances(folders: Sequence[str | Path]) -> tuple[list[Instance], dict[
         conditions[key] = settings
         # Studies that differ only in the contaminated model (exposure, learning rate...) share the clean
         # model's cells, row for row, from the cache: the same observation, to be counted once when pooling.
-        models = {"contaminated": manifest["checkpoint"].get("id", str(study)),
-                  "clean": json.dumps(manifest["base_model"], sort_keys=True)}
+        # An observation is a model, the detector's settings (a chat prompt is another observation) and a prompt.
+        detector = json.dumps(manifest["detect"], sort_keys=True)
+        models = {"contaminated": [manifest["checkpoint"].get("id", str(study)), detector],
+                  "clean": [json.dumps(manifest["base_model"], sort_keys=True), detector]}
         rows = [json.loads(line) for line in (study / "results.jsonl").read_text().splitlines() if line.strip()]
         by_instance: dict[tuple, dict] = defaultdict(dict)
         for row in rows:
@@ -271,7 +273,8 @@ def cross_fitted_labels(instances: Sequence[Instance], *, exact_fpr: float, near
     """Each instance labelled with thresholds fitted without its seed (in-sample if there is one seed)."""
     seeds = sorted({i.seed for i in instances})
     if len(seeds) < 2:
-        judge = judges_from(fit_thresholds(distinct(instances), exact_fpr=exact_fpr, near_exact_fpr=near_exact_fpr))[score]
+        fitted = fit_thresholds(distinct(instances), exact_fpr=exact_fpr, near_exact_fpr=near_exact_fpr)
+        judge = judges_from(fitted)[score]
         return [label(judge, i) for i in instances], "in-sample (one seed)"
     labels: list[str | None] = [None] * len(instances)
     for seed in seeds:
@@ -377,8 +380,9 @@ def summarize_pools(per_pool: dict, instances: Sequence[Instance], pools: dict) 
 
 def recommend_rule(rules: dict, *, partition_fpr: float) -> tuple[int | None, int | None] | None:
     """The rule with the highest TPR whose measured and binomial FPR both stay within ``partition_fpr``; among
-    equals (to 2 decimals), the lower measured FPR, then the lower binomial FPR, then the paper's rule, then the smaller counts
-    (the rule that needs the least evidence, so the least likely to miss on new data). None if no rule does."""
+    equals (to 2 decimals), the lower measured FPR, then the lower binomial FPR, then the paper's rule, then the
+    smaller counts (the rule that needs the least evidence, so the least likely to miss on new data). None if no
+    rule does."""
     admissible = [(rule, r) for rule, r in rules.items()
                   if r["fpr"]["mean"] is not None and r["fpr"]["mean"] <= partition_fpr
                   and r["binomial_fpr"] <= partition_fpr and r["tpr"]["mean"] is not None]

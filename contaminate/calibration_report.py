@@ -145,7 +145,8 @@ def plot_dose_response(rows: list[dict], detector_names: list[str], scores: list
         other = sorted({tuple((k, str(v)) for k, v in r.items() if k not in (EXPOSURE, "dataset", "studies",
                         "positives", "negatives") and not k.startswith(("tpr_", "fpr_", "auc_"))) for r in members})
         for variant in other:  # conditions that differ in something else than exposure get their own lines
-            line = sorted((r for r in members if all(str(r.get(k)) == v for k, v in variant)), key=lambda r: r[EXPOSURE])
+            line = sorted((r for r in members if all(str(r.get(k)) == v for k, v in variant)),
+                          key=lambda r: r[EXPOSURE])
             suffix = "" if len(other) == 1 else " " + ",".join(f"{k}={v}" for k, v in variant)
             x = [r[EXPOSURE] for r in line]
             for name in detector_names:
@@ -200,7 +201,8 @@ def write_reports(result: dict, out: Path, *, holds_at: float = 0.8) -> None:
         f"{n['positive']} positive instances (trained into the model they were detected on) and {n['negative']} "
         f"negative (the clean base model; the contaminated model's non-members and other split), over "
         f"{len(result['conditions'])} conditions; a clean-model cell shared by studies that differ only in the "
-        f"contaminated model counts once here and in each study's pool below ({n['in_pools']} in the pools). Generated {result['created']} by `python -m contaminate.calibrate`.",
+        f"contaminated model counts once here and in each study's pool below ({n['in_pools']} in the pools). "
+        f"Generated {result['created']} by `python -m contaminate.calibrate`.",
         "",
         "## Instance level: how well each score separates members from clean instances",
         "",
@@ -255,8 +257,9 @@ def write_reports(result: dict, out: Path, *, holds_at: float = 0.8) -> None:
         lines.append(f"| {name} | {_interval(block['tpr'])} | {_interval(block['fpr'])} | "
                      f"{_interval(block['accuracy'])} | {'-' if binomial is None else f'{binomial:.3f}'} |")
     lines += ["", f"Calibrated labels: {result['calibrated_labels']}. TPR: mean flag rate over the "
-              f"{paper_rule['tpr']['n_pools']} contaminated x members pools; FPR: over the {paper_rule['fpr']['n_pools']} "
-              f"clean pools; accuracy: over all pools (the study's five cells, one positive). Intervals resample pools.",
+              f"{paper_rule['tpr']['n_pools']} contaminated x members pools; FPR: over the "
+              f"{paper_rule['fpr']['n_pools']} clean pools; accuracy: over all pools (the study's five cells, one "
+              f"positive). Intervals resample pools.",
               "", "FPR by kind of clean pool:", ""]
     cells = sorted({cell for per_pool in rates.values() for (_, cell) in per_pool} - {POSITIVE_CELL})
     lines += ["| detector | " + " | ".join(cells) + " |", "|---|" + "---|" * len(cells)]
