@@ -51,7 +51,6 @@ RULE_GRID = [(k_exact, k_near) for k_exact in (1, 2, 3, None) for k_near in (1, 
              if (k_exact, k_near) != (None, None)]    # None: that count never flags
 PAPER_RULE = (1, 2)
 PAPER_JUDGE = ThresholdJudge()        # exact 0.95, near-exact 0.75 on ROUGE-L
-POSITIVE_CELL = "contaminated_x_members"
 
 
 @dataclass
@@ -398,14 +397,6 @@ def recommend_rule(rules: dict, *, partition_fpr: float) -> tuple[int | None, in
     return max(admissible, key=preference)[0]
 
 
-def rule_name(rule: tuple[int | None, int | None] | None) -> str:
-    if rule is None:
-        return "none"
-    k_exact, k_near = rule
-    parts = [f">= {k_exact} exact" if k_exact else "", f">= {k_near} near-exact" if k_near else ""]
-    return " or ".join(p for p in parts if p)
-
-
 # ---------------------------------------------------------------------------------------------- the whole
 
 def calibrate(folders: Sequence[str | Path], *, exact_fpr: float = 0.01, near_exact_fpr: float = 0.05,
@@ -463,6 +454,7 @@ def calibrate(folders: Sequence[str | Path], *, exact_fpr: float = 0.01, near_ex
                                         PAPER_JUDGE.score)},
         "score": score,
         "calibrated_labels": calibrated_how,
+        "paper_rule": PAPER_RULE,
         "rule": None if recommended is None else {"min_exact": recommended[0], "min_near_exact": recommended[1]},
         "instance": instance_level,
         "alg2": alg2,

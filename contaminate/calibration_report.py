@@ -15,19 +15,30 @@ from pathlib import Path
 
 import numpy as np
 
-from contaminate.calibrate import PAPER_JUDGE, PAPER_RULE, POSITIVE_CELL, rule_name
-
 EXPOSURE = "epochs"
+
+
+def rule_name(rule: tuple[int | None, int | None] | None) -> str:
+    if rule is None:
+        return "none"
+    k_exact, k_near = rule
+    parts = [f">= {k_exact} exact" if k_exact else "", f">= {k_near} near-exact" if k_near else ""]
+    return " or ".join(p for p in parts if p)
+
+
+def positive_pools(result: dict) -> set[tuple[str, str]]:
+    return {(i.condition, i.cell) for i in result["_instances"] if i.positive}
 
 
 def detectors(result: dict) -> dict[str, dict]:
     """Per detector: its per-pool flag rates, keyed (condition, cell). The names are the table's columns."""
+    paper_rule = result["paper_rule"]
     found = {f"alg1_{score}": block["per_pool"] for score, block in result["alg1"].items()}
-    found["alg2_paper"] = result["alg2"]["paper"]["rules"][PAPER_RULE]["per_pool"]
-    found["alg2_calibrated"] = result["alg2"]["calibrated"]["rules"][PAPER_RULE]["per_pool"]
+    found["alg2_paper"] = result["alg2"]["paper"]["rules"][paper_rule]["per_pool"]
+    found["alg2_calibrated"] = result["alg2"]["calibrated"]["rules"][paper_rule]["per_pool"]
     if result["rule"] is not None:
         rule = (result["rule"]["min_exact"], result["rule"]["min_near_exact"])
-        if rule != PAPER_RULE:
+        if rule != paper_rule:
             found["alg2_calibrated_rule"] = result["alg2"]["calibrated"]["rules"][rule]["per_pool"]
     return found
 
@@ -49,6 +60,7 @@ def dose_response_rows(result: dict) -> list[dict]:
     for instance in instances:
         by_condition[instance.condition].append(instance)
     rates = detectors(result)
+    positive = positive_pools(result)
     rows = []
     for key, settings in conditions.items():
         members = by_condition[key]
@@ -61,8 +73,8 @@ def dose_response_rows(result: dict) -> list[dict]:
             if 0 < sum(labels) < len(labels):
                 row[f"auc_{score}"] = float(roc_auc_score(labels, [i.scores[score] for i in members]))
         for name, per_pool in rates.items():
-            tpr = [rate for (condition, cell), rate in per_pool.items() if condition == key and cell == POSITIVE_CELL]
-            fpr = [rate for (condition, cell), rate in per_pool.items() if condition == key and cell != POSITIVE_CELL]
+            tpr = [rate for pool, rate in per_pool.items() if pool[0] == key and pool in positive]
+            fpr = [rate for pool, rate in per_pool.items() if pool[0] == key and pool not in positive]
             row[f"tpr_{name}"] = float(np.mean(tpr)) if tpr else None
             row[f"fpr_{name}"] = float(np.mean(fpr)) if fpr else None
         rows.append(row)
@@ -239,15 +251,15 @@ def write_reports(result: dict, out: Path, *, holds_at: float = 0.8) -> None:
               f"    python -m detect +dataset=<key> model=<model> judge.calibration={out / 'calibration.json'}"
               + ("" if result["score"] == "rouge_l" else f" judge.score={result['score']}"), ""]
 
-    paper_rule = result["alg2"]["paper"]["rules"][PAPER_RULE]
-    calibrated_rule = result["alg2"]["calibrated"]["rules"][PAPER_RULE]
+    paper_rule = result["alg2"]["paper"]["rules"][result["paper_rule"]]
+    calibrated_rule = result["alg2"]["calibrated"]["rules"][result["paper_rule"]]
     rows_partition = [(f"Algorithm 1, {score}", block, None) for score, block in result["alg1"].items()]
     rows_partition += [("Algorithm 2, paper thresholds, paper rule (1 exact / 2 near)", paper_rule,
                         paper_rule["binomial_fpr"]),
                        ("Algorithm 2, calibrated thresholds, paper rule", calibrated_rule,
                         calibrated_rule["binomial_fpr"])]
     recommended = None if result["rule"] is None else (result["rule"]["min_exact"], result["rule"]["min_near_exact"])
-    if recommended is not None and recommended != PAPER_RULE:
+    if recommended is not None and recommended != result["paper_rule"]:
         block = result["alg2"]["calibrated"]["rules"][recommended]
         rows_partition.append((f"Algorithm 2, calibrated thresholds, {rule_name(recommended)}", block,
                                block["binomial_fpr"]))
@@ -261,7 +273,8 @@ def write_reports(result: dict, out: Path, *, holds_at: float = 0.8) -> None:
               f"{paper_rule['fpr']['n_pools']} clean pools; accuracy: over all pools (the study's five cells, one "
               f"positive). Intervals resample pools.",
               "", "FPR by kind of clean pool:", ""]
-    cells = sorted({cell for per_pool in rates.values() for (_, cell) in per_pool} - {POSITIVE_CELL})
+    positive = positive_pools(result)
+    cells = sorted({pool[1] for per_pool in rates.values() for pool in per_pool if pool not in positive})
     lines += ["| detector | " + " | ".join(cells) + " |", "|---|" + "---|" * len(cells)]
     for name, per_pool in rates.items():
         by_cell = [np.mean([r for (_, c), r in per_pool.items() if c == cell]) for cell in cells]
@@ -283,11 +296,11 @@ def write_reports(result: dict, out: Path, *, holds_at: float = 0.8) -> None:
                 cells_text.append("" if r is None else f"{r['tpr']['mean']:.2f} / {r['fpr']['mean']:.2f} / "
                                                        f"{r['binomial_fpr']:.3f}")
             lines.append(f"| {k_exact or 'never'} | " + " | ".join(cells_text) + " |")
-    paper_cal = result["alg2"]["calibrated"]["rules"][PAPER_RULE]
+    paper_cal = calibrated_rule
     if recommended is None:
         verdict = (f"No rule keeps both the measured and the binomial partition FPR within "
                    f"{targets['partition_fpr']:.0%} with calibrated thresholds.")
-    elif recommended == PAPER_RULE:
+    elif recommended == result["paper_rule"]:
         verdict = "The data support the paper's rule (>= 1 exact or >= 2 near-exact) with calibrated thresholds."
     else:
         block = result["alg2"]["calibrated"]["rules"][recommended]
