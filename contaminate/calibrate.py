@@ -1,7 +1,7 @@
 """Calibration from ground truth: how good each detector is, and the judge's thresholds chosen from data.
 
     python -m contaminate.calibrate runs/dose_response/<time>                 # a multirun folder, or study folders
-    python -m contaminate.calibrate runs/contaminate/a runs/contaminate/b --exact-fpr 0.01 --near-exact-fpr 0.05
+    python -m contaminate.calibrate runs/contaminate/a runs/contaminate/b --exact-fpr 0.005 --near-exact-fpr 0.03
 
 Reads every finished study under the folders (``results.jsonl`` + ``manifest.json``) and writes to ``--out``
 (default ``<first folder>/calibration``): ``calibration.json`` (the thresholds; ``judge.calibration=<path>``
@@ -46,6 +46,10 @@ from detect.run import SCORES
 from detect.stats import bootstrap_test
 
 SAMPLE_SIZE = 10                      # the paper's partition sample
+# Default instance-level targets: at 0.2% exact and 2% exact-or-near-exact among clean instances, the paper's
+# rule (>= 1 exact or >= 2 near-exact of 10) flags a clean partition with probability 0.033 under the binomial
+# model (alg2_binomial_rate), inside a 5% partition budget; 1% / 5% would give 0.149.
+EXACT_FPR, NEAR_EXACT_FPR, PARTITION_FPR = 0.002, 0.02, 0.05
 FPR_POINTS = (0.01, 0.05)             # TPR reported at these instance-level FPRs
 RULE_GRID = [(k_exact, k_near) for k_exact in (1, 2, 3, None) for k_near in (1, 2, 3, 4, 5, None)
              if (k_exact, k_near) != (None, None)]    # None: that count never flags
@@ -399,8 +403,8 @@ def recommend_rule(rules: dict, *, partition_fpr: float) -> tuple[int | None, in
 
 # ---------------------------------------------------------------------------------------------- the whole
 
-def calibrate(folders: Sequence[str | Path], *, exact_fpr: float = 0.01, near_exact_fpr: float = 0.05,
-              partition_fpr: float = 0.05, score: str = "rouge_l", sample_size: int = SAMPLE_SIZE,
+def calibrate(folders: Sequence[str | Path], *, exact_fpr: float = EXACT_FPR, near_exact_fpr: float = NEAR_EXACT_FPR,
+              partition_fpr: float = PARTITION_FPR, score: str = "rouge_l", sample_size: int = SAMPLE_SIZE,
               alg1_draws: int = 200, seed: int = 0) -> dict:
     """Everything calibration.json and the reports hold, computed from the studies under ``folders``."""
     for name, value in (("--exact-fpr", exact_fpr), ("--near-exact-fpr", near_exact_fpr),
@@ -485,10 +489,11 @@ def main(argv: Sequence[str] | None = None) -> Path:
     parser = argparse.ArgumentParser(prog="python -m contaminate.calibrate", description=__doc__.split("\n")[0])
     parser.add_argument("folders", nargs="+", help="study folders, or multirun folders holding studies")
     parser.add_argument("--out", help="output folder (default: <first folder>/calibration)")
-    parser.add_argument("--exact-fpr", type=float, default=0.01, help="instance-level FPR for exact labels")
-    parser.add_argument("--near-exact-fpr", type=float, default=0.05,
+    parser.add_argument("--exact-fpr", type=float, default=EXACT_FPR, help="instance-level FPR for exact labels")
+    parser.add_argument("--near-exact-fpr", type=float, default=NEAR_EXACT_FPR,
                         help="instance-level FPR for exact-or-near-exact labels")
-    parser.add_argument("--partition-fpr", type=float, default=0.05, help="partition FPR a recommended rule keeps")
+    parser.add_argument("--partition-fpr", type=float, default=PARTITION_FPR,
+                        help="partition FPR a recommended rule keeps")
     parser.add_argument("--score", default="rouge_l", help="the near-exact score of the calibrated judge")
     parser.add_argument("--holds-at", type=float, default=0.8,
                         help="detection holds from an exposure on when partition TPR >= this (and FPR <= "

@@ -229,8 +229,8 @@ def write_reports(result: dict, out: Path, *, holds_at: float = 0.8) -> None:
     lines += ["", f"`<score>_gain` is guided minus general (an instance-level Algorithm 1). Intervals: "
               f"percentile bootstrap resampling {unit}s within each class.", "", "![ROC](roc.png)", "",
               "## Thresholds", "",
-              f"Chosen so that at most {targets['exact_fpr']:.0%} of negatives are labelled exact and at most "
-              f"{targets['near_exact_fpr']:.0%} exact or near-exact (lowest such threshold, halfway to the next "
+              f"Chosen so that at most {targets['exact_fpr']:.1%} of negatives are labelled exact and at most "
+              f"{targets['near_exact_fpr']:.1%} exact or near-exact (lowest such threshold, halfway to the next "
               f"lower score).", "",
               "| label | score | paper | its FPR / TPR | calibrated | FPR (target) | TPR |",
               "|---|---|---|---|---|---|---|",
