@@ -134,7 +134,8 @@ def main(cfg, out_dir: Path) -> dict:
 
     from detect.cli import instantiate
     from detect.generate import LocalGenerator
-    from detect.models import load
+    from detect.models import cache_dir, load
+    from detect.openai_generate import OpenAIGenerator
     from detect.scores import SemanticScorer
 
     started = time.time()
@@ -145,20 +146,25 @@ def main(cfg, out_dir: Path) -> dict:
     (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
 
     examples = sample(load_split(dataset, split), cfg.sample.n_detect, seed=cfg.seed, where=f"{dataset.key} {split}")
-    model_ref = instantiate(cfg.model)
-    model, tokenizer = load(model_ref)
-    generator = LocalGenerator.from_config(model, tokenizer, cfg.detect)
     judge = instantiate(cfg.judge)
+    if cfg.backend.name == "openai":
+        generator = OpenAIGenerator.from_config(cfg.backend, cfg.detect, cache_dir=cache_dir())
+        model_name, model_path = cfg.backend.model, cfg.backend.base_url or "https://api.openai.com/v1"
+    else:
+        model_ref = instantiate(cfg.model)
+        model, tokenizer = load(model_ref)
+        generator = LocalGenerator.from_config(model, tokenizer, cfg.detect)
+        model_name, model_path = model_ref.name, model_ref.path
     semantic = SemanticScorer(cfg.detect.semantic_model) if cfg.detect.semantic_model else None
     loaded = time.time()
 
     rows = detect_partition(examples, dataset=dataset, split=split, generate=generator, judge=judge,
                             semantic=semantic, seed=cfg.seed, cut_low=cfg.detect.cut.low, cut_high=cfg.detect.cut.high)
     for row in rows:
-        row["model"] = model_ref.name
+        row["model"] = model_name
     summary = summarize(rows, **cfg.detect.bootstrap, **cfg.detect.alg2, seed=cfg.seed)
     summary.update(
-        dataset=dataset.key, split=split, model=model_ref.name, model_path=model_ref.path,
+        dataset=dataset.key, split=split, model=model_name, model_path=model_path, backend=cfg.backend.name,
         prompt_format=generator.prompt_format, seed=cfg.seed,
         judge=judge.describe(),
         instance_ids=[example.instance_id for example in examples],

@@ -1,0 +1,151 @@
+"""Greedy generation over an OpenAI-compatible API: OpenAI itself, vLLM, ``transformers serve``, llama.cpp, Ollama.
+
+    python -m detect +dataset=synth_nli backend=openai backend.model=gpt-4o-mini          # OPENAI_API_KEY set
+    transformers serve --port 8000 <model folder> &                                      # a local server
+    python -m detect +dataset=synth_nli backend=openai backend.base_url=http://127.0.0.1:8000/v1 \
+        backend.model=<model folder> backend.api_key_env=null
+
+``OpenAIGenerator(model=..., base_url=...)(prompts) -> completions``: temperature 0, ``max_tokens``, an optional
+seed; ``concurrency`` requests in flight; the SDK's own retries (429, 5xx, dropped connections, with backoff)
+and timeout. ``prompt_format="chat"`` sends each prompt as one user message to /chat/completions (the server
+applies the model's chat template); ``"raw"`` sends it as is to /completions (base models; local servers).
+
+The key is read from the environment variable named by ``api_key_env`` and is never stored or written. Every
+completion is appended to a cache file as it arrives (``cache_path``), keyed by the request, so a run that
+fails half-way (a 5xx after the retries, a quota) keeps what it paid for, and a rerun sends only the rest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Sequence
+
+from detect.errors import InputError
+
+API_PROMPT_FORMATS = ("chat", "raw")
+
+
+class OpenAIGenerator:
+    def __init__(self, *, model: str, base_url: str | None = None, api_key_env: str | None = "OPENAI_API_KEY",
+                 prompt_format: str = "chat", max_tokens: int = 256, seed: int | None = None,
+                 concurrency: int = 8, timeout: float = 120.0, max_retries: int = 5,
+                 cache_path: str | Path | None = None, client=None) -> None:
+        if prompt_format == "auto":
+            prompt_format = "chat"  # an API model is a chat model unless told otherwise
+        if prompt_format not in API_PROMPT_FORMATS:
+            raise InputError(f"prompt_format '{prompt_format}' over an API; use one of {', '.join(API_PROMPT_FORMATS)}")
+        if not model:
+            raise InputError("backend=openai needs backend.model=<the served model's id>")
+        self.model, self.base_url, self.prompt_format = model, base_url, prompt_format
+        self.max_tokens, self.seed, self.concurrency = max_tokens, seed, max(1, concurrency)
+        if client is None:
+            from openai import OpenAI
+
+            client = OpenAI(api_key=_api_key(api_key_env), base_url=base_url, timeout=timeout,
+                            max_retries=max_retries)
+        self.client = client
+        self.cache_path = Path(cache_path) if cache_path else None
+        self._lock = threading.Lock()
+        self.cached = self._load_cache()
+
+    @classmethod
+    def from_config(cls, backend_cfg, detect_cfg, *, cache_dir: str | Path | None = None) -> "OpenAIGenerator":
+        """From the ``backend`` group (connection) and the ``detect`` group (prompt_format, max_new_tokens)."""
+        settings = {"model": backend_cfg.model, "base_url": backend_cfg.base_url,
+                    "prompt_format": detect_cfg.prompt_format, "max_tokens": detect_cfg.max_new_tokens,
+                    "seed": backend_cfg.seed}
+        cache_path = None
+        if cache_dir is not None:  # one file per server, model and generation settings
+            cache_path = Path(cache_dir) / "api" / f"{_digest(settings)}.jsonl"
+        return cls(**settings, api_key_env=backend_cfg.api_key_env, concurrency=backend_cfg.concurrency,
+                   timeout=backend_cfg.timeout, max_retries=backend_cfg.max_retries, cache_path=cache_path)
+
+    def _load_cache(self) -> dict[str, str]:
+        if self.cache_path is None or not self.cache_path.is_file():
+            return {}
+        cached = {}
+        for line in self.cache_path.read_text().splitlines():
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:  # a line cut by a kill mid-write: that request is sent again
+                continue
+            cached[record["key"]] = record["completion"]
+        return cached
+
+    def _key(self, prompt: str) -> str:
+        return _digest([self.base_url, self.model, self.prompt_format, self.max_tokens, self.seed, prompt])
+
+    def _request(self, prompt: str) -> str:
+        common = {"model": self.model, "temperature": 0, "max_tokens": self.max_tokens}
+        if self.seed is not None:
+            common["seed"] = self.seed
+        if self.prompt_format == "chat":
+            response = self.client.chat.completions.create(messages=[{"role": "user", "content": prompt}], **common)
+            text = response.choices[0].message.content or ""
+        else:
+            response = self.client.completions.create(prompt=prompt, **common)
+            text = response.choices[0].text or ""
+        return text
+
+    def _complete(self, prompt: str) -> str:
+        key = self._key(prompt)
+        if key in self.cached:
+            return self.cached[key]
+        text = self._request(prompt)
+        with self._lock:
+            self.cached[key] = text
+            if self.cache_path is not None:
+                self.cache_path.parent.mkdir(parents=True, exist_ok=True)
+                with open(self.cache_path, "a") as file:
+                    file.write(json.dumps({"key": key, "completion": text}) + "\n")
+        return text
+
+    def __call__(self, prompts: Sequence[str]) -> list[str]:
+        import openai
+
+        try:
+            with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+                return list(pool.map(self._complete, prompts))
+        except openai.AuthenticationError as error:
+            raise InputError(f"the server at {self._where()} rejected the API key (401): check the key in the "
+                             f"environment variable named by backend.api_key_env ({error.message})") from None
+        except openai.NotFoundError as error:
+            raise InputError(f"model '{self.model}' not found at {self._where()} (404): check backend.model "
+                             f"and backend.base_url ({error.message})") from None
+        except openai.APIConnectionError:
+            raise InputError(f"cannot reach {self._where()} after the retries: is the server running, and does "
+                             f"backend.base_url end in /v1? {self._kept()}") from None
+        except openai.RateLimitError as error:
+            raise InputError(f"rate limit or quota at {self._where()} (429) after the retries: "
+                             f"{error.message}; rerun later. {self._kept()}") from None
+        except openai.APIStatusError as error:
+            raise InputError(f"{self._where()} answered {error.status_code} after the retries: {error.message}. "
+                             f"{self._kept()}") from None
+
+    def _where(self) -> str:
+        return self.base_url or "api.openai.com"
+
+    def _kept(self) -> str:
+        if self.cache_path is None:
+            return f"{len(self.cached)} completions received before the failure are not kept (no cache)."
+        return f"The {len(self.cached)} completions received are kept in {self.cache_path}; a rerun sends the rest."
+
+
+def _api_key(variable: str | None) -> str:
+    """The key from the environment. None: a local server that checks no key."""
+    if variable is None:
+        return "no-key"
+    key = os.environ.get(variable)
+    if not key:
+        raise InputError(f"the API key variable {variable} is not set: export {variable}=<key> (for a local server "
+                         f"that checks no key, set backend.api_key_env=null)")
+    return key
+
+
+def _digest(value) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
