@@ -111,29 +111,34 @@ class OpenAIGenerator:
         try:
             with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
                 return list(pool.map(self._complete, prompts))
-        except openai.AuthenticationError as error:
-            raise InputError(f"the server at {self._where()} rejected the API key (401): check the key in the "
-                             f"environment variable named by backend.api_key_env ({error.message})") from None
-        except openai.NotFoundError as error:
-            raise InputError(f"model '{self.model}' not found at {self._where()} (404): check backend.model "
-                             f"and backend.base_url ({error.message})") from None
-        except openai.APIConnectionError:
-            raise InputError(f"cannot reach {self._where()} after the retries: is the server running, and does "
-                             f"backend.base_url end in /v1? {self._kept()}") from None
-        except openai.RateLimitError as error:
-            raise InputError(f"rate limit or quota at {self._where()} (429) after the retries: "
-                             f"{error.message}; rerun later. {self._kept()}") from None
-        except openai.APIStatusError as error:
-            raise InputError(f"{self._where()} answered {error.status_code} after the retries: {error.message}. "
-                             f"{self._kept()}") from None
+        except openai.APIError as error:
+            raise InputError(self._failure(error)) from None
 
-    def _where(self) -> str:
-        return self.base_url or "api.openai.com"
+    def _failure(self, error) -> str:
+        """One line: what failed, what to check, and what was kept. The SDK has already retried what it retries."""
+        import openai
 
-    def _kept(self) -> str:
+        where = self.base_url or "api.openai.com"
+        detail = getattr(error, "message", str(error))
+        if isinstance(error, openai.AuthenticationError):
+            return (f"the server at {where} rejected the API key (401): check the key in the environment variable "
+                    f"named by backend.api_key_env ({detail})")
+        if isinstance(error, openai.NotFoundError):
+            return (f"model '{self.model}' not found at {where} (404): check backend.model and backend.base_url "
+                    f"({detail})")
+        if isinstance(error, openai.APIConnectionError):
+            problem = (f"cannot reach {where} after the retries: is the server running, and does backend.base_url "
+                       f"end in /v1?")
+        elif isinstance(error, openai.RateLimitError):
+            problem = f"rate limit or quota at {where} (429) after the retries: {detail}; rerun later."
+        elif isinstance(error, openai.APIStatusError):
+            problem = f"{where} answered {error.status_code} after the retries: {detail}."
+        else:
+            problem = f"the request to {where} failed: {detail}."
         if self.cache_path is None:
-            return f"{len(self.cached)} completions received before the failure are not kept (no cache)."
-        return f"The {len(self.cached)} completions received are kept in {self.cache_path}; a rerun sends the rest."
+            return f"{problem} {len(self.cached)} completions received before the failure are not kept (no cache)."
+        return (f"{problem} The {len(self.cached)} completions received are kept in {self.cache_path}; a rerun "
+                f"sends the rest.")
 
 
 def _api_key(variable: str | None) -> str:
