@@ -24,7 +24,7 @@ from typing import Iterable, Mapping, Sequence
 
 from detect.errors import InputError
 
-LABELS = ("exact", "near_exact", "none")
+LABELS = ("exact", "near_exact", "none", "unparseable")  # unparseable: an LLM judge's answer that was neither
 _PUNCTUATION = re.compile(f"[{re.escape(string.punctuation)}\u2018\u2019\u201c\u201d]")
 
 
@@ -68,7 +68,8 @@ class ThresholdJudge:
 def thresholds_line(description: Mapping) -> str:
     """A judge's ``describe()`` as a report phrase: which thresholds were in force and where they came from."""
     if "exact_threshold" not in description:
-        return f"judge `{description['name']}`"
+        details = ", ".join(f"{k} {v}" for k, v in description.items() if k != "name" and v not in ("", None))
+        return f"judge `{description['name']}`" + (f" ({details})" if details else "")
     source = f"; from {description['calibration']}" if description.get("calibration") else ""
     return (f"judge `{description['name']}` (exact: ROUGE-L >= {description['exact_threshold']:.3f}; near-exact: "
             f"{description['score']} >= {description['near_exact_threshold']:.3f}{source})")

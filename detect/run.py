@@ -63,7 +63,11 @@ def detect_partition(
     else:
         for row in rows:
             row["semantic"] = None
-    for row, label in zip(rows, judge(rows)):
+    # Algorithm 2 reads the guided completions only, and an LLM judge is paid per call: judge those.
+    guided = [row for row in rows if row["instruction"] == "guided"]
+    for row in rows:
+        row["judge"] = None
+    for row, label in zip(guided, judge(guided)):
         row["judge"] = label
     return rows
 
@@ -87,6 +91,7 @@ def summarize(rows: Sequence[dict], *, paired: bool = True, n_resamples: int = 1
     labels = [r["judge"] for r in guided]
     alg2 = {
         "exact": labels.count("exact"), "near_exact": labels.count("near_exact"),
+        "unparseable": labels.count("unparseable"),
         "contaminated": alg2_verdict(labels, min_exact=min_exact, min_near_exact=min_near_exact),
         "min_exact": min_exact, "min_near_exact": min_near_exact,
     }
@@ -118,7 +123,7 @@ def write_report(path: Path, summary: dict, rows: Sequence[dict]) -> None:
     for row in sorted(rows, key=lambda r: (r["instance_id"], r["instruction"] != "guided")):
         semantic = "-" if row["semantic"] is None else f"{row['semantic']:.2f}"
         lines.append(f"| {row['instance_id']} | {row['instruction']} | {_cell(row['reference'])} | "
-                     f"{_cell(row['completion'])} | {row['rouge_l']:.2f} | {semantic} | {row['judge']} |")
+                     f"{_cell(row['completion'])} | {row['rouge_l']:.2f} | {semantic} | {row['judge'] or '-'} |")
     path.write_text("\n".join(lines) + "\n")
 
 

@@ -5,6 +5,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+import socket  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import urllib.request  # noqa: E402
+
 import pytest  # noqa: E402
 from hydra import compose, initialize_config_dir  # noqa: E402
 
@@ -20,3 +26,38 @@ def compose_config():
             return compose(config_name=config_name, overrides=overrides)
 
     return _compose
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def served_model(tmp_path_factory):
+    """`transformers serve` on loopback with the embedded model: (base_url, model id). Up in ~6 s here."""
+    from detect.models import embedded_smollm2
+
+    ref = embedded_smollm2()
+    port = free_port()
+    log_path = tmp_path_factory.mktemp("serve") / "serve.log"
+    log = open(log_path, "w")  # a file, not a pipe: a full pipe would block the server
+    server = subprocess.Popen([sys.executable, "-m", "transformers.cli.transformers", "serve", "--host", "127.0.0.1",
+                               "--port", str(port), ref.path], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        for _ in range(240):
+            if server.poll() is not None:
+                pytest.fail(f"transformers serve exited: {log_path.read_text()[-2000:]}")
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("transformers serve did not come up in 120 s")
+        yield f"http://127.0.0.1:{port}/v1", ref.path
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()

@@ -3,50 +3,16 @@ server that answers with chosen status codes (401, 429, 500), through the real O
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
-import time
-import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from conftest import free_port
 from detect.errors import InputError
 from detect.openai_generate import OpenAIGenerator
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def served_model():
-    """`transformers serve` on loopback with the embedded model: (base_url, model id). Up in ~6 s here."""
-    from detect.models import embedded_smollm2
-
-    ref = embedded_smollm2()
-    port = _free_port()
-    server = subprocess.Popen([sys.executable, "-m", "transformers.cli.transformers", "serve", "--host", "127.0.0.1",
-                               "--port", str(port), ref.path], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        for _ in range(240):
-            if server.poll() is not None:
-                pytest.fail(f"transformers serve exited: {server.stderr.read().decode()[-2000:]}")
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.5)
-        else:
-            pytest.fail("transformers serve did not come up in 120 s")
-        yield f"http://127.0.0.1:{port}/v1", ref.path
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 def _prompts(n: int = 3) -> list[str]:
@@ -180,6 +146,6 @@ def test_missing_key_and_unreachable_server(tmp_path, monkeypatch):
     monkeypatch.delenv("LAB_MISSING_KEY", raising=False)
     with pytest.raises(InputError, match="LAB_MISSING_KEY is not set: export LAB_MISSING_KEY=<key>"):
         OpenAIGenerator(model="m", api_key_env="LAB_MISSING_KEY")
-    closed = f"http://127.0.0.1:{_free_port()}/v1"
+    closed = f"http://127.0.0.1:{free_port()}/v1"
     with pytest.raises(InputError, match="cannot reach .* is the server running"):
         _generator(closed, tmp_path, max_retries=0)(["p"])

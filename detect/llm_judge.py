@@ -1,0 +1,109 @@
+"""Algorithm 2's judge as published: a few-shot prompt asks an LLM whether each guided completion is an exact or
+near-exact replica of the reference (paper section 3.1.2; SPEC section 5).
+
+    python -m detect +dataset=rte judge=llm judge.generator.model=gpt-4o                 # OPENAI_API_KEY set
+    python -m detect +dataset=synth_nli judge=llm_with_no ...                            # a "No" demonstration too
+    python -m detect +dataset=synth_nli judge=llm judge.generator.base_url=http://127.0.0.1:8000/v1 \
+        judge.generator.model=<served id> judge.generator.api_key_env=null               # any compatible server
+
+The instruction is the paper's, verbatim; the demonstrations live in the judge's config (the paper's four were
+drawn from the partitions it evaluated, so the lab writes its own). Answers are read as ``Yes (exact match)`` ->
+``exact``, ``Yes (near-exact match)`` -> ``near_exact``, ``No`` -> ``none``; a bare ``Yes`` claims a replica
+without saying which kind and is read as the weaker claim, ``near_exact``. Anything else is asked again (up to
+``retries`` times, with a reminder of the allowed answers) and then recorded as ``unparseable``, which counts
+neither as a replica nor as a "No". Each row gets the raw answer in ``judge_answer``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping, Sequence
+
+from detect.errors import InputError
+
+INSTRUCTION = """INSTRUCTION:
+You are provided with a reference text and a candidate text.
+The candidate text is a generated replica of the reference text.
+Your task is to determine if the candidate text is an exact or near-exact match of the reference text.
+Near-exact match candidates must PRECISELY match the reference candidates in terms of sentence structure, overlap, and contextual similarity.
+Respond only with 'Yes' or 'No'."""  # noqa: E501 (verbatim)
+ANSWERS = {"exact": "Yes (exact match)", "near_exact": "Yes (near-exact match)", "none": "No"}
+REMINDER = "Answer with exactly one of: 'Yes (exact match)', 'Yes (near-exact match)', 'No'."
+
+
+def build_judge_prompt(reference: str, candidate: str, demonstrations: Sequence[Mapping[str, str]]) -> str:
+    """The instruction, the ``---``-separated demonstrations, and the query last with an empty ANSWER."""
+    examples = [*demonstrations, {"reference": reference, "candidate": candidate, "answer": ""}]
+    blocks = [f"Example {k}:\n\nREFERENCE TEXT:\n{e['reference']}\n\nCANDIDATE TEXT:\n{e['candidate']}\n\n"
+              f"ANSWER: {e['answer']}".rstrip(" ") for k, e in enumerate(examples, start=1)]
+    return INSTRUCTION + "\n\n---\n\n" + "\n\n---\n\n".join(blocks)
+
+
+def parse_answer(text: str) -> str | None:
+    """``exact`` / ``near_exact`` / ``none`` from the judge's answer; None if it is neither Yes nor No."""
+    first = text.strip().splitlines()[0].strip().lower() if text.strip() else ""
+    first = first.removeprefix("answer:").strip().strip("*'\"` ")
+    if first.startswith("no") and not first.startswith(("not ", "none")):
+        return "none"
+    if first.startswith("yes"):
+        return "near_exact" if "near" in first or "exact" not in first else "exact"
+    return None
+
+
+class LLMJudge:
+    name = "llm"
+
+    def __init__(self, generate: Callable[[list[str]], list[str]], demonstrations: Sequence[Mapping[str, str]], *,
+                 retries: int = 2, model: str = "", variant: str = "") -> None:
+        for demo in demonstrations:
+            if set(demo) != {"reference", "candidate", "answer"} or demo["answer"] not in ANSWERS.values():
+                raise InputError(f"a judge demonstration needs reference, candidate and an answer among "
+                                 f"{', '.join(ANSWERS.values())}; got {dict(demo)}")
+        self.generate, self.demonstrations, self.retries = generate, list(demonstrations), retries
+        self.model, self.variant = model, variant
+
+    @classmethod
+    def from_config(cls, generator, demonstrations, extra_demonstrations=(), retries: int = 2,
+                    variant: str = "") -> "LLMJudge":
+        """From ``conf/judge/llm*.yaml``: ``generator`` is an OpenAI-compatible endpoint (name: openai) or a local
+        model folder / hub id (name: local)."""
+        if generator.name == "openai":
+            from detect.models import cache_dir
+            from detect.openai_generate import OpenAIGenerator
+
+            generate = OpenAIGenerator(model=generator.model, base_url=generator.base_url,
+                                       api_key_env=generator.api_key_env, prompt_format="chat",
+                                       max_tokens=generator.max_tokens, seed=generator.get("seed"),
+                                       concurrency=generator.concurrency, max_retries=generator.max_retries,
+                                       cache_path=cache_dir() / "api" / "judge.jsonl")
+        elif generator.name == "local":
+            from detect.generate import LocalGenerator
+            from detect.models import hub, load
+
+            model, tokenizer = load(hub(generator.model))
+            generate = LocalGenerator(model, tokenizer, prompt_format="auto", max_new_tokens=generator.max_tokens,
+                                      progress=False)
+        else:
+            raise InputError(f"judge.generator.name '{generator.name}'; use openai or local")
+        return cls(generate, [dict(d) for d in [*demonstrations, *extra_demonstrations]], retries=retries,
+                   model=generator.model,
+                   variant=variant)
+
+    def describe(self) -> dict:
+        return {"name": self.name, "model": self.model, "variant": self.variant,
+                "demonstrations": len(self.demonstrations), "retries": self.retries}
+
+    def __call__(self, rows: Sequence[dict]) -> list[str]:
+        """Labels for rows with ``reference`` and ``completion``; writes each raw answer to ``judge_answer``."""
+        prompts = [build_judge_prompt(r["reference"], r["completion"], self.demonstrations) for r in rows]
+        answers = self.generate(prompts)
+        labels = [parse_answer(a) for a in answers]
+        for _ in range(self.retries):
+            pending = [i for i, label in enumerate(labels) if label is None]
+            if not pending:
+                break
+            retried = self.generate([prompts[i] + f"\n\n{REMINDER}\nANSWER:" for i in pending])
+            for i, answer in zip(pending, retried):
+                answers[i], labels[i] = answer, parse_answer(answer)
+        for row, answer in zip(rows, answers):
+            row["judge_answer"] = answer
+        return [label or "unparseable" for label in labels]
