@@ -26,6 +26,13 @@ def main(cfg) -> None:
     with one_line_errors():
         summary = run_study(cfg, out_dir)
     print(out_dir)
+    if "dry_run" in summary:
+        estimate = summary["dry_run"]
+        print(f"dry run: {estimate['examples']} examples, {estimate['tokens_per_epoch']} tokens per epoch x "
+              f"{estimate['epochs']} epochs = {estimate['trained_tokens']} trained tokens ({estimate['token_count']}), "
+              f"about ${estimate['usd']:.2f} at ${estimate['usd_per_million_training_tokens']}/M; "
+              f"training.jsonl written, nothing sent")
+        return
     for name, cell in summary["cells"].items():
         alg2 = cell["alg2"]
         print(f"{name:<28} truth {cell['ground_truth']:<12} Algorithm 2: {alg2['exact']} exact, "

@@ -68,6 +68,7 @@ class Instance:
     guided: dict
     general: dict | None
     observation: str = ""        # the model that answered + the prompt: equal for a clean cell shared by studies
+    judge: str = "threshold"     # the judge the study ran (its labels are in guided["judge"])
     scores: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -134,7 +135,7 @@ def load_instances(folders: Sequence[str | Path]) -> tuple[list[Instance], dict[
                                       guided["prompt"]])
             instance = Instance(study=str(study), seed=seed, condition=key, cell=cell,
                                 positive=guided["ground_truth"] == "contaminated", guided=guided, general=general,
-                                observation=observation)
+                                observation=observation, judge=manifest.get("judge", {}).get("name", "threshold"))
             for score in SCORES:
                 if guided.get(score) is None:
                     continue
@@ -401,6 +402,40 @@ def recommend_rule(rules: dict, *, partition_fpr: float) -> tuple[int | None, in
     return max(admissible, key=preference)[0]
 
 
+# ---------------------------------------------------------------------------------------------- judges
+
+def agreement(a: Sequence[str], b: Sequence[str], classes: Sequence[str]) -> dict:
+    """Share of equal labels, Cohen's kappa (None when undefined: one class on both sides) and the confusion
+    matrix (rows: ``a``, columns: ``b``, in ``classes`` order)."""
+    from sklearn.metrics import cohen_kappa_score, confusion_matrix
+
+    same = float(np.mean([x == y for x, y in zip(a, b)]))
+    kappa = None if len(set(a) | set(b)) < 2 else float(cohen_kappa_score(a, b, labels=list(classes)))
+    return {"agreement": same, "kappa": kappa, "classes": list(classes),
+            "confusion": confusion_matrix(a, b, labels=list(classes)).tolist()}
+
+
+def judge_agreement(instances: Sequence[Instance], threshold_labels: dict[str, list[str]]) -> dict | None:
+    """For studies run with judge=llm: the LLM judge against the threshold judges (paper and calibrated
+    thresholds; labels exact / near_exact / none / unparseable) and each against ground truth (replica claimed:
+    exact or near-exact, vs member of the contaminated model). None if no study used an LLM judge."""
+    judged = [(p, i) for p, i in enumerate(instances) if i.judge == "llm" and i.guided.get("judge")]
+    if not judged:
+        return None
+    from detect.judge import LABELS
+
+    llm = [i.guided["judge"] for _, i in judged]
+    truth = ["member" if i.positive else "clean" for _, i in judged]
+    claimed = {"llm": llm, **{name: [labels[p] for p, _ in judged] for name, labels in threshold_labels.items()}}
+    result = {"n": len(judged), "unparseable": llm.count("unparseable")}
+    for name in threshold_labels:
+        result[f"llm_vs_{name}"] = agreement(llm, claimed[name], LABELS)
+    for name, labels in claimed.items():
+        replica = ["member" if label in ("exact", "near_exact") else "clean" for label in labels]
+        result[f"{name}_vs_truth"] = agreement(replica, truth, ("member", "clean"))
+    return result
+
+
 # ---------------------------------------------------------------------------------------------- the whole
 
 def calibrate(folders: Sequence[str | Path], *, exact_fpr: float = EXACT_FPR, near_exact_fpr: float = NEAR_EXACT_FPR,
@@ -463,6 +498,7 @@ def calibrate(folders: Sequence[str | Path], *, exact_fpr: float = EXACT_FPR, ne
         "instance": instance_level,
         "alg2": alg2,
         "alg1": alg1,
+        "judges": judge_agreement(instances, {"paper": paper_labels, "calibrated": calibrated_labels}),
         "_instances": instances,          # for the reports; not written to calibration.json
         "_labels": {"paper": paper_labels, "calibrated": calibrated_labels},
     }

@@ -181,6 +181,25 @@ def plot_dose_response(rows: list[dict], detector_names: list[str], scores: list
     return True
 
 
+def judges_section(judges: dict | None) -> list[str]:
+    """The LLM judge against the threshold judges and ground truth (studies run with judge=llm only)."""
+    if judges is None:
+        return []
+    lines = ["", "## Judges: the LLM judge, the threshold judges and the truth", "",
+             f"{judges['n']} guided completions judged by an LLM ({judges['unparseable']} unparseable).", "",
+             "| pair | agreement | Cohen's kappa |", "|---|---|---|"]
+    for pair, block in judges.items():
+        if isinstance(block, dict):
+            kappa = "-" if block["kappa"] is None else f"{block['kappa']:.2f}"
+            lines.append(f"| {pair.replace('_vs_', ' vs ')} | {block['agreement']:.2f} | {kappa} |")
+    block = judges["llm_vs_paper"]
+    lines += ["", "LLM judge (rows) against the threshold judge with the paper's thresholds (columns):", "",
+              "| | " + " | ".join(block["classes"]) + " |", "|---|" + "---|" * len(block["classes"])]
+    lines += [f"| {name} | " + " | ".join(map(str, counts)) + " |"
+              for name, counts in zip(block["classes"], block["confusion"])]
+    return lines
+
+
 def _interval(summary: dict) -> str:
     if summary["mean"] is None:
         return "-"
@@ -312,6 +331,7 @@ def write_reports(result: dict, out: Path, *, holds_at: float = 0.8) -> None:
               f"{targets['partition_fpr']:.0%}.)" + ("" if recommended is None else
               f" Set it with `detect.alg2.min_exact={recommended[0] or targets['sample_size'] + 1} "
               f"detect.alg2.min_near_exact={recommended[1] or targets['sample_size'] + 1}`."),
+              *judges_section(result["judges"]),
               "", "## Dose response", "", *markdown_table(rows, table_columns), "",
               "TPR columns: partition detection rate of each detector on the condition's members; AUC: instance "
               "level within the condition. FPRs are in dose_response.csv."]

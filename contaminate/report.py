@@ -16,6 +16,13 @@ def _verdict(flagged: bool, correct: bool) -> str:
     return f"{'contaminated' if flagged else 'clean'} {'✓' if correct else '✗'}"
 
 
+def _training(checkpoint: dict) -> str:
+    if checkpoint.get("first_loss") is None:  # a fine-tuning API job reports no loss curve here
+        return f"job {checkpoint.get('job_id', '-')}, {checkpoint['train_seconds']:.0f} s"
+    return (f"training loss {checkpoint['first_loss']:.3f} -> {checkpoint['final_loss']:.3f}, "
+            f"{checkpoint['train_seconds']:.0f} s")
+
+
 def write_report(path: Path, summary: dict, manifest: dict) -> None:
     cells = summary["cells"]
     lines = [
@@ -25,8 +32,7 @@ def write_report(path: Path, summary: dict, manifest: dict) -> None:
         f"{len(manifest['non_member_ids'])} held-out non-members, {next(iter(cells.values()))['n_instances']} "
         f"instances per cell, seed {summary['seed']}. Checkpoint "
         f"{'reused' if manifest['checkpoint']['reused'] else 'trained'} "
-        f"(training loss {manifest['checkpoint']['first_loss']:.3f} -> {manifest['checkpoint']['final_loss']:.3f}, "
-        f"{manifest['checkpoint']['train_seconds']:.0f} s); study {manifest['timings']['total_s']:.0f} s.", "",
+        f"({_training(manifest['checkpoint'])}); study {manifest['timings']['total_s']:.0f} s.", "",
         "## Replicas among guided completions (cf. the paper's Table 1)", "",
         f"Labels by the {thresholds_line(manifest['judge'])}.", "",
         "| cell | instances | ground truth | exact | near-exact | Algorithm 2 |", "|---|---|---|---|---|---|",

@@ -35,6 +35,7 @@ from omegaconf import OmegaConf
 
 from contaminate.formats import check_template, format_instance
 from contaminate.report import write_report
+from contaminate.openai_train import cost_estimate, training_records, train_openai, write_records
 from contaminate.train import check_backend, checkpoint_ref, train_local
 from detect.datasets import disjoint_pools, load_split, sample
 from detect.errors import InputError
@@ -89,6 +90,16 @@ def contaminated_checkpoint(base: ModelRef, texts: list[str], cfg, training_key:
     """The checkpoint for this training config: reused when a finished one exists, else trained."""
     folder = cache / "checkpoints" / digest(training_key)
     finished = (folder / "lab_checkpoint.json").is_file()
+    if cfg.backend == "openai":  # the model lives at the API; the folder holds the job, resumed if unfinished
+        if finished and not cfg.force:
+            return ModelRef(json.loads((folder / "lab_checkpoint.json").read_text())["id"], base.path, "api"), \
+                folder, True
+        if cfg.force and folder.exists():
+            shutil.rmtree(folder)
+        (folder.parent / f"{folder.name}.json").parent.mkdir(parents=True, exist_ok=True)
+        (folder.parent / f"{folder.name}.json").write_text(json.dumps(training_key, indent=1, default=str))
+        record = train_openai(texts, cfg, folder, seed=seed)
+        return ModelRef(record["id"], base.path, "api"), folder, False
     if finished and not cfg.force:
         ref = checkpoint_ref(base, folder, cfg.backend)
         weights = Path(ref.adapter) / "adapter_model.safetensors" if ref.adapter else Path(ref.path) / "model.safetensors"
@@ -119,6 +130,7 @@ def run_study(cfg, out_dir: Path) -> dict:
     from detect.cli import instantiate
     from detect.generate import LocalGenerator
     from detect.models import load
+    from detect.openai_generate import OpenAIGenerator
     from detect.scores import SemanticScorer
 
     started = time.time()
@@ -155,14 +167,30 @@ def run_study(cfg, out_dir: Path) -> dict:
                                where=f"{dataset.key} {other_split}"), other_split),
     }
 
-    base = instantiate(cfg.model)
+    api = cfg.contaminate.backend == "openai"
+    if api:  # the base model is the API's: cfg.model is not used
+        base = ModelRef(cfg.contaminate.model, cfg.contaminate.base_url or "https://api.openai.com/v1", "api")
+    else:
+        base = instantiate(cfg.model)
     judge = instantiate(cfg.judge)  # before training: a bad calibration path fails in a second, not an hour
     texts = [format_instance(example, template=template, dataset=dataset, split=split) for example in members]
-    hyperparameters = {k: v for k, v in OmegaConf.to_container(cfg.contaminate, resolve=True).items() if k != "force"}
+    operational = {"force", "dry_run", "api_key_env", "max_retries", "poll_seconds", "max_poll_seconds",
+                   "timeout_hours", "usd_per_million_training_tokens"}  # they do not change the trained model
+    hyperparameters = {k: v for k, v in OmegaConf.to_container(cfg.contaminate, resolve=True).items()
+                       if k not in operational}
     training_key = {"base": asdict(base), "dataset": dataset.key, "source": dataset.get("path") or dataset.source,
                     "split": split, "member_ids": [e.instance_id for e in members], "format": cfg.format.name,
                     "template": template, "texts": digest(texts),  # content, not only ids: a file may change
-                    "hyperparameters": hyperparameters, "seed": seed, "code": code_digest(TRAINING_CODE)}
+                    "hyperparameters": hyperparameters, "seed": seed,
+                    # An API job depends on the records (texts, template, chat turn: all above), not on this code;
+                    # keying it by the code would pay for a new job after every edit here.
+                    "code": "api" if api else code_digest(TRAINING_CODE)}
+    if api and cfg.contaminate.dry_run:  # what the job would train on and cost; no network call
+        records = training_records(texts, chat=cfg.contaminate.chat, user_turn=cfg.contaminate.user_turn)
+        write_records(records, out_dir / "training.jsonl")
+        estimate = cost_estimate(records, cfg.contaminate)
+        (out_dir / "estimate.json").write_text(json.dumps(estimate, indent=1))
+        return {"dry_run": estimate}
     train_started = time.time()
     contaminated, checkpoint_folder, reused = contaminated_checkpoint(base, texts, cfg.contaminate, training_key,
                                                                       cache, seed=seed)
@@ -171,8 +199,9 @@ def run_study(cfg, out_dir: Path) -> dict:
     link = out_dir / "checkpoint"
     if not link.exists():
         link.symlink_to(checkpoint_folder.resolve(), target_is_directory=True)
-    for name in ("train_log.json", "loss.png"):
-        shutil.copy(checkpoint_folder / name, out_dir / name)
+    for name in ("train_log.json", "loss.png", "job.json"):
+        if (checkpoint_folder / name).is_file():
+            shutil.copy(checkpoint_folder / name, out_dir / name)
 
     semantic = None  # loaded on first use: a fully cached rerun needs no model at all
     detector_key = {"detect": OmegaConf.to_container(cfg.detect, resolve=True),
@@ -192,7 +221,13 @@ def run_study(cfg, out_dir: Path) -> dict:
 
             def compute():
                 nonlocal loaded, semantic
-                if loaded is None:
+                if loaded is None and api:  # chat models are prompted as chat, base models raw
+                    loaded = OpenAIGenerator(
+                        model=ref.name, base_url=cfg.contaminate.base_url, api_key_env=cfg.contaminate.api_key_env,
+                        prompt_format="chat" if cfg.contaminate.chat else "raw",
+                        max_tokens=cfg.detect.max_new_tokens, max_retries=cfg.contaminate.max_retries,
+                        cache_path=cache / "api" / f"{digest([ref.name, base.path, cfg.contaminate.chat])}.jsonl")
+                elif loaded is None:
                     model, tokenizer = load(ref)
                     loaded = LocalGenerator.from_config(model, tokenizer, cfg.detect)
                 if semantic is None and cfg.detect.semantic_model:

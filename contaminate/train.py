@@ -20,7 +20,7 @@ from typing import Sequence
 from detect.errors import InputError
 from detect.models import ModelRef
 
-BACKENDS = ("lora", "full")
+BACKENDS = ("lora", "full", "openai")  # openai: contaminate/openai_train.py
 
 
 def check_backend(backend: str) -> None:

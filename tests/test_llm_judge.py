@@ -31,7 +31,8 @@ def test_the_prompt_is_the_papers():
 
 @pytest.mark.parametrize("answer, label", [
     ("Yes (exact match)", "exact"), ("yes (near-exact match)", "near_exact"), ("Yes, near-exact.", "near_exact"),
-    ("Yes", "near_exact"), ("No", "none"), ("No.\nThe candidate differs.", "none"), ("ANSWER: Yes (exact match)", "exact"),
+    ("Yes", "near_exact"), ("No", "none"), ("No.\nThe candidate differs.", "none"),
+    ("ANSWER: Yes (exact match)", "exact"),
     ("**Yes (exact match)**", "exact"), ("Maybe", None), ("", None), ("None of them", None), ("Not sure", None),
 ])
 def test_parse_answer(answer, label):
@@ -84,3 +85,35 @@ def test_judge_llm_through_a_real_server(served_model, tmp_path):
     assert summary["judge"] == {"name": "llm", "model": model_id, "variant": "with_no", "demonstrations": 5,
                                 "retries": 2}
     assert summary["alg2"]["unparseable"] == sum(r["judge"] == "unparseable" for r in guided)
+
+
+def test_agreement_by_hand():
+    from contaminate.calibrate import agreement
+
+    result = agreement(["exact", "none", "none", "near_exact"], ["exact", "none", "near_exact", "near_exact"],
+                       ("exact", "near_exact", "none", "unparseable"))
+    # observed 3/4; expected by chance 1/4*1/4 + 1/4*2/4 + 2/4*1/4 = 5/16; kappa = (12/16 - 5/16) / (11/16) = 7/11
+    assert result["agreement"] == 0.75 and result["kappa"] == pytest.approx(7 / 11)
+    assert result["confusion"] == [[1, 0, 0, 0], [0, 1, 0, 0], [0, 1, 1, 0], [0, 0, 0, 0]]
+    assert agreement(["none"] * 3, ["none"] * 3, ("exact", "none"))["kappa"] is None
+
+
+def test_a_study_judged_by_an_llm_gets_an_agreement_report(served_model, compose_config, tmp_path, monkeypatch):
+    from contaminate.calibrate import main as calibrate_main
+    from contaminate.study import run_study
+
+    base_url, model_id = served_model
+    monkeypatch.setenv("CONTAMINATION_LAB_CACHE", str(tmp_path / "models"))
+    cfg = compose_config("contaminate", [
+        "+dataset=synth_nli", "model=tiny_random", "sample.n_members=8", "sample.n_non_members=8",
+        "sample.n_detect=4", "contaminate.epochs=1", "detect.max_new_tokens=6", "detect.semantic_model=null",
+        "judge=llm", f"judge.generator.base_url={base_url}", f"judge.generator.model={model_id}",
+        "judge.generator.api_key_env=null", f"cache_dir={tmp_path / 'cache'}"])
+    run_study(cfg, tmp_path / "study")
+    calibration = json.loads((calibrate_main([str(tmp_path / "study")]) / "calibration.json").read_text())
+    judges = calibration["judges"]
+    assert judges["n"] == 5 * 4  # every guided completion of the five cells
+    assert {"llm_vs_paper", "llm_vs_calibrated", "llm_vs_truth", "paper_vs_truth"} <= set(judges)
+    assert sum(map(sum, judges["llm_vs_paper"]["confusion"])) == 20
+    report = (tmp_path / "study" / "calibration" / "calibration.md").read_text()
+    assert "## Judges: the LLM judge, the threshold judges and the truth" in report

@@ -127,7 +127,7 @@ def test_unknown_backend_on_the_command_line(tmp_path):
     result = subprocess.run([sys.executable, "-m", "contaminate", "+dataset=synth_nli", "contaminate=openai_api",
                              f"hydra.run.dir={tmp_path}"], capture_output=True, text=True)
     assert result.returncode == 2
-    assert result.stderr.strip() == "error: unknown contaminate 'openai_api'; use one of full, lora"
+    assert result.stderr.strip() == "error: unknown contaminate 'openai_api'; use one of full, lora, openai"
 
 
 @pytest.mark.slow
