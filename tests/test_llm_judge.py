@@ -117,3 +117,19 @@ def test_a_study_judged_by_an_llm_gets_an_agreement_report(served_model, compose
     assert sum(map(sum, judges["llm_vs_paper"]["confusion"])) == 20
     report = (tmp_path / "study" / "calibration" / "calibration.md").read_text()
     assert "## Judges: the LLM judge, the threshold judges and the truth" in report
+
+
+def test_a_local_model_as_judge(compose_config):
+    """judge.generator.name=local: the judge runs in-process (a tiny random model: its answers are noise, so
+    what is checked is that each is recorded and labelled, retried where unparseable)."""
+    from detect.cli import instantiate
+    from detect.models import tiny_random
+
+    cfg = compose_config("detect", ["+dataset=synth_nli", "judge=llm", "judge.generator.name=local",
+                                    f"judge.generator.model={tiny_random().path}", "judge.retries=1"])
+    judge = instantiate(cfg.judge)
+    rows = [{"reference": "a b c", "completion": "a b c"}, {"reference": "d e f", "completion": "x y z"}]
+    labels = judge(rows)
+    assert len(labels) == 2 and set(labels) <= {"exact", "near_exact", "none", "unparseable"}
+    assert all("judge_answer" in row for row in rows)
+    assert judge.describe()["name"] == "llm" and judge.describe()["demonstrations"] == 4
