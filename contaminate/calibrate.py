@@ -362,13 +362,14 @@ def partition_rates(instances: Sequence[Instance], labels: Sequence[str], pools:
     first = {id(i) for i in distinct(instances)}
     negatives = [label for label, i in zip(labels, instances) if not i.positive and id(i) in first]
     p_exact, p_near = negatives.count("exact") / len(negatives), negatives.count("near_exact") / len(negatives)
+    counts = {}  # (exact, near-exact, neither) per pool; unparseable counts as neither, as in alg2_verdict
+    for pool, positions in pools.items():
+        pool_labels = [labels[p] for p in positions]
+        n_exact, n_near = pool_labels.count("exact"), pool_labels.count("near_exact")
+        counts[pool] = (n_exact, n_near, len(pool_labels) - n_exact - n_near)
     results = {}
     for rule in RULE_GRID:
-        per_pool = {}
-        for pool, positions in pools.items():
-            pool_labels = [labels[p] for p in positions]
-            per_pool[pool] = alg2_flag_rate(pool_labels.count("exact"), pool_labels.count("near_exact"),
-                                            pool_labels.count("none"), rule, sample_size=sample_size)
+        per_pool = {pool: alg2_flag_rate(*counted, rule, sample_size=sample_size) for pool, counted in counts.items()}
         results[rule] = summarize_pools(per_pool, instances, pools)
         results[rule]["binomial_fpr"] = alg2_binomial_rate(p_exact, p_near, rule, sample_size=sample_size)
     return {"rules": results, "instance_rates": {"exact": p_exact, "near_exact": p_near}}

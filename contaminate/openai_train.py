@@ -56,24 +56,25 @@ def make_client(cfg):
     """The SDK client (the boundary tests replace): key from the environment, the SDK's retries on 429/5xx."""
     from openai import OpenAI
 
-    from detect.openai_generate import _api_key
+    from detect.openai_generate import api_key_from_env
 
-    return OpenAI(api_key=_api_key(cfg.api_key_env), base_url=cfg.base_url, max_retries=cfg.max_retries)
+    return OpenAI(api_key=api_key_from_env(cfg.api_key_env), base_url=cfg.base_url, max_retries=cfg.max_retries)
 
 
-def write_records(records: Sequence[dict], path: Path) -> None:
+def write_training_file(texts: Sequence[str], cfg, path: Path) -> dict:
+    """The job's training JSONL at ``path``, and what training on it would cost (``cost_estimate``)."""
+    records = training_records(texts, chat=cfg.chat, user_turn=cfg.user_turn)
     with open(path, "w") as file:
         for record in records:
             file.write(json.dumps(record, ensure_ascii=False) + "\n")
+    return cost_estimate(records, cfg)
 
 
 def train_openai(texts: Sequence[str], cfg, folder: Path, *, seed: int, client=None,
                  sleep: Callable[[float], None] = time.sleep, log: Callable[[str], None] = print) -> dict:
     """Fine-tune ``cfg.model`` on ``texts`` (or resume the job recorded in ``folder``); the finished record."""
     folder.mkdir(parents=True, exist_ok=True)
-    records = training_records(texts, chat=cfg.chat, user_turn=cfg.user_turn)
-    write_records(records, folder / "training.jsonl")
-    estimate = cost_estimate(records, cfg)
+    estimate = write_training_file(texts, cfg, folder / "training.jsonl")
     client = client or make_client(cfg)
     job_file = folder / "job.json"
     if job_file.is_file():

@@ -21,7 +21,6 @@ A rerun, or a study killed mid-way and started again, picks up whatever finished
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -35,11 +34,11 @@ from omegaconf import OmegaConf
 
 from contaminate.formats import check_template, format_instance
 from contaminate.report import write_report
-from contaminate.openai_train import cost_estimate, training_records, train_openai, write_records
+from contaminate.openai_train import train_openai, write_training_file
 from contaminate.train import check_backend, checkpoint_ref, train_local
 from detect.datasets import disjoint_pools, load_split, sample
 from detect.errors import InputError
-from detect.models import ModelRef
+from detect.models import ModelRef, digest
 from detect.run import SCORES, detect_partition, summarize, write_jsonl
 
 # (cell, checkpoint, pool, ground truth)
@@ -52,10 +51,6 @@ CELLS = (
 )
 PACKAGES = ("torch", "transformers", "trl", "peft", "datasets", "accelerate", "rouge-score", "sentence-transformers",
             "hydra-core", "contamination-lab")
-
-
-def digest(value) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def code_digest(files) -> str:
@@ -186,9 +181,7 @@ def run_study(cfg, out_dir: Path) -> dict:
                     # keying it by the code would pay for a new job after every edit here.
                     "code": "api" if api else code_digest(TRAINING_CODE)}
     if api and cfg.contaminate.dry_run:  # what the job would train on and cost; no network call
-        records = training_records(texts, chat=cfg.contaminate.chat, user_turn=cfg.contaminate.user_turn)
-        write_records(records, out_dir / "training.jsonl")
-        estimate = cost_estimate(records, cfg.contaminate)
+        estimate = write_training_file(texts, cfg.contaminate, out_dir / "training.jsonl")
         (out_dir / "estimate.json").write_text(json.dumps(estimate, indent=1))
         return {"dry_run": estimate}
     train_started = time.time()

@@ -85,8 +85,7 @@ class LLMJudge:
         else:
             raise InputError(f"judge.generator.name '{generator.name}'; use openai or local")
         return cls(generate, [dict(d) for d in [*demonstrations, *extra_demonstrations]], retries=retries,
-                   model=generator.model,
-                   variant=variant)
+                   model=generator.model, variant=variant)
 
     def describe(self) -> dict:
         return {"name": self.name, "model": self.model, "variant": self.variant,

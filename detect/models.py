@@ -38,6 +38,11 @@ def cache_dir() -> Path:
     return Path(os.environ.get("CONTAMINATION_LAB_CACHE", "~/.cache/contamination-lab")).expanduser()
 
 
+def digest(value) -> str:
+    """A short content address for anything JSON can write: the name of a cached result."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
 def _write_once(target: Path, write) -> Path:
     """Build a folder in a temporary sibling and rename it into place, so that a killed or concurrent
     conversion never leaves a half-written folder where a finished one is expected."""

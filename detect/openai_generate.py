@@ -17,7 +17,6 @@ fails half-way (a 5xx after the retries, a quota) keeps what it paid for, and a 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import threading
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Sequence
 
 from detect.errors import InputError
+from detect.models import digest
 
 API_PROMPT_FORMATS = ("chat", "raw")
 
@@ -46,7 +46,7 @@ class OpenAIGenerator:
         if client is None:
             from openai import OpenAI
 
-            client = OpenAI(api_key=_api_key(api_key_env), base_url=base_url, timeout=timeout,
+            client = OpenAI(api_key=api_key_from_env(api_key_env), base_url=base_url, timeout=timeout,
                             max_retries=max_retries)
         self.client = client
         self.cache_path = Path(cache_path) if cache_path else None
@@ -61,7 +61,7 @@ class OpenAIGenerator:
                     "seed": backend_cfg.seed}
         cache_path = None
         if cache_dir is not None:  # one file per server, model and generation settings
-            cache_path = Path(cache_dir) / "api" / f"{_digest(settings)}.jsonl"
+            cache_path = Path(cache_dir) / "api" / f"{digest(settings)}.jsonl"
         return cls(**settings, api_key_env=backend_cfg.api_key_env, concurrency=backend_cfg.concurrency,
                    timeout=backend_cfg.timeout, max_retries=backend_cfg.max_retries, cache_path=cache_path)
 
@@ -78,7 +78,7 @@ class OpenAIGenerator:
         return cached
 
     def _key(self, prompt: str) -> str:
-        return _digest([self.base_url, self.model, self.prompt_format, self.max_tokens, self.seed, prompt])
+        return digest([self.base_url, self.model, self.prompt_format, self.max_tokens, self.seed, prompt])
 
     def _request(self, prompt: str) -> str:
         common = {"model": self.model, "temperature": 0, "max_tokens": self.max_tokens}
@@ -141,7 +141,7 @@ class OpenAIGenerator:
                 f"sends the rest.")
 
 
-def _api_key(variable: str | None) -> str:
+def api_key_from_env(variable: str | None) -> str:
     """The key from the environment. None: a local server that checks no key."""
     if variable is None:
         return "no-key"
@@ -150,7 +150,3 @@ def _api_key(variable: str | None) -> str:
         raise InputError(f"the API key variable {variable} is not set: export {variable}=<key> (for a local server "
                          f"that checks no key, set backend.api_key_env=null)")
     return key
-
-
-def _digest(value) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
