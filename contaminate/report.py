@@ -42,15 +42,37 @@ def write_report(path: Path, summary: dict, manifest: dict) -> None:
         lines.append(f"| {name} | {cell['instances']} ({cell['split']}) | {cell['ground_truth']} | {alg2['exact']} | "
                      f"{alg2['near_exact']} | {_verdict(alg2['contaminated'], cell['correct']['alg2'])} |")
     scores = list(next(iter(cells.values()))["alg1"])
-    lines += ["", "## Verdicts against ground truth (cf. the paper's Table 4)", "",
+    first = next(iter(cells.values()))
+    partition = [name for name in ("cheat", "sharded_likelihood") if name in first]
+    headers = {"cheat": "Cheat? strict / lenient (replicas, best ROUGE-L)",
+               "sharded_likelihood": "sharded likelihood (p)"}
+    lines += ["", "## Verdicts against ground truth (cf. the paper's Tables 3 and 4)", "",
               "| cell | ground truth | " + " | ".join(f"Alg. 1 {s} (guided / general, p)" for s in scores)
-              + " | Alg. 2 |", "|---|---|" + "---|" * (len(scores) + 1)]
+              + " | Alg. 2 | " + "".join(f"{headers[name]} | " for name in partition),
+              "|---|---|" + "---|" * (len(scores) + 1 + len(partition))]
     for name, cell in cells.items():
         alg1 = [f"{_verdict(r['significant'], cell['correct'][f'alg1_{s}'])} "
                 f"({r['guided_mean']:.2f} / {r['general_mean']:.2f}, {r['p_value']:.3f})"
                 for s, r in cell["alg1"].items()]
+        extra = []
+        if "cheat" in cell:
+            cheat, correct = cell["cheat"], cell["correct"]
+            extra.append(f"{_verdict(cheat['strict'], correct['cheat_strict'])} / "
+                         f"{_verdict(cheat['lenient'], correct['cheat_lenient'])} "
+                         f"({cheat['exact'] + cheat['near_exact']}, {cheat['best_score']:.2f})")
+        if "sharded_likelihood" in cell:
+            test = cell["sharded_likelihood"]
+            extra.append(f"{_verdict(test['significant'], cell['correct']['sharded_likelihood'])} "
+                         f"({test['p_value']:.3f})")
         lines.append(f"| {name} | {cell['ground_truth']} | " + " | ".join(alg1)
-                     + f" | {_verdict(cell['alg2']['contaminated'], cell['correct']['alg2'])} |")
+                     + f" | {_verdict(cell['alg2']['contaminated'], cell['correct']['alg2'])} |"
+                     + "".join(f" {e} |" for e in extra))
+    if first.get("membership"):
+        names = list(first["membership"])
+        lines += ["", "## Logit scores (mean per cell; higher = more likely seen in training)", "",
+                  "| cell | ground truth | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
+        lines += [f"| {name} | {cell['ground_truth']} | "
+                  + " | ".join(f"{cell['membership'][n]:.3f}" for n in names) + " |" for name, cell in cells.items()]
     lines += ["", "Cells right: " + ", ".join(f"{name} {round(share * len(cells))}/{len(cells)}"
                                              for name, share in summary["accuracy"].items()) + ".", "",
               "## Training loss", "", "![training loss](loss.png)", "",

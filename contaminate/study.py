@@ -39,7 +39,7 @@ from contaminate.train import check_backend, checkpoint_ref, train_local
 from detect.datasets import disjoint_pools, load_split, sample
 from detect.errors import InputError
 from detect.models import ModelRef, digest
-from detect.run import SCORES, detect_partition, summarize, write_jsonl
+from detect.run import detect_partition, partition_rows, summarize, verdicts, write_jsonl
 
 # (cell, checkpoint, pool, ground truth)
 CELLS = (
@@ -124,6 +124,7 @@ def run_study(cfg, out_dir: Path) -> dict:
     """Everything ``python -m contaminate`` does, given a composed config and a run folder."""
     from detect.cli import instantiate
     from detect.generate import LocalGenerator
+    from detect.membership import MembershipScorer
     from detect.models import load
     from detect.openai_generate import OpenAIGenerator
     from detect.scores import SemanticScorer
@@ -154,13 +155,19 @@ def run_study(cfg, out_dir: Path) -> dict:
     members, non_members = disjoint_pools(examples, [n_members, n_non_members], seed=seed,
                                           where=f"{dataset.key} {split}")
     where = f"{dataset.key} {split}"
+    other_examples = load_split(dataset, other_split)
     pools = {
         "members": (sample(members, cfg.sample.n_detect, seed=seed, where=f"the {n_members} members of {where}"), split),
         "non_members": (sample(non_members, cfg.sample.n_detect, seed=seed,
                                where=f"the {n_non_members} non-members of {where}"), split),
-        "other_split": (sample(load_split(dataset, other_split), cfg.sample.n_detect, seed=seed,
+        "other_split": (sample(other_examples, cfg.sample.n_detect, seed=seed,
                                where=f"{dataset.key} {other_split}"), other_split),
     }
+    # The partition-level detectors read a whole pool: Cheat? searches it for replicas, the sharded test orders
+    # it. The other split's pool is as large as the non-members', so both controls offer as many matches.
+    whole_pools = {"members": members, "non_members": non_members,
+                   "other_split": sample(other_examples, min(n_non_members, len(other_examples)), seed=seed,
+                                         where=f"{dataset.key} {other_split}")}
 
     api = cfg.contaminate.backend == "openai"
     if api:  # the base model is the API's: cfg.model is not used
@@ -201,19 +208,28 @@ def run_study(cfg, out_dir: Path) -> dict:
                     "judge": judge.describe(), "seed": seed, "dataset": dataset.key,
                     "code": code_digest(DETECTOR_CODE)}
     models = {"contaminated": (contaminated, checkpoint_record["id"]), "clean": (base, digest(asdict(base)))}
+    local_models: dict[str, tuple] = {}  # loaded on first use, and the base kept: it is the logit reference
+
+    def local_model(checkpoint: str) -> tuple:
+        if checkpoint not in local_models:
+            local_models[checkpoint] = load(models[checkpoint][0])
+        return local_models[checkpoint]
+
     rows, timings, cached_cells = [], {}, []
     for checkpoint in ("contaminated", "clean"):
         ref, model_id = models[checkpoint]
-        loaded = None
+        loaded = membership = None
+        remembered: dict[str, str] = {}  # Cheat?'s prompt is the same for two cells of one model: asked once
         for cell, cell_checkpoint, pool, truth in CELLS:
             if cell_checkpoint != checkpoint:
                 continue
             instances, cell_split = pools[pool]
             key = {**detector_key, "model": model_id, "split": cell_split, "ids": [e.instance_id for e in instances],
-                   "instances": digest([(e.text, e.text_pair, e.label) for e in instances])}
+                   "instances": digest([(e.text, e.text_pair, e.label) for e in instances]),
+                   "pool": digest([(e.instance_id, e.text, e.text_pair, e.label) for e in whole_pools[pool]])}
 
             def compute():
-                nonlocal loaded, semantic
+                nonlocal loaded, semantic, membership
                 if loaded is None and api:  # chat models are prompted as chat, base models raw
                     loaded = OpenAIGenerator(
                         model=ref.name, base_url=cfg.contaminate.base_url, api_key_env=cfg.contaminate.api_key_env,
@@ -221,13 +237,25 @@ def run_study(cfg, out_dir: Path) -> dict:
                         max_tokens=cfg.detect.max_new_tokens, max_retries=cfg.contaminate.max_retries,
                         cache_path=cache / "api" / f"{digest([ref.name, base.path, cfg.contaminate.chat])}.jsonl")
                 elif loaded is None:
-                    model, tokenizer = load(ref)
-                    loaded = LocalGenerator.from_config(model, tokenizer, cfg.detect)
+                    loaded = LocalGenerator.from_config(*local_model(checkpoint), cfg.detect)
+                    if cfg.detect.membership.enabled:  # the reference is the clean base (for it: itself, so 0)
+                        membership = MembershipScorer(*local_model(checkpoint), k=cfg.detect.membership.k,
+                                                      reference=local_model("clean"))
                 if semantic is None and cfg.detect.semantic_model:
                     semantic = SemanticScorer(cfg.detect.semantic_model)
-                return detect_partition(instances, dataset=dataset, split=cell_split, generate=loaded, judge=judge,
-                                        semantic=semantic, seed=seed, cut_low=cfg.detect.cut.low,
-                                        cut_high=cfg.detect.cut.high)
+
+                def generate_once(prompts):
+                    missing = [p for p in dict.fromkeys(prompts) if p not in remembered]
+                    remembered.update(zip(missing, loaded(missing) if missing else []))
+                    return [remembered[p] for p in prompts]
+
+                cell_rows = detect_partition(instances, dataset=dataset, split=cell_split, generate=loaded,
+                                             judge=judge, semantic=semantic, membership=membership, seed=seed,
+                                             cut_low=cfg.detect.cut.low, cut_high=cfg.detect.cut.high)
+                model, tokenizer = (None, None) if api else local_model(checkpoint)
+                return cell_rows + partition_rows(whole_pools[pool], dataset=dataset, split=cell_split,
+                                                  generate=generate_once, detect_cfg=cfg.detect, model=model,
+                                                  tokenizer=tokenizer, seed=seed)
 
             cell_started = time.time()
             cell_rows, was_cached = _cached_rows(cache / "cells" / f"{digest(key)}.jsonl", compute)
@@ -242,13 +270,10 @@ def run_study(cfg, out_dir: Path) -> dict:
     for cell, checkpoint, pool, truth in CELLS:
         cell_summary = summarize([r for r in rows if r["cell"] == cell], **cfg.detect.bootstrap, **cfg.detect.alg2,
                                  seed=seed)
-        verdicts = {f"alg1_{score}": cell_summary["alg1"][score]["significant"]
-                    for score in SCORES if score in cell_summary["alg1"]}
-        verdicts["alg2"] = cell_summary["alg2"]["contaminated"]
         summary["cells"][cell] = {
             "checkpoint": checkpoint, "instances": pool, "split": pools[pool][1], "ground_truth": truth,
             **cell_summary,
-            "correct": {name: flagged == (truth == "contaminated") for name, flagged in verdicts.items()},
+            "correct": {name: flagged == (truth == "contaminated") for name, flagged in verdicts(cell_summary).items()},
         }
     detectors = next(iter(summary["cells"].values()))["correct"].keys()
     summary["accuracy"] = {name: sum(c["correct"][name] for c in summary["cells"].values()) / len(CELLS)
@@ -268,7 +293,8 @@ def run_study(cfg, out_dir: Path) -> dict:
                     "total_s": round(time.time() - started, 1)},
     }
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2))
-    write_jsonl(out_dir / "results.jsonl", rows)
+    write_jsonl(out_dir / "results.jsonl", [row for row in rows if row.get("level") != "partition"])
+    write_jsonl(out_dir / "partition.jsonl", [row for row in rows if row.get("level") == "partition"])
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     write_report(out_dir / "report.md", summary, manifest)
     return summary

@@ -33,6 +33,11 @@ class Example:
     text_pair: str | None = None
     label: str | None = None
 
+    @property
+    def full_text(self) -> str:
+        """The whole instance as one text (a pair: sentence 1, a newline, sentence 2), as logit scores read it."""
+        return self.text if self.text_pair is None else f"{self.text}\n{self.text_pair}"
+
 
 def label_string(label_id: int, name: str) -> str:
     """``label_string(1, "not_entailment") == "1 (not entailment)"``: the id and the readable name."""

@@ -24,7 +24,13 @@ def test_detect_on_tiny_random_writes_the_run_folder(compose_config, tmp_path):
     summary = run_detect(cfg, tmp_path)
     rows, saved = _read(tmp_path)
     assert saved == json.loads(json.dumps(summary))
+    cheat, sharded = [json.loads(line) for line in (tmp_path / "partition.jsonl").read_text().splitlines()]
+    assert cheat["detector"] == "cheat" and cheat["n_references"] == 1200  # the whole split is searched
+    assert summary["cheat"]["verdict"] == cheat["verdict"] and "SynthNLI dataset test split" in cheat["prompt"]
+    assert sharded["n_instances"] == 40 and sharded["n_shards"] == 10 and len(sharded["shard_differences"]) == 10
+    assert summary["sharded_likelihood"]["p_value"] == sharded["p_value"]
     assert len(rows) == 20 and all(ROW_FIELDS <= row.keys() for row in rows)
+    assert set(summary["membership"]) == {"loss", "zlib", "min_k", "min_k_plus"}  # no reference model given
     assert sorted(r["instruction"] for r in rows) == ["general"] * 10 + ["guided"] * 10
     assert {r["split"] for r in rows} == {"test"}
     assert all(r["judge"] in LABELS for r in rows if r["instruction"] == "guided")

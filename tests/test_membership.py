@@ -19,7 +19,7 @@ def test_scores_from_given_token_statistics_by_hand():
     assert scores["zlib"] == pytest.approx(-15.0 / len(zlib.compress(text.encode())))
     assert scores["min_k"] == pytest.approx(-4.5)                     # 40% of 5 tokens: the two lowest, -5 and -4
     assert scores["min_k_plus"] == pytest.approx(-4.5)                # mu 0, sigma 1: the same
-    assert scores["reference"] == pytest.approx(4.0 - 3.0)            # reference NLL minus this model's
+    assert scores["reference_ratio"] == pytest.approx(4.0 - 3.0)            # reference NLL minus this model's
     assert scores_from_statistics(stats, text, k=0.01)["min_k"] == -5.0  # at least one token
 
 
@@ -59,7 +59,7 @@ def test_batched_scores_match_one_text_at_a_time_by_hand():
         expected = _by_hand(model, tokenizer, text, 0.2)
         for name, value in expected.items():
             assert got[name] == pytest.approx(value, rel=1e-4, abs=1e-5), name
-        assert got["reference"] == pytest.approx(0.0, abs=1e-5)  # the model against itself
+        assert got["reference_ratio"] == pytest.approx(0.0, abs=1e-5)  # the model against itself
     assert np.isfinite([v for s in scores for v in s.values()]).all()
     with pytest.raises(ValueError, match="Min-K% takes a fraction"):
         membership_scores(model, tokenizer, texts, k=0)

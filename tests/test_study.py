@@ -27,8 +27,8 @@ def study(compose_config, tmp_path):
     return _run
 
 
-def _rows(folder: Path) -> list[dict]:
-    return [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
+def _rows(folder: Path, name: str = "results.jsonl") -> list[dict]:
+    return [json.loads(line) for line in (folder / name).read_text().splitlines()]
 
 
 def test_the_whole_study_writes_every_file_and_field(study):
@@ -49,8 +49,21 @@ def test_the_whole_study_writes_every_file_and_field(study):
     assert "git_commit" in manifest and manifest["timings"]["train_s"] > 0
     assert manifest["checkpoint"]["reused"] is False and manifest["checkpoint"]["id"]
 
-    rows = _rows(folder)
-    assert len(rows) == len(CELLS) * 2 * 4
+    rows = instance_rows = _rows(folder)
+    assert len(instance_rows) == len(CELLS) * 2 * 4
+    # each cell: one ChatGPT-Cheat? row over its whole pool (12) and one sharded likelihood test of that pool
+    partition = _rows(folder, "partition.jsonl")
+    assert sorted((r["cell"], r["detector"]) for r in partition) == sorted(
+        (cell, detector) for cell, *_ in CELLS for detector in ("cheat", "sharded_likelihood"))
+    cheat = next(r for r in partition if r["detector"] == "cheat" and r["cell"] == "contaminated_x_other_split")
+    assert cheat["n_references"] == 12 and "SynthNLI dataset train split" in cheat["prompt"]
+    sharded = next(r for r in partition if r["detector"] == "sharded_likelihood")
+    assert sharded["n_instances"] == 12 and sharded["n_shards"] == 6 and 0 <= sharded["p_value"] <= 1
+    # logit scores on every guided row; the clean model is its own reference, so its ratio is 0
+    guided = [r for r in instance_rows if r["instruction"] == "guided"]
+    assert all(isinstance(r["min_k_plus"], float) for r in guided)
+    assert all(abs(r["reference_ratio"]) < 1e-4 for r in guided if r["checkpoint"] == "clean")
+    assert all(abs(r["reference_ratio"]) > 1e-4 for r in guided if r["checkpoint"] == "contaminated")
     assert {r["cell"] for r in rows} == {cell for cell, *_ in CELLS}
     assert {(r["cell"], r["checkpoint"]) for r in rows} == {(cell, checkpoint) for cell, checkpoint, *_ in CELLS}
     other = [r for r in rows if r["cell"] == "contaminated_x_other_split"]
@@ -64,9 +77,14 @@ def test_the_whole_study_writes_every_file_and_field(study):
         assert result["ground_truth"] == truth and result["checkpoint"] == checkpoint
         assert result["correct"]["alg2"] == (result["alg2"]["contaminated"] == (truth == "contaminated"))
         assert result["correct"]["alg1_rouge_l"] == (result["alg1"]["rouge_l"]["significant"] == (truth == "contaminated"))
+        assert result["correct"]["cheat_lenient"] == (result["cheat"]["lenient"] == (truth == "contaminated"))
+        assert result["correct"]["sharded_likelihood"] == (
+            result["sharded_likelihood"]["significant"] == (truth == "contaminated"))
+        assert set(result["membership"]) == {"loss", "zlib", "min_k", "min_k_plus", "reference_ratio"}
     assert saved["accuracy"]["alg2"] == sum(c["correct"]["alg2"] for c in saved["cells"].values()) / len(CELLS)
     report = (folder / "report.md").read_text()
     assert "cf. the paper's Table 1" in report and "contaminated_x_members" in report and "loss.png" in report
+    assert "Cheat? strict / lenient" in report and "sharded likelihood" in report and "min_k_plus" in report
 
 
 def test_reuse_resume_and_force(study):
@@ -144,8 +162,16 @@ def test_study_on_the_embedded_model_with_a_small_dose(tmp_path):
     rows = _rows(folder)
     assert manifest["base_model"]["name"] == "smollm2_135m" and manifest["checkpoint"]["reused"] is False
     assert manifest["checkpoint"]["final_loss"] < manifest["checkpoint"]["first_loss"]  # training did something
+    partition = _rows(folder, "partition.jsonl")
     assert len(rows) == len(CELLS) * 2 * 4 and all(r["completion"] is not None for r in rows)
+    assert len(partition) == len(CELLS) * 2  # Cheat? and the sharded test per cell
     for cell, *_ in CELLS:
+        result = summary["cells"][cell]
+        assert result["cheat"]["verdict"] in ("clean", "suspicious", "contaminated")
+        assert result["sharded_likelihood"]["n_shards"] == 8 and 0 <= result["sharded_likelihood"]["p_value"] <= 1
+        # one epoch already makes the members more likely under the contaminated model than under the base
+        if cell == "contaminated_x_members":
+            assert result["membership"]["reference_ratio"] > 0
         counts = summary["cells"][cell]["alg2"]
         guided = [r for r in rows if r["cell"] == cell and r["instruction"] == "guided"]
         assert counts["exact"] == sum(r["judge"] == "exact" for r in guided)

@@ -1,0 +1,75 @@
+"""The sharded likelihood comparison test (Oren et al. 2023, "Proving test set contamination in black-box
+language models"), for local models.
+
+    row = sharded_likelihood_test(model, tokenizer, texts_in_dataset_order, n_shards=10, n_permutations=20)
+
+A model that saw a benchmark as one file saw its instances in the file's order; if the instances are
+exchangeable (their order carries no meaning), a clean model gives the canonical order no more likelihood
+than a shuffled one. The instances, in canonical order, are cut into ``n_shards`` contiguous shards; in each
+shard the log-likelihood of the instances joined in canonical order is compared with the mean over
+``n_permutations`` random orders; a one-sided t-test of those per-shard differences against zero is the
+p-value (Oren et al.'s sharded test, whose statistic is the mean difference).
+
+What it can and cannot see: it detects memorised *order*. The lab trains each member as its own document in a
+shuffled order, so by construction it has nothing to find in a lab contamination; its flag rate on the lab's
+positives measures that, and on negatives its false-positive rate (alpha when the test is calibrated).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from detect.errors import InputError
+from detect.membership import token_statistics
+
+
+MIN_INSTANCES = 4  # 2 shards of 2: the fewest with a t-test and a shuffle that changes anything
+
+
+def shards_of(n_items: int, n_shards: int) -> list[np.ndarray]:
+    """Contiguous, near-equal shards of positions 0..n_items-1 (numpy.array_split); fewer shards than asked
+    when there are not 2 instances for each."""
+    if n_shards < 2 or n_items < MIN_INSTANCES:
+        raise InputError(f"the sharded likelihood test needs at least 2 shards of 2 instances: {n_items} instances "
+                         f"in {n_shards} shards; set detect.sharded.n_shards >= 2 and give at least {MIN_INSTANCES}")
+    return np.array_split(np.arange(n_items), min(n_shards, n_items // 2))
+
+
+def sharded_likelihood_test(model, tokenizer, texts: Sequence[str], *, n_shards: int = 10,
+                            n_permutations: int = 20, alpha: float = 0.05, seed: int = 0, separator: str = "\n\n",
+                            batch_size: int = 8) -> dict:
+    """The test on ``texts`` (instances in the dataset's canonical order): p-value, statistic, per-shard numbers."""
+    from scipy.stats import ttest_1samp
+
+    if n_permutations < 1:
+        raise InputError(f"detect.sharded.n_permutations={n_permutations}: give at least 1 shuffled order per shard")
+    rng = np.random.default_rng(seed)
+    shards = shards_of(len(texts), n_shards)
+    n_shards = len(shards)
+    sequences, owners = [], []  # every shard's canonical sequence, then its shuffles
+    for shard, positions in enumerate(shards):
+        sequences.append(separator.join(texts[p] for p in positions))
+        owners.append((shard, True))
+        for _ in range(n_permutations):
+            sequences.append(separator.join(texts[p] for p in rng.permutation(positions)))
+            owners.append((shard, False))
+    log_likelihoods = [float(np.sum(s["logp"])) for s in token_statistics(model, tokenizer, sequences,
+                                                                          batch_size=batch_size, moments=False)]
+    canonical = np.zeros(n_shards)
+    shuffled = [[] for _ in range(n_shards)]
+    for (shard, is_canonical), value in zip(owners, log_likelihoods):
+        if is_canonical:
+            canonical[shard] = value
+        else:
+            shuffled[shard].append(value)
+    differences = canonical - np.array([np.mean(values) for values in shuffled])
+    if np.allclose(differences, differences[0]):  # no spread (a constant model): the t-test is undefined
+        p_value = 0.5 if differences[0] == 0 else float(differences[0] < 0)
+    else:
+        p_value = float(ttest_1samp(differences, 0.0, alternative="greater").pvalue)
+    return {"level": "partition", "detector": "sharded_likelihood", "n_instances": len(texts), "n_shards": n_shards,
+            "n_permutations": n_permutations, "statistic": float(differences.mean()), "p_value": p_value,
+            "alpha": alpha, "significant": p_value <= alpha, "shard_differences": differences.tolist(),
+            "canonical_log_likelihood": canonical.tolist()}
