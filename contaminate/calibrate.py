@@ -42,6 +42,7 @@ import numpy as np
 
 from detect.errors import InputError
 from detect.judge import ThresholdJudge, normalize
+from detect.membership import MEMBERSHIP_SCORES
 from detect.run import SCORES
 from detect.stats import bootstrap_test
 
@@ -78,6 +79,48 @@ class Instance:
         return 1.0 if equal else self.guided["rouge_l"]
 
 
+@dataclass
+class Partition:
+    """One cell of one study as a partition: every partition-level detector's verdict and statistic on it."""
+    study: str
+    seed: int
+    condition: str
+    cell: str
+    positive: bool
+    verdicts: dict[str, bool]
+    statistics: dict[str, float]  # larger = more contaminated, for a partition-level ROC
+    observation: str = ""         # equal for a clean cell shared by studies
+
+
+# What each detector needs of the model: the README's and the report's "needs" column.
+NEEDS = {"rouge_l": "generations", "semantic": "generations", "loss": "logits", "zlib": "logits",
+         "min_k": "logits", "min_k_plus": "logits (full distribution)", "reference_ratio": "logits + reference model",
+         "alg1": "generations", "alg2": "generations + judge", "cheat": "generations", "sharded_likelihood": "logits"}
+
+
+def needs(name: str) -> str:
+    for key in sorted(NEEDS, key=len, reverse=True):
+        if name.startswith(key):
+            return NEEDS[key]
+    return "-"
+
+
+def cell_partition(cell: dict) -> tuple[dict[str, bool], dict[str, float]]:
+    """A study cell's partition verdicts and statistics (summary.json): Algorithm 1 (1 - p per score),
+    Algorithm 2 (replica count, exact ones first), ChatGPT-Cheat? (best replica ROUGE-L; strict and lenient
+    verdicts) and the sharded likelihood test (1 - p)."""
+    from detect.run import verdicts
+
+    n = cell["n_instances"] + 1
+    statistics = {f"alg1_{score}": 1 - r["p_value"] for score, r in cell["alg1"].items()}
+    statistics["alg2"] = cell["alg2"]["exact"] * n + cell["alg2"]["near_exact"]
+    if "cheat" in cell:
+        statistics["cheat"] = cell["cheat"]["best_score"]
+    if "sharded_likelihood" in cell:
+        statistics["sharded_likelihood"] = 1 - cell["sharded_likelihood"]["p_value"]
+    return verdicts(cell), statistics
+
+
 # ---------------------------------------------------------------------------------------------- gathering
 
 def find_studies(folders: Sequence[str | Path]) -> list[Path]:
@@ -103,10 +146,10 @@ def condition_of(manifest: dict) -> dict:
             **hyperparameters}
 
 
-def load_instances(folders: Sequence[str | Path]) -> tuple[list[Instance], dict[str, dict]]:
-    """The instances of every study under ``folders`` and each condition's settings (by condition key).
-    A second study with the same condition and seed is a rerun of the first, and is skipped."""
-    instances, conditions, seen, duplicates = [], {}, {}, []
+def load_instances(folders: Sequence[str | Path]) -> tuple[list[Instance], dict[str, dict], list[Partition]]:
+    """The instances of every study under ``folders``, each condition's settings (by condition key) and every
+    study cell as a partition. A second study with the same condition and seed is a rerun, and is skipped."""
+    instances, conditions, seen, duplicates, partitions = [], {}, {}, [], []
     for study in find_studies(folders):
         manifest = json.loads((study / "manifest.json").read_text())
         settings = condition_of(manifest)
@@ -142,13 +185,23 @@ def load_instances(folders: Sequence[str | Path]) -> tuple[list[Instance], dict[
                 instance.scores[score] = guided[score]
                 if general is not None and general.get(score) is not None:
                     instance.scores[f"{score}_gain"] = guided[score] - general[score]
+            for score in MEMBERSHIP_SCORES:  # logit scores of the whole instance (local models)
+                if guided.get(score) is not None:
+                    instance.scores[score] = guided[score]
             instances.append(instance)
+        summary = json.loads((study / "summary.json").read_text()) if (study / "summary.json").is_file() else {}
+        for cell, block in summary.get("cells", {}).items():
+            cell_verdicts, statistics = cell_partition(block)
+            observation = json.dumps([models[block["checkpoint"]], cell, block], sort_keys=True, default=str)
+            partitions.append(Partition(study=str(study), seed=seed, condition=key, cell=cell,
+                                        positive=block["ground_truth"] == "contaminated", verdicts=cell_verdicts,
+                                        statistics=statistics, observation=observation))
     for duplicate in duplicates:
         print(f"skipped {duplicate}", file=sys.stderr)
     if not any(i.positive for i in instances) or all(i.positive for i in instances):
         raise InputError("calibration needs both contaminated and clean instances; give folders of "
                          "python -m contaminate studies (each has both)")
-    return instances, conditions
+    return instances, conditions, partitions
 
 
 def distinct(instances: Sequence[Instance]) -> list[Instance]:
@@ -157,9 +210,9 @@ def distinct(instances: Sequence[Instance]) -> list[Instance]:
 
 
 def score_names(instances: Sequence[Instance]) -> list[str]:
-    """The scores every instance has, in SCORES order then gains."""
+    """The scores every instance has, in SCORES order, then gains, then the logit scores."""
     common = set.intersection(*(set(i.scores) for i in instances))
-    order = [*SCORES, *(f"{s}_gain" for s in SCORES)]
+    order = [*SCORES, *(f"{s}_gain" for s in SCORES), *MEMBERSHIP_SCORES]
     return [name for name in order if name in common] + sorted(common - set(order))
 
 
@@ -403,6 +456,32 @@ def recommend_rule(rules: dict, *, partition_fpr: float) -> tuple[int | None, in
     return max(admissible, key=preference)[0]
 
 
+def partition_level(partitions: Sequence[Partition], instances: Sequence[Instance], pools: dict, *,
+                    seed: int = 0) -> dict:
+    """Every partition-level detector as the studies ran it on their cells (n_detect-instance samples for
+    Algorithms 1 and 2, whole pools for Cheat? and the sharded test): a ROC over partitions of each statistic
+    (a clean cell shared by studies once), and each verdict's flag rate per pool (pooled over seeds)."""
+    observed = list({p.observation: p for p in reversed(partitions)}.values())[::-1]
+    positive = [p.positive for p in observed]
+    result = {"roc": {}, "verdicts": {}}
+    if 0 < sum(positive) < len(positive):
+        for name in sorted({s for p in observed for s in p.statistics}):
+            chosen = [p for p in observed if name in p.statistics]
+            labels = [p.positive for p in chosen]
+            if 0 < sum(labels) < len(labels):
+                values = [p.statistics[name] for p in chosen]
+                result["roc"][name] = {**roc(labels, values), "auc_ci": auc_interval(
+                    labels, values, [f"{p.study}:{p.cell}" for p in chosen], seed=seed)}
+    for name in sorted({v for p in partitions for v in p.verdicts}):
+        per_pool: dict[tuple[str, str], list[bool]] = defaultdict(list)
+        for p in partitions:
+            if name in p.verdicts and (p.condition, p.cell) in pools:
+                per_pool[(p.condition, p.cell)].append(p.verdicts[name])
+        rates = {pool: float(np.mean(flags)) for pool, flags in per_pool.items()}
+        result["verdicts"][name] = summarize_pools(rates, instances, {pool: pools[pool] for pool in rates})
+    return result
+
+
 # ---------------------------------------------------------------------------------------------- judges
 
 def agreement(a: Sequence[str], b: Sequence[str], classes: Sequence[str]) -> dict:
@@ -447,7 +526,7 @@ def calibrate(folders: Sequence[str | Path], *, exact_fpr: float = EXACT_FPR, ne
                         ("--partition-fpr", partition_fpr)):
         if not 0 <= value < 1:
             raise InputError(f"{name} {value} is not a rate in [0, 1)")
-    instances, conditions = load_instances(folders)
+    instances, conditions, partitions = load_instances(folders)
     names = score_names(instances)
     if score not in names or score.endswith("_gain"):
         raise InputError(f"--score {score} is not a near-exact score of these studies; "
@@ -475,6 +554,7 @@ def calibrate(folders: Sequence[str | Path], *, exact_fpr: float = EXACT_FPR, ne
                     for pool, positions in pools.items()}
         alg1[name] = summarize_pools(per_pool, instances, pools)
     recommended = recommend_rule(alg2["calibrated"]["rules"], partition_fpr=partition_fpr)
+    partition_detectors = partition_level(partitions, instances, pools, seed=seed)
 
     return {
         "format": "contamination-lab calibration 1",
@@ -499,10 +579,25 @@ def calibrate(folders: Sequence[str | Path], *, exact_fpr: float = EXACT_FPR, ne
         "instance": instance_level,
         "alg2": alg2,
         "alg1": alg1,
+        "partition_detectors": partition_detectors,
+        "ranking": ranking(instance_level, partition_detectors),
         "judges": judge_agreement(instances, {"paper": paper_labels, "calibrated": calibrated_labels}),
         "_instances": instances,          # for the reports; not written to calibration.json
         "_labels": {"paper": paper_labels, "calibrated": calibrated_labels},
     }
+
+
+def ranking(instance_level: dict, partition_detectors: dict) -> dict[str, list[dict]]:
+    """Detectors by AUC, best first: instance scores at the instance level, partition statistics over cells."""
+    def ranked(blocks: dict) -> list[dict]:
+        rows = [{"detector": name, "needs": needs(name), "auc": block["auc"], "auc_low": block["auc_ci"]["low"],
+                 "auc_high": block["auc_ci"]["high"], **{f"tpr_at_{p}_fpr": block["tpr_at_fpr"][str(p)]
+                                                         for p in FPR_POINTS},
+                 "n_positive": block["n_positive"], "n_negative": block["n_negative"]}
+                for name, block in blocks.items()]
+        return sorted(rows, key=lambda row: -row["auc"])
+
+    return {"instance": ranked(instance_level), "partition": ranked(partition_detectors["roc"])}
 
 
 def to_json(result: dict) -> dict:
@@ -513,7 +608,11 @@ def to_json(result: dict) -> dict:
                                                                           in r["per_pool"].items()}}
                           for (k_e, k_n), r in block["rules"].items()}}
 
-    out = {k: v for k, v in result.items() if not k.startswith("_") and k not in ("alg2", "alg1")}
+    out = {k: v for k, v in result.items() if not k.startswith("_") and k not in ("alg2", "alg1", "partition_detectors")}
+    out["partition_detectors"] = {
+        "roc": result["partition_detectors"]["roc"],
+        "verdicts": {name: {**block, "per_pool": {f"{c}|{cell}": rate for (c, cell), rate in block["per_pool"].items()}}
+                     for name, block in result["partition_detectors"]["verdicts"].items()}}
     out["alg2"] = {name: rules(block) for name, block in result["alg2"].items()}
     out["alg1"] = {name: {**block, "per_pool": {f"{c}|{cell}": rate for (c, cell), rate in block["per_pool"].items()}}
                    for name, block in result["alg1"].items()}

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 EXPOSURE = "epochs"
+PARTITION_VERDICTS = ("cheat_strict", "cheat_lenient", "sharded_likelihood")
 
 
 def rule_name(rule: tuple[int | None, int | None] | None) -> str:
@@ -40,6 +41,9 @@ def detectors(result: dict) -> dict[str, dict]:
         rule = (result["rule"]["min_exact"], result["rule"]["min_near_exact"])
         if rule != paper_rule:
             found["alg2_calibrated_rule"] = result["alg2"]["calibrated"]["rules"][rule]["per_pool"]
+    for name in PARTITION_VERDICTS:  # as the studies ran them, on whole pools
+        if name in result["partition_detectors"]["verdicts"]:
+            found[name] = result["partition_detectors"]["verdicts"][name]["per_pool"]
     return found
 
 
@@ -200,6 +204,27 @@ def judges_section(judges: dict | None) -> list[str]:
     return lines
 
 
+def ranking_section(result: dict) -> list[str]:
+    """The detectors ranked by AUC: instance scores over instances, partition statistics over study cells."""
+    ranking = result["ranking"]
+    lines = ["## Detectors ranked by AUC", "",
+             "Instance level (is this instance a member of the model it is detected on?):", "",
+             "| rank | detector | needs | AUC [95% CI] | TPR at 1% FPR | TPR at 5% FPR |", "|---|---|---|---|---|---|"]
+    lines += [f"| {rank} | {r['detector']} | {r['needs']} | {r['auc']:.3f} [{r['auc_low']:.3f}, {r['auc_high']:.3f}] | "
+              f"{r['tpr_at_0.01_fpr']:.2f} | {r['tpr_at_0.05_fpr']:.2f} |"
+              for rank, r in enumerate(ranking["instance"], 1)]
+    if ranking["partition"]:
+        first = ranking["partition"][0]
+        lines += ["", f"Partition level (is this cell contaminated?), over {first['n_positive']} contaminated and "
+                  f"{first['n_negative']} clean study cells, each statistic as the studies computed it: Algorithm 1 "
+                  f"1 - p, Algorithm 2 the replica count (exact ones first), Cheat? the best replica ROUGE-L, the "
+                  f"sharded test 1 - p:", "",
+                  "| rank | detector | needs | AUC [95% CI] | TPR at 5% FPR |", "|---|---|---|---|---|"]
+        lines += [f"| {rank} | {r['detector']} | {r['needs']} | {r['auc']:.3f} [{r['auc_low']:.3f}, "
+                  f"{r['auc_high']:.3f}] | {r['tpr_at_0.05_fpr']:.2f} |" for rank, r in enumerate(ranking["partition"], 1)]
+    return lines + [""]
+
+
 def _interval(summary: dict) -> str:
     if summary["mean"] is None:
         return "-"
@@ -235,6 +260,7 @@ def write_reports(result: dict, out: Path, *, holds_at: float = 0.8) -> None:
         f"contaminated model counts once here and in each study's pool below ({n['in_pools']} in the pools). "
         f"Generated {result['created']} by `python -m contaminate.calibrate`.",
         "",
+        *ranking_section(result),
         "## Instance level: how well each score separates members from clean instances",
         "",
         "| score | AUC [95% CI] | TPR at 1% FPR | TPR at 5% FPR |",
@@ -284,6 +310,11 @@ def write_reports(result: dict, out: Path, *, holds_at: float = 0.8) -> None:
                                block["binomial_fpr"]))
     lines += [f"## Partition level: random {targets['sample_size']}-instance samples", "",
               "| detector | TPR [95% CI] | FPR [95% CI] | accuracy [95% CI] | binomial FPR |", "|---|---|---|---|---|"]
+    labels = {"cheat_strict": "ChatGPT-Cheat?, strict (replicas only), whole pool",
+              "cheat_lenient": "ChatGPT-Cheat?, lenient (replicas or format), whole pool",
+              "sharded_likelihood": "sharded likelihood test, p <= alpha, pool in dataset order"}
+    rows_partition += [(labels[name], result["partition_detectors"]["verdicts"][name], None)
+                       for name in PARTITION_VERDICTS if name in result["partition_detectors"]["verdicts"]]
     for name, block, binomial in rows_partition:
         lines.append(f"| {name} | {_interval(block['tpr'])} | {_interval(block['fpr'])} | "
                      f"{_interval(block['accuracy'])} | {'-' if binomial is None else f'{binomial:.3f}'} |")

@@ -180,7 +180,20 @@ def test_calibration_over_a_multirun_of_tiny_studies(tmp_path):
     counts = calibration["n_instances"]
     assert (counts["positive"], counts["in_pools"]) == (16, 80) and 32 + 8 <= counts["negative"] <= 32 + 16
     assert calibration["targets"]["exact_fpr"] == 0.02
-    assert set(calibration["instance"]) == {"rouge_l", "semantic", "rouge_l_gain", "semantic_gain"}
+    scores = {"rouge_l", "semantic", "rouge_l_gain", "semantic_gain", "loss", "zlib", "min_k", "min_k_plus",
+              "reference_ratio"}
+    assert set(calibration["instance"]) == scores
+    # every detector ranked by its AUC, best first: instance scores over instances, partition statistics over cells
+    ranked = calibration["ranking"]["instance"]
+    assert {r["detector"] for r in ranked} == scores
+    assert [r["auc"] for r in ranked] == sorted((calibration["instance"][r["detector"]]["auc"] for r in ranked),
+                                                reverse=True)
+    assert next(r for r in ranked if r["detector"] == "min_k")["needs"] == "logits"
+    partition = {r["detector"]: r for r in calibration["ranking"]["partition"]}
+    assert {"alg1_rouge_l", "alg2", "cheat", "sharded_likelihood"} <= set(partition)
+    assert (partition["cheat"]["n_positive"], partition["cheat"]["n_negative"]) == (4, 8 + 4)  # clean cells shared
+    assert set(calibration["partition_detectors"]["verdicts"]) >= {"cheat_strict", "cheat_lenient",
+                                                                   "sharded_likelihood"}
     assert calibration["achieved"]["exact"]["fpr"] <= 0.02 or not calibration["achieved"]["exact"]["attainable"]
     assert ThresholdJudge(calibration=str(out / "calibration.json")).exact_threshold == \
         calibration["thresholds"]["exact_threshold"]
@@ -189,8 +202,10 @@ def test_calibration_over_a_multirun_of_tiny_studies(tmp_path):
         rows = list(csv.DictReader(file))
     assert sorted(row["epochs"] for row in rows) == ["1", "2"]
     assert all((row["studies"], row["positives"], row["negatives"]) == ("2", "8", "32") for row in rows)
-    assert {"tpr_alg2_paper", "fpr_alg2_paper", "tpr_alg1_rouge_l", "auc_rouge_l"} <= set(rows[0])
+    assert {"tpr_alg2_paper", "fpr_alg2_paper", "tpr_alg1_rouge_l", "auc_rouge_l", "auc_min_k_plus",
+            "tpr_cheat_strict", "fpr_cheat_lenient", "tpr_sharded_likelihood"} <= set(rows[0])
     report = (out / "calibration.md").read_text()
+    assert "## Detectors ranked by AUC" in report and "| 1 | " in report and "ChatGPT-Cheat?, strict" in report
     assert "cross-fitted over 2 seeds" in report and "![dose response](dose_response.png)" in report
     for name in ("roc.png", "dose_response.png", "dose_response.md"):
         assert (out / name).stat().st_size > 0
@@ -203,3 +218,32 @@ def test_calibrate_bad_input_is_one_line(tmp_path):
         main([str(tmp_path / "nope")])
     with pytest.raises(InputError, match="no finished study under"):
         main([str(tmp_path)])
+
+
+def test_partition_level_roc_and_pool_rates_by_hand():
+    from contaminate.calibrate import Instance, Partition, partition_level, ranking
+
+    def partition(study, cell, positive, statistic, flagged, observation=None):
+        return Partition(study=study, seed=int(study[-1]), condition="c", cell=cell, positive=positive,
+                         verdicts={"cheat_strict": flagged}, statistics={"cheat": statistic},
+                         observation=observation or f"{study}:{cell}")
+
+    partitions = [partition("s0", "members", True, 0.9, True), partition("s1", "members", True, 0.5, False),
+                  partition("s0", "other", False, 0.6, True), partition("s1", "other", False, 0.2, False),
+                  # a clean cell shared by both studies: one observation for the ROC, two votes for its pool
+                  partition("s0", "clean", False, 0.1, False, "shared"),
+                  partition("s1", "clean", False, 0.1, False, "shared")]
+    instances = [Instance("s0", 0, "c", cell, cell == "members", {}, None) for cell in ("members", "other", "clean")]
+    pools = {("c", "members"): [0], ("c", "other"): [1], ("c", "clean"): [2]}
+    result = partition_level(partitions, instances, pools)
+    block = result["roc"]["cheat"]
+    # positives 0.9, 0.5 against negatives 0.6, 0.2, 0.1: 5 of 6 pairs ordered right
+    assert block["auc"] == pytest.approx(5 / 6) and (block["n_positive"], block["n_negative"]) == (2, 3)
+    rates = result["verdicts"]["cheat_strict"]
+    assert rates["per_pool"] == {("c", "members"): 0.5, ("c", "other"): 0.5, ("c", "clean"): 0.0}
+    assert rates["tpr"]["mean"] == 0.5 and rates["fpr"]["mean"] == 0.25
+    instance_roc = {"a": {"auc": 0.6, "auc_ci": {"low": 0.5, "high": 0.7}, "tpr_at_fpr": {"0.01": 0, "0.05": 0.1},
+                          "n_positive": 1, "n_negative": 1}}
+    instance_roc["loss"] = {**instance_roc["a"], "auc": 0.9}
+    order = ranking(instance_roc, result)
+    assert [r["detector"] for r in order["instance"]] == ["loss", "a"] and order["partition"][0]["detector"] == "cheat"
