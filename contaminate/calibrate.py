@@ -539,6 +539,15 @@ def calibrate(folders: Sequence[str | Path], *, exact_fpr: float = EXACT_FPR, ne
         values = [i.scores[name] for i in observed]
         instance_level[name] = {**roc(positive, values),
                                 "auc_ci": auc_interval(positive, values, cells, seed=seed)}
+    # The same on the contaminated model alone (members against its non-members and other split): the usual
+    # membership-inference setting, where a score need not be comparable across models.
+    same_model = [i for i in observed if i.guided.get("checkpoint") == "contaminated"]
+    within_model = {}
+    if 0 < sum(i.positive for i in same_model) < len(same_model):
+        for name in names:
+            labels, values = [i.positive for i in same_model], [i.scores[name] for i in same_model]
+            within_model[name] = {**roc(labels, values), "auc_ci": auc_interval(
+                labels, values, [f"{i.study}:{i.cell}" for i in same_model], seed=seed)}
     thresholds = fit_thresholds(observed, exact_fpr=exact_fpr, near_exact_fpr=near_exact_fpr)
 
     pools = pools_of(instances)
@@ -580,15 +589,17 @@ def calibrate(folders: Sequence[str | Path], *, exact_fpr: float = EXACT_FPR, ne
         "alg2": alg2,
         "alg1": alg1,
         "partition_detectors": partition_detectors,
-        "ranking": ranking(instance_level, partition_detectors),
+        "instance_within_model": within_model,
+        "ranking": ranking(instance_level, partition_detectors, within_model),
         "judges": judge_agreement(instances, {"paper": paper_labels, "calibrated": calibrated_labels}),
         "_instances": instances,          # for the reports; not written to calibration.json
         "_labels": {"paper": paper_labels, "calibrated": calibrated_labels},
     }
 
 
-def ranking(instance_level: dict, partition_detectors: dict) -> dict[str, list[dict]]:
-    """Detectors by AUC, best first: instance scores at the instance level, partition statistics over cells."""
+def ranking(instance_level: dict, partition_detectors: dict, within_model: dict | None = None) -> dict[str, list[dict]]:
+    """Detectors by AUC, best first: instance scores at the instance level (each with its AUC on the
+    contaminated model alone beside it), partition statistics over study cells."""
     def ranked(blocks: dict) -> list[dict]:
         rows = [{"detector": name, "needs": needs(name), "auc": block["auc"], "auc_low": block["auc_ci"]["low"],
                  "auc_high": block["auc_ci"]["high"], **{f"tpr_at_{p}_fpr": block["tpr_at_fpr"][str(p)]
@@ -597,7 +608,12 @@ def ranking(instance_level: dict, partition_detectors: dict) -> dict[str, list[d
                 for name, block in blocks.items()]
         return sorted(rows, key=lambda row: -row["auc"])
 
-    return {"instance": ranked(instance_level), "partition": ranked(partition_detectors["roc"])}
+    instance = ranked(instance_level)
+    for row in instance:
+        block = (within_model or {}).get(row["detector"])
+        row["auc_within_model"] = None if block is None else block["auc"]
+        row["tpr_at_0.05_fpr_within_model"] = None if block is None else block["tpr_at_fpr"]["0.05"]
+    return {"instance": instance, "partition": ranked(partition_detectors["roc"])}
 
 
 def to_json(result: dict) -> dict:

@@ -208,10 +208,19 @@ def ranking_section(result: dict) -> list[str]:
     """The detectors ranked by AUC: instance scores over instances, partition statistics over study cells."""
     ranking = result["ranking"]
     lines = ["## Detectors ranked by AUC", "",
-             "Instance level (is this instance a member of the model it is detected on?):", "",
-             "| rank | detector | needs | AUC [95% CI] | TPR at 1% FPR | TPR at 5% FPR |", "|---|---|---|---|---|---|"]
+             "Instance level (is this instance a member of the model it is detected on?). Every negative: the "
+             "clean model's instances and the contaminated model's non-members and other split; 'contaminated "
+             "model only': members against that model's own non-members and other split (the usual "
+             "membership-inference setting, where a score need not be comparable across models):", "",
+             "| rank | detector | needs | AUC [95% CI] | TPR at 1% FPR | TPR at 5% FPR | contaminated model only: "
+             "AUC, TPR at 5% FPR |", "|---|---|---|---|---|---|---|"]
+
+    def within(r):
+        return "-" if r.get("auc_within_model") is None else \
+            f"{r['auc_within_model']:.3f}, {r['tpr_at_0.05_fpr_within_model']:.2f}"
+
     lines += [f"| {rank} | {r['detector']} | {r['needs']} | {r['auc']:.3f} [{r['auc_low']:.3f}, {r['auc_high']:.3f}] | "
-              f"{r['tpr_at_0.01_fpr']:.2f} | {r['tpr_at_0.05_fpr']:.2f} |"
+              f"{r['tpr_at_0.01_fpr']:.2f} | {r['tpr_at_0.05_fpr']:.2f} | {within(r)} |"
               for rank, r in enumerate(ranking["instance"], 1)]
     if ranking["partition"]:
         first = ranking["partition"][0]

@@ -189,6 +189,10 @@ def test_calibration_over_a_multirun_of_tiny_studies(tmp_path):
     assert [r["auc"] for r in ranked] == sorted((calibration["instance"][r["detector"]]["auc"] for r in ranked),
                                                 reverse=True)
     assert next(r for r in ranked if r["detector"] == "min_k")["needs"] == "logits"
+    # and on the contaminated model alone: its 4 x 4 members against its 4 x 8 non-members and other split
+    within = calibration["instance_within_model"]
+    assert set(within) == scores and (within["loss"]["n_positive"], within["loss"]["n_negative"]) == (16, 32)
+    assert all(r["auc_within_model"] == within[r["detector"]]["auc"] for r in ranked)
     partition = {r["detector"]: r for r in calibration["ranking"]["partition"]}
     assert {"alg1_rouge_l", "alg2", "cheat", "sharded_likelihood"} <= set(partition)
     assert (partition["cheat"]["n_positive"], partition["cheat"]["n_negative"]) == (4, 8 + 4)  # clean cells shared

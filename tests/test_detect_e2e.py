@@ -45,7 +45,9 @@ def test_detect_on_tiny_random_writes_the_run_folder(compose_config, tmp_path):
     assert summary["alg2"]["exact"] == sum(r["judge"] == "exact" for r in guided)
     assert summary["n_instances"] == 10 and summary["seed"] == 0 and len(summary["instance_ids"]) == 10
     assert summary["prompt_format"] == "chat"
-    assert "## Algorithm 1" in (tmp_path / "report.md").read_text()
+    report = (tmp_path / "report.md").read_text()
+    assert "## Algorithm 1" in report and "## ChatGPT-Cheat?" in report and "## Sharded likelihood" in report
+    assert "## Logit scores" in report
     assert "key: synth_nli" in (tmp_path / "config.yaml").read_text()
     # same seed, same everything
     again = run_detect(cfg, tmp_path / "again")
