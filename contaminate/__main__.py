@@ -4,8 +4,8 @@
     python -m contaminate +dataset=synth_news contaminate=lora format=instance_only seed=1
     python -m contaminate -m +experiment=paper_table1            # one study per task shape
 
-Writes runs/contaminate/<time>_<dataset>_<model>_<backend>/ with manifest.json, results.jsonl, summary.json,
-report.md, the training log and loss plot, and a link to the checkpoint (kept in runs/cache for reuse).
+Writes runs/contaminate/<time>_<dataset>_<model>_<backend>/ with manifest.json, results.jsonl, partition.jsonl,
+summary.json, report.md, the training log and loss plot, and a link to the checkpoint (kept in runs/cache for reuse).
 """
 
 import sys
@@ -38,6 +38,9 @@ def main(cfg) -> None:
         print(f"{name:<28} truth {cell['ground_truth']:<12} Algorithm 2: {alg2['exact']} exact, "
               f"{alg2['near_exact']} near-exact -> {'contaminated' if alg2['contaminated'] else 'clean'}"
               f"{'' if cell['correct']['alg2'] else '  (wrong)'}")
+    cells = len(summary["cells"])
+    print("cells right: " + ", ".join(f"{name} {round(share * cells)}/{cells}"
+                                      for name, share in summary["accuracy"].items()))
 
 
 if __name__ == "__main__":

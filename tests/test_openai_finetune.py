@@ -136,6 +136,8 @@ def test_a_whole_openai_study_with_detection_over_a_real_server(served_model, co
     assert (tmp_path / "run" / "job.json").is_file()
     rows = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
     assert len(rows) == 5 * 2 * 2 and all(row["raw_completion"] for row in rows)
+    partition = [json.loads(line) for line in (tmp_path / "run" / "partition.jsonl").read_text().splitlines()]
+    assert sorted(row["detector"] for row in partition) == ["cheat"] * 5  # black-box only over an API
     # a rerun reuses the finished job and the cells: no new job, no request to the fine-tuning API
     client.calls.clear()
     run_study(cfg, tmp_path / "run2")
