@@ -59,11 +59,17 @@ def test_detect_on_a_local_file(compose_config, tmp_path):
     data = tmp_path / "sums.jsonl"
     data.write_text("\n".join(json.dumps({"summary": f"The {i}th council of Arbeck voted to close {i} schools."})
                               for i in range(30)))
+    from detect.models import tiny_random
+
     cfg = compose_config("detect", ["+dataset=xsum", f"dataset.path={data}", "model=tiny_random",
-                                    "detect.max_new_tokens=8", "detect.semantic_model=null", "sample.n_detect=4"])
+                                    "detect.max_new_tokens=8", "detect.semantic_model=null", "sample.n_detect=4",
+                                    f"detect.membership.reference_model={tiny_random().path}"])
     summary = run_detect(cfg, tmp_path / "run")
     rows, _ = _read(tmp_path / "run")
     assert summary["dataset"] == "xsum" and summary["alg1"].keys() == {"rouge_l"}
+    # a reference model given by folder: here the model itself, so the ratio is 0 on every instance
+    assert all(abs(r["reference_ratio"]) < 1e-4 for r in rows if r["instruction"] == "guided")
+    assert summary["sharded_likelihood"]["n_instances"] == 30 and summary["cheat"]["n_references"] == 30
     assert all(r["cut_unit"] == "word" and r["first_piece"] + r["separator"] + r["reference"] in data.read_text()
                for r in rows)
 
