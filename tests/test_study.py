@@ -166,12 +166,12 @@ def test_study_on_the_embedded_model_with_a_small_dose(tmp_path):
     assert len(rows) == len(CELLS) * 2 * 4 and all(r["completion"] is not None for r in rows)
     assert len(partition) == len(CELLS) * 2  # Cheat? and the sharded test per cell
     for cell, *_ in CELLS:
-        result = summary["cells"][cell]
-        assert result["cheat"]["verdict"] in ("clean", "suspicious", "contaminated")
-        assert result["sharded_likelihood"]["n_shards"] == 8 and 0 <= result["sharded_likelihood"]["p_value"] <= 1
+        outcome = summary["cells"][cell]
+        assert outcome["cheat"]["verdict"] in ("clean", "suspicious", "contaminated")
+        assert outcome["sharded_likelihood"]["n_shards"] == 8 and 0 <= outcome["sharded_likelihood"]["p_value"] <= 1
         # one epoch already makes the members more likely under the contaminated model than under the base
         if cell == "contaminated_x_members":
-            assert result["membership"]["reference_ratio"] > 0
+            assert outcome["membership"]["reference_ratio"] > 0
         counts = summary["cells"][cell]["alg2"]
         guided = [r for r in rows if r["cell"] == cell and r["instruction"] == "guided"]
         assert counts["exact"] == sum(r["judge"] == "exact" for r in guided)
@@ -179,7 +179,7 @@ def test_study_on_the_embedded_model_with_a_small_dose(tmp_path):
     # the base model on novel text: the clean cells of the clean model stay clean
     assert not summary["cells"]["clean_x_members"]["alg2"]["contaminated"]
     assert not summary["cells"]["clean_x_non_members"]["alg2"]["contaminated"]
-    assert "contaminated_x_members" in result.stdout
+    assert "contaminated_x_members" in result.stdout and "cheat_strict" in result.stdout.splitlines()[-1]
 
 
 def test_paper_table1_runs_one_study_per_task_shape(tmp_path):
