@@ -260,6 +260,12 @@ def auc_interval(labels: Sequence[bool], scores: Sequence[float], clusters: Sequ
             "n_resamples": n_resamples}
 
 
+def roc_with_interval(labels: Sequence[bool], scores: Sequence[float], clusters: Sequence[str], *,
+                      seed: int = 0) -> dict:
+    """``roc`` with the AUC's bootstrap interval (``auc_interval``) as ``auc_ci``."""
+    return {**roc(labels, scores), "auc_ci": auc_interval(labels, scores, clusters, seed=seed)}
+
+
 def lowest_threshold(scores: Sequence[float], positive: Sequence[bool], target_fpr: float, *,
                      already: Sequence[bool] | None = None) -> dict:
     """The lowest threshold t such that the negatives flagged (score >= t, or ``already`` flagged) are at most
@@ -473,9 +479,8 @@ def partition_level(partitions: Sequence[Partition], instances: Sequence[Instanc
             chosen = [p for p in observed if name in p.statistics]
             labels = [p.positive for p in chosen]
             if 0 < sum(labels) < len(labels):
-                values = [p.statistics[name] for p in chosen]
-                result["roc"][name] = {**roc(labels, values), "auc_ci": auc_interval(
-                    labels, values, [f"{p.study}:{p.cell}" for p in chosen], seed=seed)}
+                result["roc"][name] = roc_with_interval(labels, [p.statistics[name] for p in chosen],
+                                                        [f"{p.study}:{p.cell}" for p in chosen], seed=seed)
     for name in sorted({v for p in partitions for v in p.verdicts}):
         per_pool: dict[tuple[str, str], list[bool]] = defaultdict(list)
         for p in partitions:
@@ -540,18 +545,15 @@ def calibrate(folders: Sequence[str | Path], *, exact_fpr: float = EXACT_FPR, ne
     cells = [f"{i.study}:{i.cell}" for i in observed]
     instance_level = {}
     for name in names:
-        values = [i.scores[name] for i in observed]
-        instance_level[name] = {**roc(positive, values),
-                                "auc_ci": auc_interval(positive, values, cells, seed=seed)}
+        instance_level[name] = roc_with_interval(positive, [i.scores[name] for i in observed], cells, seed=seed)
     # The same on the contaminated model alone (members against its non-members and other split): the usual
     # membership-inference setting, where a score need not be comparable across models.
     same_model = [i for i in observed if i.guided.get("checkpoint") == "contaminated"]
     within_model = {}
     if 0 < sum(i.positive for i in same_model) < len(same_model):
+        labels, clusters = [i.positive for i in same_model], [f"{i.study}:{i.cell}" for i in same_model]
         for name in names:
-            labels, values = [i.positive for i in same_model], [i.scores[name] for i in same_model]
-            within_model[name] = {**roc(labels, values), "auc_ci": auc_interval(
-                labels, values, [f"{i.study}:{i.cell}" for i in same_model], seed=seed)}
+            within_model[name] = roc_with_interval(labels, [i.scores[name] for i in same_model], clusters, seed=seed)
     thresholds = fit_thresholds(observed, exact_fpr=exact_fpr, near_exact_fpr=near_exact_fpr)
 
     pools = pools_of(instances)
@@ -622,20 +624,19 @@ def ranking(instance_level: dict, partition_detectors: dict, within_model: dict 
 
 def to_json(result: dict) -> dict:
     """calibration.json: everything but the instances; rules as "k_exact/k_near" keys, ROC curves kept."""
+    def pools_keyed(block: dict) -> dict:  # (condition, cell) keys as "condition|cell" strings
+        return {**block, "per_pool": {f"{c}|{cell}": rate for (c, cell), rate in block["per_pool"].items()}}
+
     def rules(block: dict) -> dict:
         return {**{k: v for k, v in block.items() if k != "rules"},
-                "rules": {f"{k_e or '-'}/{k_n or '-'}": {**r, "per_pool": {f"{c}|{cell}": rate for (c, cell), rate
-                                                                          in r["per_pool"].items()}}
-                          for (k_e, k_n), r in block["rules"].items()}}
+                "rules": {f"{k_e or '-'}/{k_n or '-'}": pools_keyed(r) for (k_e, k_n), r in block["rules"].items()}}
 
     out = {k: v for k, v in result.items() if not k.startswith("_") and k not in ("alg2", "alg1", "partition_detectors")}
     out["partition_detectors"] = {
         "roc": result["partition_detectors"]["roc"],
-        "verdicts": {name: {**block, "per_pool": {f"{c}|{cell}": rate for (c, cell), rate in block["per_pool"].items()}}
-                     for name, block in result["partition_detectors"]["verdicts"].items()}}
+        "verdicts": {name: pools_keyed(block) for name, block in result["partition_detectors"]["verdicts"].items()}}
     out["alg2"] = {name: rules(block) for name, block in result["alg2"].items()}
-    out["alg1"] = {name: {**block, "per_pool": {f"{c}|{cell}": rate for (c, cell), rate in block["per_pool"].items()}}
-                   for name, block in result["alg1"].items()}
+    out["alg1"] = {name: pools_keyed(block) for name, block in result["alg1"].items()}
     return out
 
 
