@@ -1,9 +1,9 @@
-"""The controlled study: sample -> contaminate -> detect on cells whose ground truth is known.
+"""The controlled study: sample -> contaminate -> detect -> summarize -> report, on cells whose ground truth is known.
 
     python -m contaminate +dataset=synth_nli                      # see contaminate/__main__.py
 
 Members and non-members are disjoint, label-balanced pools from one split. The members are formatted as web
-text and trained into the base model; then the same detector runs on five cells:
+text and trained into the base model; then the same detectors run on five cells:
 
 | cell                         | model        | instances           | ground truth |
 | contaminated x members       | contaminated | members             | contaminated |
@@ -14,9 +14,13 @@ text and trained into the base model; then the same detector runs on five cells:
 
 Reuse: finished work is kept in ``cache_dir`` under a hash of everything that determines it. A checkpoint is
 keyed by the resolved training config (base model, dataset, split, member ids, the training texts themselves,
-format, hyperparameters, seed) and the training code; a cell's rows by the model (a checkpoint's own id, so a
-forced retrain invalidates them), its instances (ids and content), the detector config and the detector code.
-A rerun, or a study killed mid-way and started again, picks up whatever finished.
+format, hyperparameters, seed, the device kind and precision it trains with) and the training code; a cell's
+rows by the model (a checkpoint's own id, so a forced retrain invalidates them), its instances (ids and content),
+the detector config, the device kind and dtype, and the detector code. A rerun, or a study killed mid-way and
+started again, picks up whatever finished.
+
+Where the time goes is in ``manifest.json``'s ``timings``: each stage, and per cell its logit pass, its instance
+detectors (generation, scores, judge) and its partition detectors, with the tokens each generated and scored.
 """
 
 from __future__ import annotations
@@ -26,20 +30,23 @@ import os
 import shutil
 import subprocess
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
 
 from omegaconf import OmegaConf
 
 from contaminate.formats import check_template, format_instance
-from contaminate.report import write_report
 from contaminate.openai_train import train_openai, write_training_file
+from contaminate.report import write_report
+from contaminate.study_models import StudyModels
 from contaminate.train import check_backend, checkpoint_ref, train_local
-from detect.datasets import disjoint_pools, load_split, sample
+from detect.datasets import Example, disjoint_pools, load_split, sample
 from detect.errors import InputError
 from detect.models import ModelRef, digest
-from detect.run import detect_partition, partition_rows, summarize, verdicts, write_jsonl
+from detect.runtime import Placement
+from detect.runtime import from_config as placement_from
+from detect.run import detect_partition, logit_requests, partition_rows, summarize, verdicts, write_jsonl
 
 # (cell, checkpoint, pool, ground truth)
 CELLS = (
@@ -49,8 +56,13 @@ CELLS = (
     ("clean_x_members", "clean", "members", "clean"),
     ("clean_x_non_members", "clean", "non_members", "clean"),
 )
+# The clean model's cells run first: its statistics of the members and non-members then serve, from memory, as
+# the reference model's for the contaminated model's cells of the same instances.
+DETECTION_ORDER = ("clean", "contaminated")
 PACKAGES = ("torch", "transformers", "trl", "peft", "datasets", "accelerate", "rouge-score", "sentence-transformers",
             "hydra-core", "contamination-lab")
+OPERATIONAL = {"force", "dry_run", "api_key_env", "max_retries", "poll_seconds", "max_poll_seconds", "timeout_hours",
+               "usd_per_million_training_tokens"}  # contaminate keys that do not change the trained model
 
 
 def code_digest(files) -> str:
@@ -60,6 +72,346 @@ def code_digest(files) -> str:
 
 DETECTOR_CODE = sorted((Path(__file__).parent.parent / "detect").glob("*.py"))
 TRAINING_CODE = [Path(__file__).parent / "train.py", Path(__file__).parent / "formats.py"]
+
+
+@dataclass
+class Sampled:
+    """What the sample stage draws: the pools and, per pool, the instances detection runs on and its split."""
+    split: str
+    other_split: str
+    members: list[Example]
+    non_members: list[Example]
+    detection: dict[str, tuple[list[Example], str]]  # pool -> (its n_detect instances, their split)
+    whole: dict[str, list[Example]]  # pool -> every instance the partition-level detectors may read
+
+
+@dataclass
+class Contaminated:
+    """What the contaminate stage leaves: the base and contaminated models and how the checkpoint came about."""
+    base: ModelRef
+    model: ModelRef
+    folder: Path
+    reused: bool
+    record: dict
+    texts: list[str]
+    template: str
+    hyperparameters: dict
+    seconds: float
+
+
+def _is_main_process() -> bool:
+    """False in the other processes of a distributed launch (accelerate launch, torchrun): they only train."""
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def _wait_for_everyone() -> None:
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        from accelerate import PartialState
+
+        PartialState().wait_for_everyone()
+
+
+def run_study(cfg, out_dir: Path) -> dict:
+    """Everything ``python -m contaminate`` does, given a composed config and a run folder."""
+    started = time.time()
+    out_dir = Path(out_dir)
+    main_process = _is_main_process()
+    placement = placement_from(cfg.runtime)  # a GPU asked for where none is: one line, before anything else
+    if main_process:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        resolved = OmegaConf.to_container(cfg, resolve=True)
+        resolved["runtime"].update(device=placement.device, dtype=placement.dtype)
+        (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(resolved))
+    timings = {}
+
+    stage = time.time()
+    sampled = sample_pools(cfg)
+    judge = _judge(cfg)  # before training: a bad calibration path fails in a second, not an hour
+    timings["sample_s"] = round(time.time() - stage, 2)
+
+    contaminated = contaminate(cfg, sampled, placement, out_dir)
+    if contaminated is None:  # a dry run of an API job, or a non-main process of a distributed launch
+        estimate = out_dir / "estimate.json"
+        return {"dry_run": json.loads(estimate.read_text())} if main_process else {"distributed_worker": True}
+    timings["train_s"] = round(contaminated.seconds, 1)
+
+    stage = time.time()
+    models = StudyModels(cfg, placement, {"contaminated": (contaminated.model, contaminated.record["id"]),
+                                          "clean": (contaminated.base, digest(asdict(contaminated.base)))},
+                         Path(cfg.cache_dir))
+    cell_rows, cell_timings, cached_cells = detect_cells(cfg, sampled, models, judge, placement)
+    timings["detect_s"] = round(time.time() - stage, 1)
+    timings["cells"] = cell_timings
+
+    stage = time.time()
+    summary = summarize_study(cfg, sampled, contaminated, cell_rows)
+    timings["summarize_s"] = round(time.time() - stage, 2)
+
+    timings["total_s"] = round(time.time() - started, 1)
+    manifest = build_manifest(cfg, sampled, contaminated, judge, placement, models, cached_cells, timings)
+    write_outputs(out_dir, summary, manifest, cell_rows)
+    return summary
+
+
+# --- sample ---------------------------------------------------------------------------------------------------
+
+
+def sample_pools(cfg) -> Sampled:
+    """Members and non-members, disjoint and label-balanced from one split, and the other split as a control."""
+    dataset, seed = cfg.dataset, cfg.seed
+    split = cfg.split or dataset.default_split
+    others = [name for name in dataset.splits if name != split]
+    if not others:
+        raise InputError(f"dataset {dataset.key} has only the split {split}; the study needs a second split")
+    other_split = others[0]
+    examples = load_split(dataset, split)
+    n_members, n_non_members = cfg.sample.n_members, cfg.sample.n_non_members
+    if n_members + n_non_members > len(examples):
+        raise InputError(
+            f"{dataset.key} {split} has {len(examples)} instances, too few for {n_members} members + "
+            f"{n_non_members} non-members; lower sample.n_members / sample.n_non_members"
+        )
+    where = f"{dataset.key} {split}"
+    members, non_members = disjoint_pools(examples, [n_members, n_non_members], seed=seed, where=where)
+    other_examples = load_split(dataset, other_split)
+    n_detect = cfg.sample.n_detect
+    detection = {
+        "members": (sample(members, n_detect, seed=seed, where=f"the {n_members} members of {where}"), split),
+        "non_members": (sample(non_members, n_detect, seed=seed, where=f"the {n_non_members} non-members of {where}"),
+                        split),
+        "other_split": (sample(other_examples, n_detect, seed=seed, where=f"{dataset.key} {other_split}"),
+                        other_split),
+    }
+    # The partition-level detectors read a whole pool: Cheat? searches it for replicas, the sharded test orders
+    # it. The other split's pool is as large as the non-members', so both controls offer as many matches.
+    whole = {"members": members, "non_members": non_members,
+             "other_split": sample(other_examples, min(n_non_members, len(other_examples)), seed=seed,
+                                   where=f"{dataset.key} {other_split}")}
+    return Sampled(split, other_split, members, non_members, detection, whole)
+
+
+# --- contaminate ----------------------------------------------------------------------------------------------
+
+
+def contaminate(cfg, sampled: Sampled, placement: Placement, out_dir: Path) -> Contaminated | None:
+    """The contaminated checkpoint for this training config: reused when a finished one exists, else trained.
+    None for an API dry run (``estimate.json`` written) and in the non-main processes of a distributed launch."""
+    dataset, seed = cfg.dataset, cfg.seed
+    check_backend(cfg.contaminate.backend)
+    template = cfg.format.templates.get(dataset.task)
+    if template is None:
+        raise InputError(f"format {cfg.format.name} has no template for task {dataset.task}; add one under templates")
+    check_template(template, dataset)
+    api = cfg.contaminate.backend == "openai"
+    if api:  # the base model is the API's: cfg.model is not used
+        base = ModelRef(cfg.contaminate.model, cfg.contaminate.base_url or "https://api.openai.com/v1")
+    else:
+        from detect.cli import instantiate
+
+        base = instantiate(cfg.model)
+    texts = [format_instance(e, template=template, dataset=dataset, split=sampled.split) for e in sampled.members]
+    hyperparameters = {k: v for k, v in OmegaConf.to_container(cfg.contaminate, resolve=True).items()
+                       if k not in OPERATIONAL}
+    training_key = {"base": asdict(base), "dataset": dataset.key, "source": dataset.get("path") or dataset.source,
+                    "split": sampled.split, "member_ids": [e.instance_id for e in sampled.members],
+                    "format": cfg.format.name, "template": template,
+                    "texts": digest(texts),  # content, not only ids: a file may change
+                    "hyperparameters": hyperparameters, "seed": seed,
+                    # An API job depends on the records (texts, template, chat turn: all above), not on this code
+                    # or machine; keying it by them would pay for a new job after every edit here.
+                    "runtime": "api" if api else placement.key(),
+                    "code": "api" if api else code_digest(TRAINING_CODE)}
+    if api and cfg.contaminate.dry_run:  # what the job would train on and cost; no network call
+        estimate = write_training_file(texts, cfg.contaminate, out_dir / "training.jsonl")
+        (out_dir / "estimate.json").write_text(json.dumps(estimate, indent=1))
+        return None
+    started = time.time()
+    model, folder, reused = _checkpoint(base, texts, cfg.contaminate, training_key, Path(cfg.cache_dir), seed,
+                                        placement)
+    if model is None:
+        return None
+    seconds = time.time() - started
+    record = json.loads((folder / "lab_checkpoint.json").read_text())
+    return Contaminated(base, model, folder, reused, record, texts, template, hyperparameters, seconds)
+
+
+def _checkpoint(base: ModelRef, texts: list[str], cfg, training_key: dict, cache: Path, seed: int,
+                placement: Placement) -> tuple[ModelRef | None, Path, bool]:
+    folder = cache / "checkpoints" / digest(training_key)
+    finished = (folder / "lab_checkpoint.json").is_file()
+    if cfg.backend == "openai":  # the model lives at the API; the folder holds the job, resumed if unfinished
+        if finished and not cfg.force:
+            return ModelRef(json.loads((folder / "lab_checkpoint.json").read_text())["id"], base.path), folder, True
+        if cfg.force and folder.exists():
+            shutil.rmtree(folder)
+        _write_key(folder, training_key)
+        record = train_openai(texts, cfg, folder, seed=seed)
+        return ModelRef(record["id"], base.path), folder, False
+    if finished and not cfg.force:
+        ref = checkpoint_ref(base, folder, cfg.backend)
+        weights = Path(ref.adapter) / "adapter_model.safetensors" if ref.adapter else Path(ref.path) / "model.safetensors"
+        if not weights.is_file():
+            raise InputError(f"checkpoint {folder} is missing or corrupt (no {weights.relative_to(folder)}); "
+                             f"rerun with contaminate.force=true to train it again")
+        return ref, folder, True
+    if _is_main_process():
+        if folder.exists():  # unfinished (killed mid-training) or forced: start clean
+            shutil.rmtree(folder)
+        _write_key(folder, training_key)
+        folder.mkdir(parents=True)
+    _wait_for_everyone()  # the other processes of a distributed launch train once the folder is ready
+    return train_local(base, texts, cfg, folder, seed=seed, placement=placement), folder, False
+
+
+def _write_key(folder: Path, training_key: dict) -> None:
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    (folder.parent / f"{folder.name}.json").write_text(json.dumps(training_key, indent=1, default=str))
+
+
+# --- detect ---------------------------------------------------------------------------------------------------
+
+
+def _judge(cfg):
+    from detect.cli import instantiate
+
+    return instantiate(cfg.judge)
+
+
+def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge,
+                 placement: Placement) -> tuple[dict[str, list[dict]], dict, list[str]]:
+    """Every cell's rows (each cached under its own key), the time and tokens each took, the cells reused."""
+    cache = Path(cfg.cache_dir)
+    detector_key = {"detect": OmegaConf.to_container(cfg.detect, resolve=True), "judge": judge.describe(),
+                    "seed": cfg.seed, "dataset": cfg.dataset.key, "code": code_digest(DETECTOR_CODE),
+                    "runtime": "api" if models.api else placement.key()}
+    cell_rows, timings, cached = {}, {}, []
+    for checkpoint in DETECTION_ORDER:
+        for cell, cell_checkpoint, pool, truth in CELLS:
+            if cell_checkpoint != checkpoint:
+                continue
+            instances, split = sampled.detection[pool]
+            whole = sampled.whole[pool]
+            key = {**detector_key, "model": models.refs[checkpoint][1], "split": split,
+                   "ids": [e.instance_id for e in instances],
+                   "instances": digest([(e.text, e.text_pair, e.label) for e in instances]),
+                   "pool": digest([(e.instance_id, e.text, e.text_pair, e.label) for e in whole])}
+            path = cache / "cells" / f"{digest(key)}.jsonl"
+            started = time.time()
+            if path.is_file():
+                rows = [json.loads(line) for line in path.read_text().splitlines()]
+                cached.append(cell)
+                timings[cell] = {"total_s": round(time.time() - started, 2), "cached": True}
+            else:
+                rows, timings[cell] = detect_cell(cfg, models, checkpoint, instances, whole, split, judge)
+                timings[cell]["total_s"] = round(time.time() - started, 2)
+                _write_atomically(path, rows)
+            ref = models.refs[checkpoint][0]
+            cell_rows[cell] = [{**row, "model": ref.name, "checkpoint": checkpoint, "cell": cell, "ground_truth": truth}
+                               for row in rows]
+    return cell_rows, timings, cached
+
+
+def detect_cell(cfg, models: StudyModels, checkpoint: str, instances: list[Example], whole: list[Example],
+                split: str, judge) -> tuple[list[dict], dict]:
+    """One cell: the instance detectors on ``instances`` and the partition detectors on ``whole``; with a local
+    model, one batched pass first for everything its logit detectors read (Min-K%++'s moments of the
+    instances, the sharded test's orders), and the instances under the clean model as the reference."""
+    from detect.membership import MembershipScorer
+
+    detect_cfg, seed = cfg.detect, cfg.seed
+    generate = models.generator(checkpoint)
+    before = models.counters(checkpoint)
+    timing, statistics, membership = {}, None, None
+    if not models.api:
+        started = time.time()
+        statistics = models.statistics(checkpoint)
+        statistics.prefetch(logit_requests(instances, whole, detect_cfg, seed=seed))
+        if detect_cfg.membership.enabled:  # the reference is the clean base (for it: itself, so 0)
+            reference = models.statistics("clean")
+            reference.prefetch([([e.full_text for e in instances], False)])
+            membership = MembershipScorer(statistics, k=detect_cfg.membership.k, reference=reference)
+        timing["logits_s"] = round(time.time() - started, 2)
+    started = time.time()
+    rows = detect_partition(instances, dataset=cfg.dataset, split=split, generate=generate, judge=judge,
+                            semantic=models.semantic(), membership=membership, seed=seed,
+                            cut_low=detect_cfg.cut.low, cut_high=detect_cfg.cut.high, stop=detect_cfg.stop)
+    timing["instances_s"] = round(time.time() - started, 2)
+    started = time.time()
+    model, tokenizer = (None, None) if models.api else models.local(checkpoint)
+    rows += partition_rows(whole, dataset=cfg.dataset, split=split, generate=generate, detect_cfg=detect_cfg,
+                           model=model, tokenizer=tokenizer, seed=seed, statistics=statistics)
+    timing["partition_s"] = round(time.time() - started, 2)
+    after = models.counters(checkpoint)
+    timing.update({name: after[name] - before[name] for name in after})
+    return rows, timing
+
+
+def _write_atomically(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    write_jsonl(partial, rows)
+    os.replace(partial, path)  # a killed run never leaves a half-written cell behind
+
+
+# --- summarize and report -------------------------------------------------------------------------------------
+
+
+def summarize_study(cfg, sampled: Sampled, contaminated: Contaminated, cell_rows: dict[str, list[dict]]) -> dict:
+    """Per cell every detector's outcome and whether it is right; per detector the share of cells right."""
+    summary = {"dataset": cfg.dataset.key, "split": sampled.split, "other_split": sampled.other_split,
+               "base_model": contaminated.base.name, "backend": cfg.contaminate.backend, "format": cfg.format.name,
+               "seed": cfg.seed, "cells": {}}
+    for cell, checkpoint, pool, truth in CELLS:
+        cell_summary = summarize(cell_rows[cell], **cfg.detect.bootstrap, **cfg.detect.alg2, seed=cfg.seed)
+        summary["cells"][cell] = {
+            "checkpoint": checkpoint, "instances": pool, "split": sampled.detection[pool][1], "ground_truth": truth,
+            **cell_summary,
+            "correct": {name: flagged == (truth == "contaminated") for name, flagged in verdicts(cell_summary).items()},
+        }
+    detectors = next(iter(summary["cells"].values()))["correct"].keys()
+    summary["accuracy"] = {name: sum(c["correct"][name] for c in summary["cells"].values()) / len(CELLS)
+                           for name in detectors}
+    return summary
+
+
+def build_manifest(cfg, sampled: Sampled, contaminated: Contaminated, judge, placement: Placement,
+                   models: StudyModels, cached_cells: list[str], timings: dict) -> dict:
+    seed = cfg.seed
+    return {
+        "base_model": asdict(contaminated.base), "dataset": OmegaConf.to_container(cfg.dataset, resolve=True),
+        "split": sampled.split, "other_split": sampled.other_split,
+        "member_ids": [e.instance_id for e in sampled.members],
+        "non_member_ids": [e.instance_id for e in sampled.non_members],
+        "detection_ids": {pool: [e.instance_id for e in instances]
+                          for pool, (instances, _) in sampled.detection.items()},
+        "format": {"name": cfg.format.name, "template": contaminated.template, "example": contaminated.texts[0]},
+        "contaminate": contaminated.hyperparameters,
+        "seeds": {"sampling": seed, "training": seed, "cuts": seed, "bootstrap": seed},
+        "checkpoint": {"folder": str(contaminated.folder.resolve()), "reused": contaminated.reused,
+                       **contaminated.record},
+        "runtime": {"requested": OmegaConf.to_container(cfg.runtime, resolve=True), "resolved": placement.describe(),
+                    # where each model of this run really was; the reference model is the clean checkpoint
+                    "models": models.placements(), "reference_model": "clean",
+                    "training": contaminated.record.get("placement")},
+        "cached_cells": cached_cells, "detect": OmegaConf.to_container(cfg.detect, resolve=True),
+        "judge": judge.describe(), "packages": _versions(), "git_commit": _git_commit(), "timings": timings,
+    }
+
+
+def write_outputs(out_dir: Path, summary: dict, manifest: dict, cell_rows: dict[str, list[dict]]) -> None:
+    contaminated_folder = Path(manifest["checkpoint"]["folder"])
+    link = out_dir / "checkpoint"
+    if not link.exists():
+        link.symlink_to(contaminated_folder, target_is_directory=True)
+    for name in ("train_log.json", "loss.png", "job.json"):
+        if (contaminated_folder / name).is_file():
+            shutil.copy(contaminated_folder / name, out_dir / name)
+    rows = [row for cell, *_ in CELLS for row in cell_rows[cell]]
+    (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    write_jsonl(out_dir / "results.jsonl", [row for row in rows if row.get("level") != "partition"])
+    write_jsonl(out_dir / "partition.jsonl", [row for row in rows if row.get("level") == "partition"])
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    write_report(out_dir / "report.md", summary, manifest)
 
 
 def _git_commit() -> str | None:
@@ -78,223 +430,3 @@ def _versions() -> dict[str, str | None]:
         except metadata.PackageNotFoundError:
             versions[package] = None
     return versions
-
-
-def contaminated_checkpoint(base: ModelRef, texts: list[str], cfg, training_key: dict, cache: Path, *,
-                            seed: int) -> tuple[ModelRef, Path, bool]:
-    """The checkpoint for this training config: reused when a finished one exists, else trained."""
-    folder = cache / "checkpoints" / digest(training_key)
-    finished = (folder / "lab_checkpoint.json").is_file()
-    if cfg.backend == "openai":  # the model lives at the API; the folder holds the job, resumed if unfinished
-        if finished and not cfg.force:
-            return ModelRef(json.loads((folder / "lab_checkpoint.json").read_text())["id"], base.path, "api"), \
-                folder, True
-        if cfg.force and folder.exists():
-            shutil.rmtree(folder)
-        (folder.parent / f"{folder.name}.json").parent.mkdir(parents=True, exist_ok=True)
-        (folder.parent / f"{folder.name}.json").write_text(json.dumps(training_key, indent=1, default=str))
-        record = train_openai(texts, cfg, folder, seed=seed)
-        return ModelRef(record["id"], base.path, "api"), folder, False
-    if finished and not cfg.force:
-        ref = checkpoint_ref(base, folder, cfg.backend)
-        weights = Path(ref.adapter) / "adapter_model.safetensors" if ref.adapter else Path(ref.path) / "model.safetensors"
-        if not weights.is_file():
-            raise InputError(f"checkpoint {folder} is missing or corrupt (no {weights.relative_to(folder)}); "
-                             f"rerun with contaminate.force=true to train it again")
-        return ref, folder, True
-    if folder.exists():  # unfinished (killed mid-training) or forced: start clean
-        shutil.rmtree(folder)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    (folder.parent / f"{folder.name}.json").write_text(json.dumps(training_key, indent=1, default=str))
-    return train_local(base, texts, cfg, folder, seed=seed), folder, False
-
-
-def _cached_rows(path: Path, compute) -> tuple[list[dict], bool]:
-    if path.is_file():
-        return [json.loads(line) for line in path.read_text().splitlines()], True
-    rows = compute()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".partial")
-    write_jsonl(partial, rows)
-    os.replace(partial, path)  # a killed run never leaves a half-written cell behind
-    return rows, False
-
-
-def run_study(cfg, out_dir: Path) -> dict:
-    """Everything ``python -m contaminate`` does, given a composed config and a run folder."""
-    from detect.cli import instantiate
-    from detect.generate import LocalGenerator
-    from detect.membership import MembershipScorer
-    from detect.models import load
-    from detect.openai_generate import OpenAIGenerator
-    from detect.scores import SemanticScorer
-
-    started = time.time()
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
-    dataset, seed, cache = cfg.dataset, cfg.seed, Path(cfg.cache_dir)
-    split = cfg.split or dataset.default_split
-    others = [name for name in dataset.splits if name != split]
-    if not others:
-        raise InputError(f"dataset {dataset.key} has only the split {split}; the study needs a second split")
-    other_split = others[0]
-    check_backend(cfg.contaminate.backend)
-    template = cfg.format.templates.get(dataset.task)
-    if template is None:
-        raise InputError(f"format {cfg.format.name} has no template for task {dataset.task}; add one under templates")
-    check_template(template, dataset)
-
-    examples = load_split(dataset, split)
-    n_members, n_non_members = cfg.sample.n_members, cfg.sample.n_non_members
-    if n_members + n_non_members > len(examples):
-        raise InputError(
-            f"{dataset.key} {split} has {len(examples)} instances, too few for {n_members} members + "
-            f"{n_non_members} non-members; lower sample.n_members / sample.n_non_members"
-        )
-    members, non_members = disjoint_pools(examples, [n_members, n_non_members], seed=seed,
-                                          where=f"{dataset.key} {split}")
-    where = f"{dataset.key} {split}"
-    other_examples = load_split(dataset, other_split)
-    pools = {
-        "members": (sample(members, cfg.sample.n_detect, seed=seed, where=f"the {n_members} members of {where}"), split),
-        "non_members": (sample(non_members, cfg.sample.n_detect, seed=seed,
-                               where=f"the {n_non_members} non-members of {where}"), split),
-        "other_split": (sample(other_examples, cfg.sample.n_detect, seed=seed,
-                               where=f"{dataset.key} {other_split}"), other_split),
-    }
-    # The partition-level detectors read a whole pool: Cheat? searches it for replicas, the sharded test orders
-    # it. The other split's pool is as large as the non-members', so both controls offer as many matches.
-    whole_pools = {"members": members, "non_members": non_members,
-                   "other_split": sample(other_examples, min(n_non_members, len(other_examples)), seed=seed,
-                                         where=f"{dataset.key} {other_split}")}
-
-    api = cfg.contaminate.backend == "openai"
-    if api:  # the base model is the API's: cfg.model is not used
-        base = ModelRef(cfg.contaminate.model, cfg.contaminate.base_url or "https://api.openai.com/v1", "api")
-    else:
-        base = instantiate(cfg.model)
-    judge = instantiate(cfg.judge)  # before training: a bad calibration path fails in a second, not an hour
-    texts = [format_instance(example, template=template, dataset=dataset, split=split) for example in members]
-    operational = {"force", "dry_run", "api_key_env", "max_retries", "poll_seconds", "max_poll_seconds",
-                   "timeout_hours", "usd_per_million_training_tokens"}  # they do not change the trained model
-    hyperparameters = {k: v for k, v in OmegaConf.to_container(cfg.contaminate, resolve=True).items()
-                       if k not in operational}
-    training_key = {"base": asdict(base), "dataset": dataset.key, "source": dataset.get("path") or dataset.source,
-                    "split": split, "member_ids": [e.instance_id for e in members], "format": cfg.format.name,
-                    "template": template, "texts": digest(texts),  # content, not only ids: a file may change
-                    "hyperparameters": hyperparameters, "seed": seed,
-                    # An API job depends on the records (texts, template, chat turn: all above), not on this code;
-                    # keying it by the code would pay for a new job after every edit here.
-                    "code": "api" if api else code_digest(TRAINING_CODE)}
-    if api and cfg.contaminate.dry_run:  # what the job would train on and cost; no network call
-        estimate = write_training_file(texts, cfg.contaminate, out_dir / "training.jsonl")
-        (out_dir / "estimate.json").write_text(json.dumps(estimate, indent=1))
-        return {"dry_run": estimate}
-    train_started = time.time()
-    contaminated, checkpoint_folder, reused = contaminated_checkpoint(base, texts, cfg.contaminate, training_key,
-                                                                      cache, seed=seed)
-    train_seconds = time.time() - train_started
-    checkpoint_record = json.loads((checkpoint_folder / "lab_checkpoint.json").read_text())
-    link = out_dir / "checkpoint"
-    if not link.exists():
-        link.symlink_to(checkpoint_folder.resolve(), target_is_directory=True)
-    for name in ("train_log.json", "loss.png", "job.json"):
-        if (checkpoint_folder / name).is_file():
-            shutil.copy(checkpoint_folder / name, out_dir / name)
-
-    semantic = None  # loaded on first use: a fully cached rerun needs no model at all
-    detector_key = {"detect": OmegaConf.to_container(cfg.detect, resolve=True),
-                    "judge": judge.describe(), "seed": seed, "dataset": dataset.key,
-                    "code": code_digest(DETECTOR_CODE)}
-    models = {"contaminated": (contaminated, checkpoint_record["id"]), "clean": (base, digest(asdict(base)))}
-    local_models: dict[str, tuple] = {}  # loaded on first use, and the base kept: it is the logit reference
-
-    def local_model(checkpoint: str) -> tuple:
-        if checkpoint not in local_models:
-            local_models[checkpoint] = load(models[checkpoint][0])
-        return local_models[checkpoint]
-
-    rows, timings, cached_cells = [], {}, []
-    for checkpoint in ("contaminated", "clean"):
-        ref, model_id = models[checkpoint]
-        loaded = membership = None
-        remembered: dict[str, str] = {}  # Cheat?'s prompt is the same for two cells of one model: asked once
-        for cell, cell_checkpoint, pool, truth in CELLS:
-            if cell_checkpoint != checkpoint:
-                continue
-            instances, cell_split = pools[pool]
-            key = {**detector_key, "model": model_id, "split": cell_split, "ids": [e.instance_id for e in instances],
-                   "instances": digest([(e.text, e.text_pair, e.label) for e in instances]),
-                   "pool": digest([(e.instance_id, e.text, e.text_pair, e.label) for e in whole_pools[pool]])}
-
-            def compute():
-                nonlocal loaded, semantic, membership
-                if loaded is None and api:  # chat models are prompted as chat, base models raw
-                    loaded = OpenAIGenerator(
-                        model=ref.name, base_url=cfg.contaminate.base_url, api_key_env=cfg.contaminate.api_key_env,
-                        prompt_format="chat" if cfg.contaminate.chat else "raw",
-                        max_tokens=cfg.detect.max_new_tokens, max_retries=cfg.contaminate.max_retries,
-                        cache_path=cache / "api" / f"{digest([ref.name, base.path, cfg.contaminate.chat])}.jsonl")
-                elif loaded is None:
-                    loaded = LocalGenerator.from_config(*local_model(checkpoint), cfg.detect)
-                    if cfg.detect.membership.enabled:  # the reference is the clean base (for it: itself, so 0)
-                        membership = MembershipScorer(*local_model(checkpoint), k=cfg.detect.membership.k,
-                                                      reference=local_model("clean"))
-                if semantic is None and cfg.detect.semantic_model:
-                    semantic = SemanticScorer(cfg.detect.semantic_model)
-
-                def generate_once(prompts):
-                    missing = [p for p in dict.fromkeys(prompts) if p not in remembered]
-                    remembered.update(zip(missing, loaded(missing) if missing else []))
-                    return [remembered[p] for p in prompts]
-
-                cell_rows = detect_partition(instances, dataset=dataset, split=cell_split, generate=loaded,
-                                             judge=judge, semantic=semantic, membership=membership, seed=seed,
-                                             cut_low=cfg.detect.cut.low, cut_high=cfg.detect.cut.high)
-                model, tokenizer = (None, None) if api else local_model(checkpoint)
-                return cell_rows + partition_rows(whole_pools[pool], dataset=dataset, split=cell_split,
-                                                  generate=generate_once, detect_cfg=cfg.detect, model=model,
-                                                  tokenizer=tokenizer, seed=seed)
-
-            cell_started = time.time()
-            cell_rows, was_cached = _cached_rows(cache / "cells" / f"{digest(key)}.jsonl", compute)
-            timings[cell] = round(time.time() - cell_started, 2)
-            if was_cached:
-                cached_cells.append(cell)
-            rows += [{**row, "model": ref.name, "checkpoint": checkpoint, "cell": cell, "ground_truth": truth}
-                     for row in cell_rows]
-
-    summary = {"dataset": dataset.key, "split": split, "other_split": other_split, "base_model": base.name,
-               "backend": cfg.contaminate.backend, "format": cfg.format.name, "seed": seed, "cells": {}}
-    for cell, checkpoint, pool, truth in CELLS:
-        cell_summary = summarize([r for r in rows if r["cell"] == cell], **cfg.detect.bootstrap, **cfg.detect.alg2,
-                                 seed=seed)
-        summary["cells"][cell] = {
-            "checkpoint": checkpoint, "instances": pool, "split": pools[pool][1], "ground_truth": truth,
-            **cell_summary,
-            "correct": {name: flagged == (truth == "contaminated") for name, flagged in verdicts(cell_summary).items()},
-        }
-    detectors = next(iter(summary["cells"].values()))["correct"].keys()
-    summary["accuracy"] = {name: sum(c["correct"][name] for c in summary["cells"].values()) / len(CELLS)
-                           for name in detectors}
-
-    manifest = {
-        "base_model": asdict(base), "dataset": OmegaConf.to_container(dataset, resolve=True), "split": split,
-        "other_split": other_split, "member_ids": [e.instance_id for e in members],
-        "non_member_ids": [e.instance_id for e in non_members],
-        "detection_ids": {pool: [e.instance_id for e in instances] for pool, (instances, _) in pools.items()},
-        "format": {"name": cfg.format.name, "template": template, "example": texts[0]},
-        "contaminate": hyperparameters, "seeds": {"sampling": seed, "training": seed, "cuts": seed, "bootstrap": seed},
-        "checkpoint": {"folder": str(checkpoint_folder.resolve()), "reused": reused, **checkpoint_record},
-        "cached_cells": cached_cells, "detect": detector_key["detect"], "judge": detector_key["judge"],
-        "packages": _versions(), "git_commit": _git_commit(),
-        "timings": {"train_s": round(train_seconds, 1), "cells_s": timings,
-                    "total_s": round(time.time() - started, 1)},
-    }
-    (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2))
-    write_jsonl(out_dir / "results.jsonl", [row for row in rows if row.get("level") != "partition"])
-    write_jsonl(out_dir / "partition.jsonl", [row for row in rows if row.get("level") == "partition"])
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
-    write_report(out_dir / "report.md", summary, manifest)
-    return summary

@@ -1,9 +1,20 @@
 """Contaminate a local model: LoRA or full fine-tuning with TRL's SFTTrainer on the formatted members.
 
-Plain causal-LM training on the contamination texts (TRL appends the end token to each), the way web text
-enters pre-training: no instruction, no chat template, loss on every token.
+Plain causal-LM training on the contamination texts (each followed by the end token, as TRL does), the way web
+text enters pre-training: no instruction, no chat template, loss on every token.
 
-    checkpoint = train_local(base_ref, texts, contaminate_cfg, folder, seed=0)   # -> ModelRef of the result
+    checkpoint = train_local(base_ref, texts, contaminate_cfg, folder, seed=0, placement=placement)
+
+Where and how it runs: ``placement`` (the ``runtime`` policy, ``detect/runtime.py``) gives the device and the
+precision: the weights are trained in float32, with bf16 or fp16 autocast when the placement's dtype says so.
+Under ``accelerate launch`` (several GPUs) the Trainer runs data-parallel; only the main process saves.
+
+No compute on padding (``padding_free``, default on): the documents of a batch are laid end to end in one row with
+their own position ids, and the attention mask that transformers builds from those position ids is block-diagonal,
+so no document attends to another (with FlashAttention the kernels read the boundaries directly). Same batches,
+same documents, same loss as padded training within float tolerance (tests/test_train.py checks it on the
+embedded model); measured on the default study, 3.07 s against 3.25 s a step on a 2-core CPU, where the 100
+synth_nli documents vary little in length (54-75 tokens), and more where lengths vary more.
 
 Writes into ``folder``: ``adapter/`` (LoRA) or ``model/`` (full), ``train_log.json`` (TRL's log history),
 ``loss.png``, and ``lab_checkpoint.json`` last, which marks the folder as finished.
@@ -19,6 +30,7 @@ from typing import Sequence
 
 from detect.errors import InputError
 from detect.models import ModelRef
+from detect.runtime import Placement, resolve_placement
 
 BACKENDS = ("lora", "full", "openai")  # openai: contaminate/openai_train.py
 
@@ -46,8 +58,25 @@ def plot_loss(log_history: Sequence[dict], path: Path, title: str) -> None:
     plt.close(figure)
 
 
-def train_local(base: ModelRef, texts: Sequence[str], cfg, folder: Path, *, seed: int) -> ModelRef:
-    """Fine-tune ``base`` on ``texts``; ``cfg`` is the ``contaminate`` config group (lora or full)."""
+def tokenize_documents(texts: Sequence[str], tokenizer, max_length: int | None) -> list[list[int]]:
+    """Each text followed by the end token, tokenized and cut to ``max_length`` tokens: what TRL's own dataset
+    preparation makes of a text column (tests/test_train.py checks they agree), done here so that padding-free
+    batches keep ``max_length``."""
+    eos = tokenizer.eos_token
+    ids = [tokenizer(text if text.endswith(eos) else text + eos)["input_ids"] for text in texts]
+    return [row[:max_length] for row in ids] if max_length else ids
+
+
+def mixed_precision(placement: Placement) -> dict:
+    """The Trainer's precision flags for a placement: float32 weights, autocast to its dtype."""
+    return {"bf16": placement.dtype == "bfloat16", "fp16": placement.dtype == "float16",
+            "use_cpu": placement.device_type == "cpu"}
+
+
+def train_local(base: ModelRef, texts: Sequence[str], cfg, folder: Path, *, seed: int,
+                placement: Placement | None = None) -> ModelRef | None:
+    """Fine-tune ``base`` on ``texts``; ``cfg`` is the ``contaminate`` config group (lora or full). Returns the
+    checkpoint, or None in a non-main process of a distributed launch (which saves nothing)."""
     import torch
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
@@ -55,32 +84,48 @@ def train_local(base: ModelRef, texts: Sequence[str], cfg, folder: Path, *, seed
     from detect.models import load
 
     check_backend(cfg.backend)
+    placement = placement or resolve_placement()
     folder.mkdir(parents=True, exist_ok=True)
-    model, tokenizer = load(ModelRef(base.name, base.path, "float32", base.adapter))
+    if placement.device_type == "cuda" and ":" in placement.device:
+        torch.cuda.set_device(placement.device)  # the Trainer trains on the current GPU
+    # float32 master weights whatever the placement's dtype: autocast does the rest
+    model, tokenizer = load(ModelRef(base.name, base.path, base.adapter),
+                            Placement(placement.device, "float32", placement.device_map))
     tokenizer.padding_side = "right"
-    use_bf16 = cfg.precision == "bf16"
+    documents = tokenize_documents(texts, tokenizer, cfg.max_length)
+    padding_free = bool(cfg.get("padding_free", True))
     args = SFTConfig(
         output_dir=str(folder / "trainer"), num_train_epochs=cfg.epochs, learning_rate=cfg.learning_rate,
         lr_scheduler_type=cfg.lr_scheduler, warmup_steps=0, weight_decay=0.0,
-        per_device_train_batch_size=cfg.batch_size, max_length=cfg.max_length, packing=False,
-        dataset_text_field="text", completion_only_loss=False, bf16=use_bf16, fp16=False,
+        per_device_train_batch_size=cfg.batch_size, packing=False, padding_free=padding_free,
+        max_length=None,  # the documents are cut to cfg.max_length above
+        completion_only_loss=False, **mixed_precision(placement),
         # A 135M model fits many times over; recomputing activations would only slow a CPU run down.
         activation_checkpointing=False, logging_steps=1, save_strategy="no", report_to="none",
-        seed=seed, data_seed=seed, disable_tqdm=False, use_cpu=not torch.cuda.is_available(),
+        seed=seed, data_seed=seed, disable_tqdm=False,
     )
     peft_config = None
     if cfg.backend == "lora":
         from peft import LoraConfig
 
         peft_config = LoraConfig(r=cfg.rank, lora_alpha=cfg.alpha, lora_dropout=cfg.dropout,
-                                 target_modules=cfg.target_modules, task_type="CAUSAL_LM")
-    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_dict({"text": list(texts)}),
+                                 target_modules=list(cfg.target_modules) if not isinstance(cfg.target_modules, str)
+                                 else cfg.target_modules, task_type="CAUSAL_LM")
+    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_dict({"input_ids": documents}),
                          processing_class=tokenizer, peft_config=peft_config)
     started = time.time()
     trainer.train()
     seconds = time.time() - started
-
+    accelerator = trainer.accelerator
     trained = checkpoint_ref(base, folder, cfg.backend)
+    if accelerator.is_main_process:
+        _save(trainer, tokenizer, trained, folder, cfg, texts, documents, seconds, placement)
+    accelerator.wait_for_everyone()  # the other processes leave only once the checkpoint is on disk
+    return trained if accelerator.is_main_process else None
+
+
+def _save(trainer, tokenizer, trained: ModelRef, folder: Path, cfg, texts, documents, seconds: float,
+          placement: Placement) -> None:
     weights = trained.adapter or trained.path
     trainer.model.save_pretrained(weights)
     tokenizer.save_pretrained(weights)
@@ -88,17 +133,22 @@ def train_local(base: ModelRef, texts: Sequence[str], cfg, folder: Path, *, seed
     (folder / "train_log.json").write_text(json.dumps(log_history, indent=1))
     plot_loss(log_history, folder / "loss.png", f"{cfg.backend} on {len(texts)} instances")
     losses = [entry["loss"] for entry in log_history if "loss" in entry]
+    trained_tokens = sum(map(len, documents)) * trainer.state.num_train_epochs
     # The id ties detection caches to this very training run: a forced retrain gets a new one.
     record = {"id": uuid.uuid4().hex, "backend": cfg.backend, "train_seconds": round(seconds, 1),
               "first_loss": losses[0] if losses else None, "final_loss": losses[-1] if losses else None,
-              "n_texts": len(texts)}
+              "n_texts": len(texts), "trained_tokens": trained_tokens,
+              "tokens_per_second": round(trained_tokens / seconds, 1), "steps": trainer.state.global_step,
+              "placement": {"device": str(trainer.args.device), "weights": "float32",
+                            "autocast": {"bfloat16": "bf16", "float16": "fp16"}.get(placement.dtype),
+                            "processes": trainer.accelerator.num_processes,
+                            "padding_free": bool(cfg.get("padding_free", True))}}
     (folder / "lab_checkpoint.json").write_text(json.dumps(record, indent=1))
-    return trained
 
 
 def checkpoint_ref(base: ModelRef, folder: Path, backend: str) -> ModelRef:
     """The model a checkpoint folder holds: a LoRA adapter on the base (``adapter/``) or a full model (``model/``)."""
     name = f"{base.name}+{backend}"
     if backend == "lora":
-        return ModelRef(name, base.path, base.dtype, adapter=str(folder / "adapter"))
-    return ModelRef(name, str(folder / "model"), base.dtype)
+        return ModelRef(name, base.path, adapter=str(folder / "adapter"))
+    return ModelRef(name, str(folder / "model"))

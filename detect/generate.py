@@ -79,9 +79,13 @@ class LocalGenerator:
             return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         return prompt
 
-    def __call__(self, prompts: Sequence[str]) -> list[str]:
+    def __call__(self, prompts: Sequence[str], shapes: Sequence | None = None) -> list[str]:
+        """Greedy completions of ``prompts``. ``shapes`` (a ``detect.stopping.AnswerShape`` or None per prompt) stop
+        each row once its answer is done and cut it to the kept length; ``stop_reasons`` then says, per prompt,
+        why it stopped: eos, lines, length or max_new_tokens."""
         from tqdm.auto import tqdm
 
+        shapes = list(shapes) if shapes is not None else [None] * len(prompts)
         # A chat template already writes its special tokens; raw text gets the tokenizer's usual ones.
         add_special_tokens = self.prompt_format == "raw"
         token_lists = [self.tokenizer(self.render(p), add_special_tokens=add_special_tokens).input_ids for p in prompts]
@@ -94,11 +98,14 @@ class LocalGenerator:
             shared = {i: (i, 0) for i in order}
         prefix_cache: dict[int, list] = {}
         completions: list[str] = [""] * len(prompts)
+        self.stop_reasons: list[str] = [""] * len(prompts)
         batches = [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
         for batch in tqdm(batches, desc="generate", unit="batch", disable=not self.progress):
-            texts = self._generate_batch([token_lists[i] for i in batch], [shared[i] for i in batch], prefix_cache)
-            for i, text in zip(batch, texts):
-                completions[i] = text
+            texts, reasons = self._generate_batch([token_lists[i] for i in batch], [shared[i] for i in batch],
+                                                  prefix_cache, [shapes[i] for i in batch])
+            for i, text, reason in zip(batch, texts, reasons):
+                completions[i] = shapes[i].cut(text) if shapes[i] else text
+                self.stop_reasons[i] = reason
         return completions
 
     def _prefix_kv(self, tokens: Sequence[int]) -> list:
@@ -109,9 +116,10 @@ class LocalGenerator:
             output = self.model(input_ids=torch.tensor([tokens], device=self.model.device), use_cache=True)
         return [(layer.keys, layer.values) for layer in output.past_key_values.layers]
 
-    def _generate_batch(self, token_lists: list, shared: list, prefix_cache: dict) -> list[str]:
+    def _generate_batch(self, token_lists: list, shared: list, prefix_cache: dict,
+                        shapes: list) -> tuple[list[str], list[str]]:
         import torch
-        from transformers import DynamicCache
+        from transformers import DynamicCache, StoppingCriteriaList
 
         pad = self.tokenizer.pad_token_id
         prefix_lengths = [length for _, length in shared]
@@ -141,20 +149,44 @@ class LocalGenerator:
                     values.append(torch.nn.functional.pad(value, padding))
                 layers.append((torch.cat(keys), torch.cat(values)))
             inputs["past_key_values"] = DynamicCache(layers, config=self.model.config)
+        stops = AnswerStops(self.tokenizer, shapes, inputs["input_ids"].shape[1])
         with torch.inference_mode():
             output = self.model.generate(
                 **inputs, do_sample=False, max_new_tokens=self.max_new_tokens, pad_token_id=pad,
-                temperature=None, top_p=None, top_k=None,
+                temperature=None, top_p=None, top_k=None, stopping_criteria=StoppingCriteriaList([stops]),
             )
         new_tokens = output[:, inputs["input_ids"].shape[1] :]
-        self.generated_tokens += int(_lengths_to_eos(new_tokens, pad).sum())
-        return self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
+        lengths = _lengths_to_pad(new_tokens, pad)
+        reasons = [stops.reasons[row] or ("eos" if length < new_tokens.shape[1] else "max_new_tokens")
+                   for row, length in enumerate(lengths)]
+        # the end token counts as generated; a row stopped by its answer's shape ends on its last real token
+        self.generated_tokens += sum(length + (reason == "eos") for length, reason in zip(lengths, reasons))
+        return self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True), reasons
 
 
-def _lengths_to_eos(new_tokens, pad_token_id: int):
-    """Tokens each sequence really generated: generate() pads finished sequences with the pad token."""
+def _lengths_to_pad(new_tokens, pad_token_id: int) -> list[int]:
+    """Tokens of each row before generate() started padding it (finished rows are filled with the pad token)."""
     is_pad = new_tokens == pad_token_id
-    # The first pad of a finished sequence is its end token when pad == eos, so it counts once.
     first_pad = is_pad.int().argmax(dim=1)
-    return new_tokens.new_tensor([int(f) + 1 if row.any() else new_tokens.shape[1]
-                                  for f, row in zip(first_pad, is_pad)])
+    return [int(f) if row.any() else new_tokens.shape[1] for f, row in zip(first_pad.tolist(), is_pad)]
+
+
+class AnswerStops:
+    """A transformers stopping criterion with one ``AnswerShape`` (or None) per row: a row is done when its
+    decoded text says so (``AnswerShape.done``); ``reasons`` keeps why."""
+
+    def __init__(self, tokenizer, shapes: Sequence, prompt_width: int) -> None:
+        self.tokenizer, self.shapes, self.prompt_width = tokenizer, list(shapes), prompt_width
+        self.reasons: list[str | None] = [None] * len(self.shapes)
+
+    def __call__(self, input_ids, scores, **kwargs):
+        import torch
+
+        done = torch.tensor([reason is not None for reason in self.reasons], device=input_ids.device)
+        for row, shape in enumerate(self.shapes):
+            if shape is None or self.reasons[row] is not None:
+                continue
+            text = self.tokenizer.decode(input_ids[row, self.prompt_width :], skip_special_tokens=True)
+            self.reasons[row] = shape.done(text)
+            done[row] = self.reasons[row] is not None
+        return done

@@ -53,19 +53,20 @@ class LLMJudge:
     name = "llm"
 
     def __init__(self, generate: Callable[[list[str]], list[str]], demonstrations: Sequence[Mapping[str, str]], *,
-                 retries: int = 2, model: str = "", variant: str = "") -> None:
+                 retries: int = 2, model: str = "", variant: str = "", placement: dict | None = None) -> None:
         for demo in demonstrations:
             if set(demo) != {"reference", "candidate", "answer"} or demo["answer"] not in ANSWERS.values():
                 raise InputError(f"a judge demonstration needs reference, candidate and an answer among "
                                  f"{', '.join(ANSWERS.values())}; got {dict(demo)}")
         self.generate, self.demonstrations, self.retries = generate, list(demonstrations), retries
-        self.model, self.variant = model, variant
+        self.model, self.variant, self.placement = model, variant, placement
 
     @classmethod
     def from_config(cls, generator, demonstrations, extra_demonstrations=(), retries: int = 2,
                     variant: str = "") -> "LLMJudge":
         """From ``conf/judge/llm*.yaml``: ``generator`` is an OpenAI-compatible endpoint (name: openai) or a local
         model folder / hub id (name: local)."""
+        placement = None
         if generator.name == "openai":
             from detect.models import cache_dir
             from detect.openai_generate import OpenAIGenerator
@@ -78,18 +79,23 @@ class LLMJudge:
         elif generator.name == "local":
             from detect.generate import LocalGenerator
             from detect.models import hub, load
+            from detect.runtime import from_config as placement_from
+            from detect.runtime import placement_of
 
-            model, tokenizer = load(hub(generator.model))
+            runtime = generator.get("runtime")  # the run's policy; runtime=auto when built outside a run
+            model, tokenizer = load(hub(generator.model), placement_from(runtime) if runtime else None)
+            placement = placement_of(model)
             generate = LocalGenerator(model, tokenizer, prompt_format="auto", max_new_tokens=generator.max_tokens,
                                       progress=False)
         else:
             raise InputError(f"judge.generator.name '{generator.name}'; use openai or local")
         return cls(generate, [dict(d) for d in [*demonstrations, *extra_demonstrations]], retries=retries,
-                   model=generator.model, variant=variant)
+                   model=generator.model, variant=variant, placement=placement)
 
     def describe(self) -> dict:
-        return {"name": self.name, "model": self.model, "variant": self.variant,
-                "demonstrations": len(self.demonstrations), "retries": self.retries}
+        described = {"name": self.name, "model": self.model, "variant": self.variant,
+                     "demonstrations": len(self.demonstrations), "retries": self.retries}
+        return {**described, "placement": self.placement} if self.placement else described
 
     def __call__(self, rows: Sequence[dict]) -> list[str]:
         """Labels for rows with ``reference`` and ``completion``; writes each raw answer to ``judge_answer``."""

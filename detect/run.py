@@ -22,23 +22,25 @@ from detect.judge import alg2_verdict, thresholds_line
 from detect.membership import MEMBERSHIP_SCORES
 from detect.prompts import INSTRUCTIONS, build_prompt, clean_completion
 from detect.scores import rouge_l
-from detect.sharded import MIN_INSTANCES, sharded_likelihood_test
+from detect.sharded import MIN_INSTANCES, ordered_sequences, shard_orders, sharded_likelihood_test
 from detect.split import split_instance
 from detect.stats import bootstrap_test
+from detect.stopping import AnswerShape
 
 SCORES = ("rouge_l", "semantic")
 
 
 def detect_partition(
     examples: Sequence[Example], *, dataset, split: str, generate: Callable[[list[str]], list[str]], judge,
-    semantic=None, membership=None, seed: int = 0, cut_low: float = 0.4, cut_high: float = 0.7,
+    semantic=None, membership=None, seed: int = 0, cut_low: float = 0.4, cut_high: float = 0.7, stop=None,
 ) -> list[dict]:
     """Guided and general completions for each instance, scored and judged: one row per (instance, instruction).
 
     ``dataset`` is the dataset config (title, task); ``generate`` maps prompts to raw completions;
     ``semantic`` is an optional ``(references, candidates) -> scores`` callable; ``membership`` an optional
     ``texts -> [{score: value}]`` callable (``detect.membership.MembershipScorer``) whose logit scores of the
-    whole instance go on its guided row.
+    whole instance go on its guided row; ``stop`` (``detect.stop`` config: enabled, length_factor, margin_chars)
+    makes ``generate(prompts, shapes)`` stop each completion once its answer is done (``detect/stopping.py``).
     """
     cuts = [split_instance(example, seed=seed, low=cut_low, high=cut_high) for example in examples]
     rows = []
@@ -52,9 +54,16 @@ def detect_partition(
                 "separator": cut.separator, "reference": cut.second, "cut_unit": cut.unit,
                 "cut_fraction": cut.fraction,
             })
-    raw_completions = generate([row["prompt"] for row in rows])
-    for row, raw in zip(rows, raw_completions):
-        row["raw_completion"] = raw
+    prompts = [row["prompt"] for row in rows]
+    if stop is not None and stop.enabled:
+        shapes = [AnswerShape.of(r["first_piece"], r["separator"], r["reference"], length_factor=stop.length_factor,
+                                 margin_chars=stop.margin_chars) for r in rows]
+        raw_completions = generate(prompts, shapes)
+    else:
+        raw_completions = generate(prompts)
+    reasons = getattr(generate, "stop_reasons", None) or [None] * len(rows)
+    for row, raw, reason in zip(rows, raw_completions, reasons):
+        row["raw_completion"], row["stop"] = raw, reason
         row["completion"] = clean_completion(raw, row["reference"], row["first_piece"])
         row["rouge_l"] = rouge_l(row["reference"], row["completion"])
     if semantic is not None:
@@ -83,23 +92,44 @@ def detect_partition(
     return rows
 
 
+def sharded_pool(references: Sequence[Example], detect_cfg) -> list[Example]:
+    """The instances the sharded test reads: the first ``detect_cfg.sharded.max_instances`` in dataset order."""
+    return sorted(references, key=lambda example: example.instance_id)[: detect_cfg.sharded.max_instances]
+
+
+def logit_requests(examples: Sequence[Example], references: Sequence[Example], detect_cfg, *,
+                   seed: int = 0) -> list[tuple[list[str], bool]]:
+    """Everything a partition's logit detectors will read from a local model, as ``TokenStatistics.prefetch``
+    requests, so one batched pass serves them all: the whole instances with the next-token moments (membership
+    scores) and the sharded test's orders of ``references`` (log-probabilities only)."""
+    requests = []
+    if detect_cfg.membership.enabled:
+        requests.append(([example.full_text for example in examples], True))
+    ordered = sharded_pool(references, detect_cfg)
+    if detect_cfg.sharded.enabled and len(ordered) >= MIN_INSTANCES:
+        orders = shard_orders(len(ordered), n_shards=detect_cfg.sharded.n_shards,
+                              n_permutations=detect_cfg.sharded.n_permutations, seed=seed)
+        requests.append((ordered_sequences([example.full_text for example in ordered], orders), False))
+    return requests
+
+
 def partition_rows(references: Sequence[Example], *, dataset, split: str, generate, detect_cfg, model=None,
-                   tokenizer=None, seed: int = 0) -> list[dict]:
+                   tokenizer=None, seed: int = 0, statistics=None) -> list[dict]:
     """The partition-level detectors' rows: ChatGPT-Cheat? (any backend; its replicas are searched among
-    ``references``) and the sharded likelihood test (local models: ``model`` and ``tokenizer`` given; the
-    first ``detect_cfg.sharded.max_instances`` references in the dataset's order). Each is switched by
-    ``detect_cfg.cheat.enabled`` / ``.sharded.enabled``."""
+    ``references``) and the sharded likelihood test (local models: ``model`` and ``tokenizer`` given, or their
+    ``statistics``; the first ``detect_cfg.sharded.max_instances`` references in the dataset's order). Each is
+    switched by ``detect_cfg.cheat.enabled`` / ``.sharded.enabled``."""
     rows = []
     if detect_cfg.cheat.enabled:
         rows.append(cheat_partition(generate, dataset=dataset, split=split, references=references,
                                     prompt=detect_cfg.cheat.prompt, exact_threshold=detect_cfg.cheat.exact_threshold,
                                     near_exact_threshold=detect_cfg.cheat.near_exact_threshold))
-    ordered = sorted(references, key=lambda example: example.instance_id)[: detect_cfg.sharded.max_instances]
+    ordered = sharded_pool(references, detect_cfg)
     if detect_cfg.sharded.enabled and model is not None and len(ordered) >= MIN_INSTANCES:
         row = sharded_likelihood_test(model, tokenizer, [example.full_text for example in ordered],
                                       n_shards=detect_cfg.sharded.n_shards,
                                       n_permutations=detect_cfg.sharded.n_permutations,
-                                      alpha=detect_cfg.sharded.alpha, seed=seed)
+                                      alpha=detect_cfg.sharded.alpha, seed=seed, statistics=statistics)
         rows.append({**row, "dataset": dataset.key, "split": split})
     return rows
 
@@ -220,9 +250,12 @@ def main(cfg, out_dir: Path) -> dict:
 
     from detect.cli import instantiate
     from detect.generate import LocalGenerator
+    from detect.logits import TokenStatistics
     from detect.membership import MembershipScorer
     from detect.models import cache_dir, hub, load
     from detect.openai_generate import OpenAIGenerator
+    from detect.runtime import from_config as placement_from
+    from detect.runtime import placement_of
     from detect.scores import SemanticScorer
 
     started = time.time()
@@ -230,34 +263,49 @@ def main(cfg, out_dir: Path) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     dataset = cfg.dataset
     split = cfg.split or dataset.default_split
-    (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    placement = placement_from(cfg.runtime)
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    resolved["runtime"].update(device=placement.device, dtype=placement.dtype)
+    (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(resolved))
 
     split_examples = load_split(dataset, split)
     examples = sample(split_examples, cfg.sample.n_detect, seed=cfg.seed, where=f"{dataset.key} {split}")
     judge = instantiate(cfg.judge)
-    model = tokenizer = membership = None  # logit detectors need a local model
+    model = tokenizer = membership = statistics = None  # logit detectors need a local model
+    placements = {}
     if cfg.backend.name == "openai":
         generator = OpenAIGenerator.from_config(cfg.backend, cfg.detect, cache_dir=cache_dir())
         model_name, model_path = cfg.backend.model, cfg.backend.base_url or "https://api.openai.com/v1"
     else:
         model_ref = instantiate(cfg.model)
-        model, tokenizer = load(model_ref)
+        model, tokenizer = load(model_ref, placement)
+        placements["model"] = placement_of(model)
         generator = LocalGenerator.from_config(model, tokenizer, cfg.detect)
         model_name, model_path = model_ref.name, model_ref.path
+        statistics = TokenStatistics(model, tokenizer)
+        # one batched pass for what the logit detectors read (membership scores, the sharded test's orders)
+        statistics.prefetch(logit_requests(examples, split_examples, cfg.detect, seed=cfg.seed))
         if cfg.detect.membership.enabled:
             reference_model = cfg.detect.membership.reference_model
-            reference = load(hub(str(reference_model))) if reference_model else None
-            membership = MembershipScorer(model, tokenizer, k=cfg.detect.membership.k, reference=reference)
-    semantic = SemanticScorer(cfg.detect.semantic_model) if cfg.detect.semantic_model else None
+            reference = None
+            if reference_model:
+                reference_pair = load(hub(str(reference_model)), placement)
+                placements["reference"] = placement_of(reference_pair[0])
+                reference = TokenStatistics(*reference_pair)
+            membership = MembershipScorer(statistics, k=cfg.detect.membership.k, reference=reference)
+    semantic = SemanticScorer(cfg.detect.semantic_model, placement=placement) if cfg.detect.semantic_model else None
+    if semantic is not None:
+        placements["semantic"] = placement_of(semantic.encoder)
     loaded = time.time()
 
     rows = detect_partition(examples, dataset=dataset, split=split, generate=generator, judge=judge,
                             semantic=semantic, membership=membership, seed=cfg.seed, cut_low=cfg.detect.cut.low,
-                            cut_high=cfg.detect.cut.high)
+                            cut_high=cfg.detect.cut.high, stop=cfg.detect.stop)
     # The partition detectors read the split, not the sample: Cheat? searches all of it for replicas, the
     # sharded test takes its first instances in the dataset's order.
     partition = partition_rows(split_examples, dataset=dataset, split=split, generate=generator,
-                               detect_cfg=cfg.detect, model=model, tokenizer=tokenizer, seed=cfg.seed)
+                               detect_cfg=cfg.detect, model=model, tokenizer=tokenizer, seed=cfg.seed,
+                               statistics=statistics)
     for row in rows + partition:
         row["model"] = model_name
     summary = summarize(rows + partition, **cfg.detect.bootstrap, **cfg.detect.alg2, seed=cfg.seed)
@@ -265,6 +313,7 @@ def main(cfg, out_dir: Path) -> dict:
         dataset=dataset.key, split=split, model=model_name, model_path=model_path, backend=cfg.backend.name,
         prompt_format=generator.prompt_format, seed=cfg.seed,
         judge=judge.describe(),
+        runtime={"resolved": placement.describe(), "models": placements},
         instance_ids=[example.instance_id for example in examples],
         timings={"load_s": round(loaded - started, 2), "detect_s": round(time.time() - loaded, 2)},
     )

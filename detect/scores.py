@@ -42,14 +42,18 @@ def _packaged_minilm_folder() -> str:
 
 class SemanticScorer:
     """Cosine similarity of sentence embeddings; ``model`` is ``packaged-minilm`` or a sentence-transformers
-    id or folder."""
+    id or folder, placed by the run's ``runtime`` policy (``placement``; default: runtime=auto)."""
 
-    def __init__(self, model: str = PACKAGED_MINILM, batch_size: int = 32) -> None:
+    def __init__(self, model: str = PACKAGED_MINILM, batch_size: int = 32, placement=None) -> None:
         from sentence_transformers import SentenceTransformer
 
+        from detect.runtime import resolve_placement
+
+        placement = placement or resolve_placement()
         self.name = model
         path = _packaged_minilm_folder() if model == PACKAGED_MINILM else model
-        self.encoder = SentenceTransformer(path)
+        self.encoder = SentenceTransformer(path, device=placement.device,
+                                           model_kwargs={"dtype": placement.torch_dtype})
         self.batch_size = batch_size
 
     def __call__(self, references: Sequence[str], candidates: Sequence[str]) -> list[float]:

@@ -2,6 +2,7 @@
 language models"), for local models.
 
     row = sharded_likelihood_test(model, tokenizer, texts_in_dataset_order, n_shards=10, n_permutations=20)
+    orders = shard_orders(len(texts), n_shards=10, n_permutations=20, seed=0)   # what it will score
 
 A model that saw a benchmark as one file saw its instances in the file's order; if the instances are
 exchangeable (their order carries no meaning), a clean model gives the canonical order no more likelihood
@@ -22,7 +23,7 @@ from typing import Sequence
 import numpy as np
 
 from detect.errors import InputError
-from detect.membership import token_statistics
+from detect.logits import TokenStatistics
 
 
 MIN_INSTANCES = 4  # 2 shards of 2: the fewest with a t-test and a shuffle that changes anything
@@ -37,30 +38,40 @@ def shards_of(n_items: int, n_shards: int) -> list[np.ndarray]:
     return np.array_split(np.arange(n_items), min(n_shards, n_items // 2))
 
 
-def sharded_likelihood_test(model, tokenizer, texts: Sequence[str], *, n_shards: int = 10,
-                            n_permutations: int = 20, alpha: float = 0.05, seed: int = 0, separator: str = "\n\n",
-                            batch_size: int = 8) -> dict:
-    """The test on ``texts`` (instances in the dataset's canonical order): p-value, statistic, per-shard numbers."""
-    from scipy.stats import ttest_1samp
-
+def shard_orders(n_texts: int, *, n_shards: int = 10, n_permutations: int = 20,
+                 seed: int = 0) -> list[tuple[int, list[int]]]:
+    """Per shard, its canonical order and then ``n_permutations`` shuffles, as (shard, positions) pairs: the
+    sequences the test scores. Drawn from ``seed`` alone, so a cell can ask for their statistics before the test."""
     if n_permutations < 1:
         raise InputError(f"detect.sharded.n_permutations={n_permutations}: give at least 1 shuffled order per shard")
     rng = np.random.default_rng(seed)
-    shards = shards_of(len(texts), n_shards)
-    n_shards = len(shards)
-    sequences, owners = [], []  # every shard's canonical sequence, then its shuffles
-    for shard, positions in enumerate(shards):
-        sequences.append(separator.join(texts[p] for p in positions))
-        owners.append((shard, True))
-        for _ in range(n_permutations):
-            sequences.append(separator.join(texts[p] for p in rng.permutation(positions)))
-            owners.append((shard, False))
-    log_likelihoods = [float(np.sum(s["logp"])) for s in token_statistics(model, tokenizer, sequences,
-                                                                          batch_size=batch_size, moments=False)]
+    orders = []
+    for shard, positions in enumerate(shards_of(n_texts, n_shards)):
+        orders.append((shard, positions.tolist()))
+        orders += [(shard, rng.permutation(positions).tolist()) for _ in range(n_permutations)]
+    return orders
+
+
+def ordered_sequences(texts: Sequence[str], orders: Sequence[tuple[int, list[int]]], separator: str = "\n\n") -> list[str]:
+    return [separator.join(texts[p] for p in positions) for _, positions in orders]
+
+
+def sharded_likelihood_test(model, tokenizer, texts: Sequence[str], *, n_shards: int = 10,
+                            n_permutations: int = 20, alpha: float = 0.05, seed: int = 0, separator: str = "\n\n",
+                            statistics: TokenStatistics | None = None) -> dict:
+    """The test on ``texts`` (instances in the dataset's canonical order): p-value, statistic, per-shard numbers.
+    ``statistics`` (the model's ``TokenStatistics``) reuses what a cell has already computed."""
+    from scipy.stats import ttest_1samp
+
+    statistics = statistics or TokenStatistics(model, tokenizer)
+    orders = shard_orders(len(texts), n_shards=n_shards, n_permutations=n_permutations, seed=seed)
+    sequences = ordered_sequences(texts, orders, separator)
+    log_likelihoods = [float(np.sum(s["logp"])) for s in statistics.get(sequences, moments=False)]
+    n_shards = orders[-1][0] + 1
     canonical = np.zeros(n_shards)
     shuffled = [[] for _ in range(n_shards)]
-    for (shard, is_canonical), value in zip(owners, log_likelihoods):
-        if is_canonical:
+    for index, ((shard, _), value) in enumerate(zip(orders, log_likelihoods)):
+        if index == 0 or orders[index - 1][0] != shard:  # each shard's first sequence is its canonical order
             canonical[shard] = value
         else:
             shuffled[shard].append(value)

@@ -100,7 +100,10 @@ def test_reuse_resume_and_force(study):
     victim.unlink()
     _, resumed = study(run="resumed")
     assert len(json.loads((resumed / "manifest.json").read_text())["cached_cells"]) == len(CELLS) - 1
-    assert _rows(resumed) == _rows(folder)
+    # Equal up to float rounding: a recomputed cell's logit scores come from batches of another composition
+    # (its reference statistics are no longer shared with the cached clean cell), which moves the 7th digit.
+    assert _rows(resumed) == [{k: pytest.approx(v, rel=1e-5) if isinstance(v, float) else v for k, v in row.items()}
+                              for row in _rows(folder)]
     # killed mid-training: the unfinished checkpoint folder is trained again
     checkpoint = Path(manifest["checkpoint"]["folder"])
     (checkpoint / "lab_checkpoint.json").unlink()

@@ -1,0 +1,174 @@
+"""Where every model runs and in which number format: one policy for the lab's checkpoints, the reference model,
+the semantic-score encoder and a local judge (the ``runtime`` config group).
+
+    placement = resolve_placement(device="auto", dtype="auto")      # Placement(device="cpu", dtype="float32")
+    model = from_pretrained(path, **placement.load_kwargs())        # detect.models.load does this
+
+``auto`` means CUDA with bfloat16 where the GPU supports it, CUDA with float32 on an older GPU, else the CPU with
+float32. Why not bfloat16 on a CPU by default: without native bf16 instructions (AVX-512 BF16 or AMX) PyTorch
+emulates it; measured on this project's 2-core AVX2 machine, bf16 autocast trains the embedded model about 20x
+slower than float32 (49 s against 2.5 s a step). An explicit value is honoured or refused with one line that
+says what to set: ``cuda`` on a machine without one, ``cuda:2`` with two GPUs, ``bf16`` on a CPU or GPU without
+it, ``fp16`` on a CPU.
+
+``device_map``: ``null`` puts the whole model on ``device``; ``auto`` spreads it over every visible GPU (and the
+CPU if they are full) with accelerate. With ``device: auto`` a model whose weights do not fit in 90% of one GPU's
+free memory is spread the same way without being asked.
+
+Training follows the same policy: float32 weights are trained with bf16 (or fp16) autocast where the dtype says
+so (mixed precision), in full float32 otherwise.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from detect.errors import InputError
+
+DTYPES = {"fp32": "float32", "float32": "float32", "bf16": "bfloat16", "bfloat16": "bfloat16",
+          "fp16": "float16", "float16": "float16"}
+_DEVICE = re.compile(r"^(cpu|mps|cuda)(?::(\d+))?$")
+DEVICES = "auto, cpu, cuda, cuda:<index> or mps"
+
+
+@dataclass(frozen=True)
+class Placement:
+    device: str              # "cpu", "cuda:0", "mps"
+    dtype: str               # torch dtype name: "float32", "bfloat16", "float16"
+    device_map: str | None = None  # "auto": spread over the visible GPUs with accelerate
+
+    @property
+    def device_type(self) -> str:
+        return self.device.split(":")[0]
+
+    @property
+    def torch_dtype(self):
+        import torch
+
+        return getattr(torch, self.dtype)
+
+    def describe(self) -> dict:
+        return asdict(self)
+
+    def key(self) -> dict:
+        """What changes computed numbers (for cache keys): the kind of device and the dtype, not the GPU's index."""
+        return {"device": self.device_type, "dtype": self.dtype}
+
+
+def _cpu_has_native_bf16() -> bool:
+    import torch
+
+    return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+
+
+def _check_device(device: str) -> str:
+    import torch
+
+    match = _DEVICE.match(device)
+    if not match:
+        raise InputError(f"unknown runtime.device '{device}'; use {DEVICES}")
+    kind, index = match.group(1), match.group(2)
+    if kind == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise InputError(f"runtime.device={device} but this machine has no CUDA GPU (torch {torch.__version__}); "
+                             f"set runtime.device=cpu or auto")
+        if index is not None and int(index) >= count:
+            raise InputError(f"runtime.device={device} but this machine has {count} CUDA GPU(s), cuda:0 to "
+                             f"cuda:{count - 1}; set runtime.device=cuda:0 or auto")
+        return f"cuda:{index or torch.cuda.current_device()}"
+    if kind == "mps" and not torch.backends.mps.is_available():
+        raise InputError("runtime.device=mps but this machine has no Apple GPU; set runtime.device=cpu or auto")
+    if kind == "cpu" and index is not None:
+        raise InputError(f"runtime.device={device}: the CPU has no index; set runtime.device=cpu")
+    return kind
+
+
+def _check_dtype(dtype: str, device: str) -> str:
+    import torch
+
+    name = DTYPES.get(str(dtype).lower())
+    if name is None:
+        raise InputError(f"unknown runtime.dtype '{dtype}'; use auto, fp32, bf16 or fp16")
+    kind = device.split(":")[0]
+    if name == "bfloat16" and kind == "cpu" and not _cpu_has_native_bf16():
+        raise InputError("runtime.dtype=bf16 but this CPU has no native bfloat16 (AVX-512 BF16 or AMX), where it runs "
+                         "about 20x slower than float32; set runtime.dtype=fp32 (or auto)")
+    if name == "bfloat16" and kind == "cuda" and not torch.cuda.is_bf16_supported():
+        raise InputError(f"runtime.dtype=bf16 but {torch.cuda.get_device_name(device)} has no bfloat16; "
+                         f"set runtime.dtype=fp16 or fp32 (or auto)")
+    if name == "float16" and kind == "cpu":
+        raise InputError("runtime.dtype=fp16 runs on GPUs only; on a CPU set runtime.dtype=fp32 (or auto)")
+    return name
+
+
+def resolve_placement(device: str = "auto", dtype: str = "auto", device_map: str | None = None) -> Placement:
+    """The concrete device and dtype for ``runtime.device`` / ``runtime.dtype`` / ``runtime.device_map``."""
+    import torch
+
+    device, dtype = str(device), str(dtype)
+    if device == "auto":
+        device = f"cuda:{torch.cuda.current_device()}" if torch.cuda.is_available() else "cpu"
+    else:
+        device = _check_device(device)
+    if dtype == "auto":
+        dtype = "bfloat16" if device.startswith("cuda") and torch.cuda.is_bf16_supported() else "float32"
+    else:
+        dtype = _check_dtype(dtype, device)
+    if device_map not in (None, "auto"):
+        raise InputError(f"unknown runtime.device_map '{device_map}'; use null (one device) or auto (every GPU)")
+    if device_map == "auto" and not device.startswith("cuda"):
+        raise InputError("runtime.device_map=auto spreads a model over GPUs, and this run has none; "
+                         "set runtime.device_map=null")
+    return Placement(device, dtype, device_map)
+
+
+def from_config(runtime_cfg) -> Placement:
+    """From the ``runtime`` config group (device, dtype, device_map)."""
+    return resolve_placement(runtime_cfg.device, runtime_cfg.dtype, runtime_cfg.get("device_map"))
+
+
+def weights_bytes(folder: str | Path) -> int:
+    """The size of a model folder's weight files (0 for a hub id not downloaded yet)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return 0
+    return sum(path.stat().st_size for pattern in ("*.safetensors", "*.bin") for path in folder.glob(pattern))
+
+
+def _stored_itemsize(folder: Path) -> int:
+    """Bytes per weight as the folder stores them (its config's dtype; float32 if it says none)."""
+    import json
+
+    import torch
+
+    config = json.loads((folder / "config.json").read_text()) if (folder / "config.json").is_file() else {}
+    name = config.get("dtype") or config.get("torch_dtype") or "float32"
+    return getattr(torch, str(name), torch.float32).itemsize
+
+
+def needs_device_map(placement: Placement, folder: str | Path) -> bool:
+    """True when ``placement`` asks for a spread model, or puts a model on a GPU that it does not fit (90% of the
+    GPU's free memory after conversion to ``placement.dtype``) while more GPUs are visible."""
+    if placement.device_map == "auto":
+        return True
+    if not placement.device.startswith("cuda"):
+        return False
+    import torch
+
+    if torch.cuda.device_count() < 2:
+        return False
+    free, _ = torch.cuda.mem_get_info(placement.device)
+    size = weights_bytes(folder) * placement.torch_dtype.itemsize / _stored_itemsize(Path(folder))
+    return size > 0.9 * free
+
+
+def placement_of(model) -> dict:
+    """Where a loaded model really is: its device (or device map) and dtype."""
+    device_map = getattr(model, "hf_device_map", None)
+    if device_map and len(set(device_map.values())) > 1:
+        return {"device_map": {str(k): str(v) for k, v in device_map.items()}, "dtype": str(model.dtype).split(".")[-1]}
+    parameter = next(model.parameters())
+    return {"device": str(parameter.device), "dtype": str(parameter.dtype).split(".")[-1]}
