@@ -33,7 +33,10 @@ def bench_generation(batch_sizes: list[int], max_new_tokens: int, dtype: str) ->
     prompts = [build_prompt(instruction, dataset.task, first_piece=split_instance(e, seed=0).first, label=e.label,
                             dataset_name=dataset.title, split_name="test")
                for instruction in INSTRUCTIONS for e in examples]
-    model, tokenizer = load(embedded_smollm2(dtype))
+    from detect.runtime import Placement
+
+    # bfloat16 is placed by hand: the runtime policy refuses it on a CPU without native bf16
+    model, tokenizer = load(embedded_smollm2(), Placement("cpu", dtype))
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {dtype}, {len(prompts)} prompts, "
           f"max_new_tokens={max_new_tokens}")
     baseline = None

@@ -3,6 +3,7 @@
     python -m contaminate +dataset=synth_nli                     # full fine-tune of the embedded SmolLM2-135M
     python -m contaminate +dataset=synth_news contaminate=lora format=instance_only seed=1
     python -m contaminate -m +experiment=paper_table1            # one study per task shape
+    accelerate launch --multi_gpu --num_processes 4 -m contaminate +dataset=synth_nli model=<hub id>   # 4 GPUs
 
 Writes runs/contaminate/<time>_<dataset>_<model>_<backend>/ with manifest.json, results.jsonl, partition.jsonl,
 summary.json, report.md, the training log and loss plot, and a link to the checkpoint (kept in runs/cache for reuse).
@@ -25,6 +26,8 @@ def main(cfg) -> None:
     out_dir = Path(HydraConfig.get().runtime.output_dir)
     with one_line_errors():
         summary = run_study(cfg, out_dir)
+    if "distributed_worker" in summary:  # another process of `accelerate launch`: it trained, the main one reports
+        return
     print(out_dir)
     if "dry_run" in summary:
         estimate = summary["dry_run"]

@@ -77,42 +77,16 @@ def train_local(base: ModelRef, texts: Sequence[str], cfg, folder: Path, *, seed
                 placement: Placement | None = None) -> ModelRef | None:
     """Fine-tune ``base`` on ``texts``; ``cfg`` is the ``contaminate`` config group (lora or full). Returns the
     checkpoint, or None in a non-main process of a distributed launch (which saves nothing)."""
-    import torch
-    from datasets import Dataset
-    from trl import SFTConfig, SFTTrainer
-
     from detect.models import load
 
     check_backend(cfg.backend)
     placement = placement or resolve_placement()
     folder.mkdir(parents=True, exist_ok=True)
-    if placement.device_type == "cuda" and ":" in placement.device:
-        torch.cuda.set_device(placement.device)  # the Trainer trains on the current GPU
     # float32 master weights whatever the placement's dtype: autocast does the rest
     model, tokenizer = load(ModelRef(base.name, base.path, base.adapter),
                             Placement(placement.device, "float32", placement.device_map))
-    tokenizer.padding_side = "right"
     documents = tokenize_documents(texts, tokenizer, cfg.max_length)
-    padding_free = bool(cfg.get("padding_free", True))
-    args = SFTConfig(
-        output_dir=str(folder / "trainer"), num_train_epochs=cfg.epochs, learning_rate=cfg.learning_rate,
-        lr_scheduler_type=cfg.lr_scheduler, warmup_steps=0, weight_decay=0.0,
-        per_device_train_batch_size=cfg.batch_size, packing=False, padding_free=padding_free,
-        max_length=None,  # the documents are cut to cfg.max_length above
-        completion_only_loss=False, **mixed_precision(placement),
-        # A 135M model fits many times over; recomputing activations would only slow a CPU run down.
-        activation_checkpointing=False, logging_steps=1, save_strategy="no", report_to="none",
-        seed=seed, data_seed=seed, disable_tqdm=False,
-    )
-    peft_config = None
-    if cfg.backend == "lora":
-        from peft import LoraConfig
-
-        peft_config = LoraConfig(r=cfg.rank, lora_alpha=cfg.alpha, lora_dropout=cfg.dropout,
-                                 target_modules=list(cfg.target_modules) if not isinstance(cfg.target_modules, str)
-                                 else cfg.target_modules, task_type="CAUSAL_LM")
-    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_dict({"input_ids": documents}),
-                         processing_class=tokenizer, peft_config=peft_config)
+    trainer = build_trainer(model, tokenizer, documents, cfg, folder / "trainer", seed=seed, placement=placement)
     started = time.time()
     trainer.train()
     seconds = time.time() - started
@@ -122,6 +96,39 @@ def train_local(base: ModelRef, texts: Sequence[str], cfg, folder: Path, *, seed
         _save(trainer, tokenizer, trained, folder, cfg, texts, documents, seconds, placement)
     accelerator.wait_for_everyone()  # the other processes leave only once the checkpoint is on disk
     return trained if accelerator.is_main_process else None
+
+
+def build_trainer(model, tokenizer, documents: list[list[int]], cfg, output_dir: Path, *, seed: int,
+                  placement: Placement, **overrides):
+    """TRL's SFTTrainer as the lab trains: plain causal-LM loss on tokenized documents, padding-free unless
+    ``cfg.padding_free`` is false, the placement's precision; ``overrides`` replace SFTConfig fields (benchmarks)."""
+    import torch
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    if placement.device_type == "cuda" and ":" in placement.device:
+        torch.cuda.set_device(placement.device)  # the Trainer trains on the current GPU
+    tokenizer.padding_side = "right"
+    settings = dict(
+        output_dir=str(output_dir), num_train_epochs=cfg.epochs, learning_rate=cfg.learning_rate,
+        lr_scheduler_type=cfg.lr_scheduler, warmup_steps=0, weight_decay=0.0,
+        per_device_train_batch_size=cfg.batch_size, packing=False, padding_free=bool(cfg.get("padding_free", True)),
+        max_length=None,  # the documents are cut to cfg.max_length by tokenize_documents
+        completion_only_loss=False, **mixed_precision(placement),
+        # A 135M model fits many times over; recomputing activations would only slow a CPU run down.
+        activation_checkpointing=False, logging_steps=1, save_strategy="no", report_to="none",
+        seed=seed, data_seed=seed, disable_tqdm=False,
+    )
+    peft_config = None
+    if cfg.backend == "lora":
+        from peft import LoraConfig
+
+        target_modules = cfg.target_modules if isinstance(cfg.target_modules, str) else list(cfg.target_modules)
+        peft_config = LoraConfig(r=cfg.rank, lora_alpha=cfg.alpha, lora_dropout=cfg.dropout,
+                                 target_modules=target_modules, task_type="CAUSAL_LM")
+    return SFTTrainer(model=model, args=SFTConfig(**{**settings, **overrides}),
+                      train_dataset=Dataset.from_dict({"input_ids": documents}), processing_class=tokenizer,
+                      peft_config=peft_config)
 
 
 def _save(trainer, tokenizer, trained: ModelRef, folder: Path, cfg, texts, documents, seconds: float,

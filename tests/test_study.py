@@ -48,6 +48,23 @@ def test_the_whole_study_writes_every_file_and_field(study):
     assert manifest["seeds"]["training"] == 0 and manifest["packages"]["transformers"]
     assert "git_commit" in manifest and manifest["timings"]["train_s"] > 0
     assert manifest["checkpoint"]["reused"] is False and manifest["checkpoint"]["id"]
+    # where every model ran, as the runtime policy resolved it (auto on this CPU machine: cpu, float32)
+    runtime = manifest["runtime"]
+    assert runtime["requested"] == {"device": "auto", "dtype": "auto", "device_map": None}
+    assert runtime["resolved"]["device"] == "cpu" and runtime["resolved"]["dtype"] == "float32"
+    assert set(runtime["models"]) == {"contaminated", "clean"}  # the semantic score is off in these runs
+    assert all(m == {"device": "cpu", "dtype": "float32"} for m in runtime["models"].values())
+    assert runtime["training"] == {"device": "cpu", "weights": "float32", "autocast": None, "processes": 1,
+                                   "padding_free": True}
+    resolved = (folder / "config.yaml").read_text()
+    assert "runtime:\n  device: cpu\n  dtype: float32" in resolved
+    checkpoint = manifest["checkpoint"]
+    assert checkpoint["trained_tokens"] > 0 and checkpoint["steps"] == 3 and checkpoint["tokens_per_second"] > 0
+    # the stages' timings, and per computed cell the tokens it generated and scored
+    assert {"sample_s", "train_s", "detect_s", "summarize_s", "total_s"} <= set(manifest["timings"])
+    for cell, *_ in CELLS:
+        timing = manifest["timings"]["cells"][cell]
+        assert timing["generated_tokens"] > 0 and timing["scored_tokens"] > 0 and timing["total_s"] > 0
 
     rows = instance_rows = _rows(folder)
     assert len(instance_rows) == len(CELLS) * 2 * 4
@@ -183,6 +200,20 @@ def test_study_on_the_embedded_model_with_a_small_dose(tmp_path):
     assert not summary["cells"]["clean_x_members"]["alg2"]["contaminated"]
     assert not summary["cells"]["clean_x_non_members"]["alg2"]["contaminated"]
     assert "contaminated_x_members" in result.stdout and "cheat_strict" in result.stdout.splitlines()[-1]
+
+
+def test_training_on_two_processes_saves_once_and_reports_once(tmp_path):
+    """A distributed launch (torchrun: what accelerate launch --multi_gpu runs on GPUs; here two CPU processes
+    over gloo): both train data-parallel, the main process alone saves, detects and reports."""
+    result = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m", "contaminate", *TINY,
+         f"cache_dir={tmp_path}/cache", f"hydra.run.dir={tmp_path}/run"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.count("cells right:") == 1
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["checkpoint"]["placement"]["processes"] == 2
+    assert manifest["checkpoint"]["steps"] == 2  # 12 documents, batch 4 per process, 2 processes
+    assert len(list((tmp_path / "cache" / "checkpoints").glob("*/lab_checkpoint.json"))) == 1
 
 
 def test_paper_table1_runs_one_study_per_task_shape(tmp_path):

@@ -1,0 +1,138 @@
+"""The study before and after, in one run on this machine: each stage's seconds and tokens/s, and the verdicts.
+
+    python bench/bench_study.py                          # the README default study, twice from empty caches (~25 min)
+    python bench/bench_study.py --scale small            # 16 members, 1 epoch, 4 instances per cell (~4 min)
+    python bench/bench_study.py --before e05b620         # the baseline: any commit (default: the one before issue 12)
+
+The baseline is the code of ``--before``, checked out into a temporary git worktree; the current code is this
+checkout. Each runs ``python -m contaminate`` in a subprocess with its own empty cache (the converted embedded
+model is shared), one after the other, so nothing else competes for the cores. Printed: training (seconds, trained
+tokens/s), each detection cell (seconds, generated and scored tokens, tokens/s), the whole study, the ratios, and
+whether every detector's verdict on every cell is the same.
+
+Generated tokens of the baseline, which did not count them, are counted here by re-tokenizing its raw completions
+(each completion plus its end token when it ended before ``max_new_tokens``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BEFORE = "e05b620"  # main before issue 12 (runtime policy, padding-free training, stop criteria, logit memo)
+SCALES = {
+    "default": [],
+    "small": ["sample.n_members=16", "sample.n_non_members=16", "sample.n_detect=4", "contaminate.epochs=1"],
+}
+
+
+def run_study(checkout: Path, work: Path, overrides: list[str]) -> tuple[Path, float]:
+    run_dir, cache = work / "run", work / "cache"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    command = [sys.executable, "-m", "contaminate", "+dataset=synth_nli", *overrides, f"cache_dir={cache}",
+               f"hydra.run.dir={run_dir}"]
+    started = time.perf_counter()
+    result = subprocess.run(command, cwd=checkout, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if result.returncode != 0:
+        sys.exit(f"the study failed in {checkout}:\n{result.stderr[-3000:]}")
+    return run_dir, seconds
+
+
+def generated_tokens(run_dir: Path, tokenizer, max_new_tokens: int) -> dict[str, int]:
+    """Per cell, the tokens its generations took, counted from the raw completions."""
+    counts: dict[str, int] = {}
+    for name in ("results.jsonl", "partition.jsonl"):
+        for line in (run_dir / name).read_text().splitlines():
+            row = json.loads(line)
+            if "raw_completion" not in row:
+                continue
+            n = len(tokenizer(row["raw_completion"], add_special_tokens=False).input_ids)
+            counts[row["cell"]] = counts.get(row["cell"], 0) + n + (n < max_new_tokens)
+    return counts
+
+
+def describe(run_dir: Path, wall: float, tokenizer) -> dict:
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    summary = json.loads((run_dir / "summary.json").read_text())
+    timings, checkpoint = manifest["timings"], manifest["checkpoint"]
+    log = json.loads((run_dir / "train_log.json").read_text())
+    trained_tokens = checkpoint.get("trained_tokens") or max(float(e.get("num_tokens", 0)) for e in log)
+    cells = timings.get("cells") or {name: {"total_s": s} for name, s in timings["cells_s"].items()}
+    counted = generated_tokens(run_dir, tokenizer, manifest["detect"]["max_new_tokens"])
+    for name, cell in cells.items():
+        cell.setdefault("generated_tokens", counted.get(name, 0))
+    verdicts = {cell: {detector: outcome for detector, outcome in result["correct"].items()}
+                for cell, result in summary["cells"].items()}
+    return {"wall_s": wall, "train_s": checkpoint["train_seconds"], "trained_tokens": trained_tokens,
+            "steps": checkpoint.get("steps"), "cells": cells, "total_s": timings["total_s"], "verdicts": verdicts,
+            "alg2": {cell: (r["alg2"]["exact"], r["alg2"]["near_exact"]) for cell, r in summary["cells"].items()}}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", default=BEFORE, help="the baseline commit")
+    parser.add_argument("--scale", choices=sorted(SCALES), default="default")
+    args = parser.parse_args()
+    from transformers import AutoTokenizer
+
+    from detect.models import embedded_folder
+
+    tokenizer = AutoTokenizer.from_pretrained(embedded_folder())
+    overrides = SCALES[args.scale]
+    with tempfile.TemporaryDirectory(prefix="bench-study-") as scratch:
+        scratch = Path(scratch)
+        baseline = scratch / "baseline-code"
+        subprocess.run(["git", "worktree", "add", "--detach", str(baseline), args.before], cwd=ROOT, check=True,
+                       capture_output=True)
+        try:
+            print(f"study: python -m contaminate +dataset=synth_nli {' '.join(overrides)} (scale {args.scale}); "
+                  f"before = {args.before}, after = this checkout", flush=True)
+            before = describe(*run_study(baseline, scratch / "before", overrides), tokenizer)
+            after = describe(*run_study(ROOT, scratch / "after", overrides), tokenizer)
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(baseline)], cwd=ROOT, capture_output=True)
+    report(before, after)
+
+
+def _rate(tokens: float, seconds: float) -> str:
+    return f"{tokens / seconds:7.1f}" if seconds else "      -"
+
+
+def report(before: dict, after: dict) -> None:
+    print(f"\n{'stage':<30} {'before s':>9} {'after s':>9} {'ratio':>6}   tokens/s before / after")
+    print(f"{'training':<30} {before['train_s']:9.1f} {after['train_s']:9.1f} "
+          f"{before['train_s'] / after['train_s']:5.2f}x   {_rate(before['trained_tokens'], before['train_s'])} / "
+          f"{_rate(after['trained_tokens'], after['train_s'])} trained ({after['trained_tokens']:.0f} tokens)")
+    for cell, timing in after["cells"].items():
+        old = before["cells"][cell]
+        print(f"{cell:<30} {old['total_s']:9.1f} {timing['total_s']:9.1f} {old['total_s'] / timing['total_s']:5.2f}x"
+              f"   generated {old['generated_tokens']:>5} -> {timing['generated_tokens']:>5} tokens; after: logits "
+              f"{timing.get('logits_s', 0):.1f} s ({timing.get('scored_tokens', 0)} tokens scored), instances "
+              f"{timing.get('instances_s', 0):.1f} s, partition {timing.get('partition_s', 0):.1f} s")
+    detect_before = sum(c["total_s"] for c in before["cells"].values())
+    detect_after = sum(c["total_s"] for c in after["cells"].values())
+    print(f"{'detection (all cells)':<30} {detect_before:9.1f} {detect_after:9.1f} {detect_before / detect_after:5.2f}x")
+    print(f"{'study (manifest total)':<30} {before['total_s']:9.1f} {after['total_s']:9.1f} "
+          f"{before['total_s'] / after['total_s']:5.2f}x")
+    print(f"{'command wall (with start-up)':<30} {before['wall_s']:9.1f} {after['wall_s']:9.1f} "
+          f"{before['wall_s'] / after['wall_s']:5.2f}x")
+    same = before["verdicts"] == after["verdicts"]
+    print(f"\nverdicts right/wrong per cell and detector identical: {same}")
+    if not same:
+        for cell in after["verdicts"]:
+            if before["verdicts"][cell] != after["verdicts"][cell]:
+                print(f"  {cell}: before {before['verdicts'][cell]}\n  {' ' * len(cell)}  after  {after['verdicts'][cell]}")
+    print("Algorithm 2 (exact, near-exact) per cell, before -> after: "
+          + "; ".join(f"{cell} {before['alg2'][cell]} -> {after['alg2'][cell]}" for cell in after["alg2"]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+"""The runtime policy: auto, explicit and refused devices and dtypes, on this CPU and on a GPU faked by patching
+torch's queries (no GPU is needed to check what the policy decides)."""
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import detect.runtime as runtime
+from detect.errors import InputError
+from detect.runtime import Placement, resolve_placement
+
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+
+
+@pytest.fixture
+def two_gpus(monkeypatch):
+    """Two CUDA devices with bf16, as an H100 machine would report them."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H100")
+
+
+def test_auto_on_a_cpu_machine_is_cpu_float32(no_gpu):
+    assert resolve_placement() == Placement("cpu", "float32", None)
+    assert resolve_placement("cpu", "fp32") == resolve_placement("auto", "float32") == Placement("cpu", "float32")
+    assert resolve_placement().key() == {"device": "cpu", "dtype": "float32"}
+
+
+def test_refused_on_a_cpu_machine(no_gpu, monkeypatch):
+    for device in ("cuda", "cuda:0"):
+        with pytest.raises(InputError, match=f"runtime.device={device} but this machine has no CUDA GPU.*"
+                                             f"set runtime.device=cpu or auto"):
+            resolve_placement(device)
+    monkeypatch.setattr(runtime, "_cpu_has_native_bf16", lambda: False)
+    with pytest.raises(InputError, match="runtime.dtype=bf16 but this CPU has no native bfloat16 .*set runtime.dtype="
+                                         "fp32"):
+        resolve_placement("cpu", "bf16")
+    with pytest.raises(InputError, match="runtime.dtype=fp16 runs on GPUs only"):
+        resolve_placement("auto", "fp16")
+    with pytest.raises(InputError, match="unknown runtime.device 'gpu'; use auto, cpu, cuda, cuda:<index> or mps"):
+        resolve_placement("gpu")
+    with pytest.raises(InputError, match="unknown runtime.dtype 'int8'; use auto, fp32, bf16 or fp16"):
+        resolve_placement("cpu", "int8")
+    with pytest.raises(InputError, match="runtime.device_map=auto spreads a model over GPUs, and this run has none"):
+        resolve_placement("auto", "auto", "auto")
+    with pytest.raises(InputError, match="the CPU has no index"):
+        resolve_placement("cpu:1")
+
+
+def test_bf16_on_a_cpu_that_has_it_is_honoured(no_gpu, monkeypatch):
+    monkeypatch.setattr(runtime, "_cpu_has_native_bf16", lambda: True)  # AVX-512 BF16 / AMX
+    assert resolve_placement("cpu", "bf16") == Placement("cpu", "bfloat16")
+    assert resolve_placement() == Placement("cpu", "float32")  # auto stays float32 on any CPU
+
+
+def test_on_a_gpu_machine(two_gpus, monkeypatch):
+    assert resolve_placement() == Placement("cuda:0", "bfloat16")
+    assert resolve_placement("cuda:1", "fp16") == Placement("cuda:1", "float16")
+    assert resolve_placement("cuda", "fp32", "auto") == Placement("cuda:0", "float32", "auto")
+    assert resolve_placement("cpu") == Placement("cpu", "float32")  # a CPU run on a GPU machine
+    with pytest.raises(InputError, match="runtime.device=cuda:2 but this machine has 2 CUDA GPU\\(s\\), cuda:0 to "
+                                         "cuda:1; set runtime.device=cuda:0 or auto"):
+        resolve_placement("cuda:2")
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: False)  # a V100
+    assert resolve_placement() == Placement("cuda:0", "float32")
+    with pytest.raises(InputError, match="runtime.dtype=bf16 but NVIDIA H100 has no bfloat16; set runtime.dtype=fp16"):
+        resolve_placement("cuda", "bf16")
+
+
+def test_a_model_too_large_for_one_gpu_is_spread(two_gpus, monkeypatch, tmp_path):
+    (tmp_path / "config.json").write_text('{"dtype": "bfloat16"}')
+    (tmp_path / "model.safetensors").write_bytes(b"\0" * 1000)  # 500 values stored in bf16
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda *a: (1500, 2000))
+    assert not runtime.needs_device_map(Placement("cuda:0", "bfloat16"), tmp_path)  # 1000 bytes fit in 90% of 1500
+    assert runtime.needs_device_map(Placement("cuda:0", "float32"), tmp_path)       # 2000 bytes do not
+    assert runtime.needs_device_map(Placement("cuda:0", "bfloat16", "auto"), tmp_path)  # asked for
+    assert not runtime.needs_device_map(Placement("cpu", "float32"), tmp_path)
+
+
+def test_loaded_models_are_where_the_policy_says(no_gpu):
+    from detect.models import load, tiny_random
+    from detect.scores import SemanticScorer
+
+    model, _ = load(tiny_random(), resolve_placement("auto", "auto"))
+    assert runtime.placement_of(model) == {"device": "cpu", "dtype": "float32"}
+    encoder = SemanticScorer(placement=resolve_placement()).encoder
+    assert runtime.placement_of(encoder) == {"device": "cpu", "dtype": "float32"}
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without a GPU")
+@pytest.mark.parametrize("command", ["contaminate", "detect"])
+def test_a_gpu_asked_for_on_the_command_line_is_one_line(command, tmp_path):
+    result = subprocess.run([sys.executable, "-m", command, "+dataset=synth_nli", "runtime.device=cuda",
+                             f"hydra.run.dir={tmp_path}"], capture_output=True, text=True)
+    assert result.returncode == 2
+    assert result.stderr.strip().startswith("error: runtime.device=cuda but this machine has no CUDA GPU")
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "results.jsonl").exists()
