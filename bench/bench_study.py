@@ -119,7 +119,8 @@ def report(before: dict, after: dict) -> None:
               f"{timing.get('instances_s', 0):.1f} s, partition {timing.get('partition_s', 0):.1f} s")
     detect_before = sum(c["total_s"] for c in before["cells"].values())
     detect_after = sum(c["total_s"] for c in after["cells"].values())
-    print(f"{'detection (all cells)':<30} {detect_before:9.1f} {detect_after:9.1f} {detect_before / detect_after:5.2f}x")
+    print(f"{'detection (all cells)':<30} {detect_before:9.1f} {detect_after:9.1f} "
+          f"{detect_before / detect_after:5.2f}x")
     print(f"{'study (manifest total)':<30} {before['total_s']:9.1f} {after['total_s']:9.1f} "
           f"{before['total_s'] / after['total_s']:5.2f}x")
     print(f"{'command wall (with start-up)':<30} {before['wall_s']:9.1f} {after['wall_s']:9.1f} "
@@ -129,7 +130,8 @@ def report(before: dict, after: dict) -> None:
     if not same:
         for cell in after["verdicts"]:
             if before["verdicts"][cell] != after["verdicts"][cell]:
-                print(f"  {cell}: before {before['verdicts'][cell]}\n  {' ' * len(cell)}  after  {after['verdicts'][cell]}")
+                print(f"  {cell}: before {before['verdicts'][cell]}\n  {' ' * len(cell)}  after  "
+                      f"{after['verdicts'][cell]}")
     print("Algorithm 2 (exact, near-exact) per cell, before -> after: "
           + "; ".join(f"{cell} {before['alg2'][cell]} -> {after['alg2'][cell]}" for cell in after["alg2"]))
 

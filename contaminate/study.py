@@ -249,7 +249,8 @@ def _checkpoint(base: ModelRef, texts: list[str], cfg, training_key: dict, cache
         return ModelRef(record["id"], base.path), folder, False
     if finished and not cfg.force:
         ref = checkpoint_ref(base, folder, cfg.backend)
-        weights = Path(ref.adapter) / "adapter_model.safetensors" if ref.adapter else Path(ref.path) / "model.safetensors"
+        weights = (Path(ref.adapter) / "adapter_model.safetensors" if ref.adapter
+                   else Path(ref.path) / "model.safetensors")
         if not weights.is_file():
             raise InputError(f"checkpoint {folder} is missing or corrupt (no {weights.relative_to(folder)}); "
                              f"rerun with contaminate.force=true to train it again")

@@ -12,8 +12,9 @@ says what to set: ``cuda`` on a machine without one, ``cuda:2`` with two GPUs, `
 it, ``fp16`` on a CPU.
 
 ``device_map``: ``null`` puts the whole model on ``device``; ``auto`` spreads it over every visible GPU (and the
-CPU if they are full) with accelerate. With ``device: auto`` a model whose weights do not fit in 90% of one GPU's
-free memory is spread the same way without being asked.
+CPU if they are full) with accelerate. A model whose weights do not fit in 90% of one GPU's free memory is spread
+the same way without being asked, when more GPUs are visible. Under a distributed launch (``accelerate launch``,
+``torchrun``: ``LOCAL_RANK`` / ``WORLD_SIZE`` set) each process takes its own GPU and nothing is spread.
 
 Training follows the same policy: float32 weights are trained with bf16 (or fp16) autocast where the dtype says
 so (mixed precision), in full float32 otherwise.
@@ -21,6 +22,7 @@ so (mixed precision), in full float32 otherwise.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -63,6 +65,12 @@ def _cpu_has_native_bf16() -> bool:
     return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
 
 
+def _local_gpu() -> int:
+    import torch
+
+    return int(os.environ.get("LOCAL_RANK", torch.cuda.current_device()))
+
+
 def _check_device(device: str) -> str:
     import torch
 
@@ -78,7 +86,7 @@ def _check_device(device: str) -> str:
         if index is not None and int(index) >= count:
             raise InputError(f"runtime.device={device} but this machine has {count} CUDA GPU(s), cuda:0 to "
                              f"cuda:{count - 1}; set runtime.device=cuda:0 or auto")
-        return f"cuda:{index or torch.cuda.current_device()}"
+        return f"cuda:{index or _local_gpu()}"
     if kind == "mps" and not torch.backends.mps.is_available():
         raise InputError("runtime.device=mps but this machine has no Apple GPU; set runtime.device=cpu or auto")
     if kind == "cpu" and index is not None:
@@ -109,8 +117,8 @@ def resolve_placement(device: str = "auto", dtype: str = "auto", device_map: str
     import torch
 
     device, dtype = str(device), str(dtype)
-    if device == "auto":
-        device = f"cuda:{torch.cuda.current_device()}" if torch.cuda.is_available() else "cpu"
+    if device == "auto":  # under a distributed launch each process takes its own GPU
+        device = f"cuda:{_local_gpu()}" if torch.cuda.is_available() else "cpu"
     else:
         device = _check_device(device)
     if dtype == "auto":
@@ -154,8 +162,8 @@ def needs_device_map(placement: Placement, folder: str | Path) -> bool:
     GPU's free memory after conversion to ``placement.dtype``) while more GPUs are visible."""
     if placement.device_map == "auto":
         return True
-    if not placement.device.startswith("cuda"):
-        return False
+    if not placement.device.startswith("cuda") or int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        return False  # one GPU per process under a distributed launch
     import torch
 
     if torch.cuda.device_count() < 2:

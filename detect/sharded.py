@@ -52,7 +52,9 @@ def shard_orders(n_texts: int, *, n_shards: int = 10, n_permutations: int = 20,
     return orders
 
 
-def ordered_sequences(texts: Sequence[str], orders: Sequence[tuple[int, list[int]]], separator: str = "\n\n") -> list[str]:
+def ordered_sequences(texts: Sequence[str], orders: Sequence[tuple[int, list[int]]],
+                      separator: str = "\n\n") -> list[str]:
+    """The texts joined in each order of ``shard_orders``."""
     return [separator.join(texts[p] for p in positions) for _, positions in orders]
 
 

@@ -75,6 +75,16 @@ def test_on_a_gpu_machine(two_gpus, monkeypatch):
         resolve_placement("cuda", "bf16")
 
 
+def test_each_process_of_a_distributed_launch_takes_its_own_gpu(two_gpus, monkeypatch, tmp_path):
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert resolve_placement() == Placement("cuda:1", "bfloat16")
+    assert resolve_placement("cuda") == Placement("cuda:1", "bfloat16")
+    (tmp_path / "model.safetensors").write_bytes(b"\0" * 10**6)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda *a: (10, 20))
+    assert not runtime.needs_device_map(Placement("cuda:1", "bfloat16"), tmp_path)  # data-parallel: no spreading
+
+
 def test_a_model_too_large_for_one_gpu_is_spread(two_gpus, monkeypatch, tmp_path):
     (tmp_path / "config.json").write_text('{"dtype": "bfloat16"}')
     (tmp_path / "model.safetensors").write_bytes(b"\0" * 1000)  # 500 values stored in bf16
