@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -80,6 +81,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", default=BEFORE, help="the baseline commit")
     parser.add_argument("--scale", choices=sorted(SCALES), default="default")
+    parser.add_argument("--keep", help="copy both run folders (not the caches) here: before/ and after/")
     args = parser.parse_args()
     from transformers import AutoTokenizer
 
@@ -97,6 +99,9 @@ def main() -> None:
                   f"before = {args.before}, after = this checkout", flush=True)
             before = describe(*run_study(baseline, scratch / "before", overrides), tokenizer)
             after = describe(*run_study(ROOT, scratch / "after", overrides), tokenizer)
+            if args.keep:
+                for name in ("before", "after"):
+                    shutil.copytree(scratch / name / "run", Path(args.keep) / name, symlinks=True)
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(baseline)], cwd=ROOT, capture_output=True)
     report(before, after)

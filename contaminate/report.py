@@ -23,6 +23,14 @@ def _training(checkpoint: dict) -> str:
             f"{checkpoint['train_seconds']:.0f} s")
 
 
+def _where(runtime: dict | None) -> str:
+    if not runtime or not runtime.get("resolved"):
+        return ""
+    resolved = runtime["resolved"]
+    spread = ", spread over GPUs" if resolved.get("device_map") else ""
+    return f" on {resolved['device']} in {resolved['dtype']}{spread}"
+
+
 def write_report(path: Path, summary: dict, manifest: dict) -> None:
     cells = summary["cells"]
     lines = [
@@ -32,7 +40,8 @@ def write_report(path: Path, summary: dict, manifest: dict) -> None:
         f"{len(manifest['non_member_ids'])} held-out non-members, {next(iter(cells.values()))['n_instances']} "
         f"instances per cell, seed {summary['seed']}. Checkpoint "
         f"{'reused' if manifest['checkpoint']['reused'] else 'trained'} "
-        f"({_training(manifest['checkpoint'])}); study {manifest['timings']['total_s']:.0f} s.", "",
+        f"({_training(manifest['checkpoint'])}); study {manifest['timings']['total_s']:.0f} s"
+        f"{_where(manifest.get('runtime'))}.", "",
         "## Replicas among guided completions (cf. the paper's Table 1)", "",
         f"Labels by the {thresholds_line(manifest['judge'])}.", "",
         "| cell | instances | ground truth | exact | near-exact | Algorithm 2 |", "|---|---|---|---|---|---|",

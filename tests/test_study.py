@@ -102,6 +102,7 @@ def test_the_whole_study_writes_every_file_and_field(study):
     report = (folder / "report.md").read_text()
     assert "cf. the paper's Table 1" in report and "contaminated_x_members" in report and "loss.png" in report
     assert "Cheat? strict / lenient" in report and "sharded likelihood" in report and "min_k_plus" in report
+    assert "on cpu in float32." in report
 
 
 def test_reuse_resume_and_force(study):
