@@ -17,8 +17,10 @@ TEXTS = ["SynthNLI dataset, test split\nsentence1: Mateo Barven, a chemist from 
 
 
 def _loss(model, batch) -> float:
+    """As the trainer computes it: without a KV cache (with one, transformers does not read packed position ids as
+    document boundaries; TRL's compute_loss passes use_cache=False)."""
     with torch.no_grad():
-        return float(model(**batch).loss)
+        return float(model(**batch, use_cache=False).loss)
 
 
 def test_a_padding_free_batch_gives_the_padded_loss_on_the_embedded_model():
