@@ -46,7 +46,8 @@ from detect.errors import InputError
 from detect.models import ModelRef, digest
 from detect.runtime import Placement
 from detect.runtime import from_config as placement_from
-from detect.run import detect_partition, logit_requests, partition_rows, summarize, verdicts, write_jsonl
+from detect.run import (detect_partition, logit_requests, partition_rows, summarize, verdicts, write_config,
+                        write_jsonl)
 
 # (cell, checkpoint, pool, ground truth)
 CELLS = (
@@ -119,9 +120,7 @@ def run_study(cfg, out_dir: Path) -> dict:
     placement = placement_from(cfg.runtime)  # a GPU asked for where none is: one line, before anything else
     if main_process:
         out_dir.mkdir(parents=True, exist_ok=True)
-        resolved = OmegaConf.to_container(cfg, resolve=True)
-        resolved["runtime"].update(device=placement.device, dtype=placement.dtype)
-        (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(resolved))
+        write_config(out_dir / "config.yaml", cfg, placement)
     timings = {}
 
     stage = time.time()

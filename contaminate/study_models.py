@@ -26,10 +26,6 @@ class RememberingGenerator:
         self.generate, self.memory = generate, {}
         self.stop_reasons: list = []
 
-    @property
-    def prompt_format(self) -> str:
-        return self.generate.prompt_format
-
     def __call__(self, prompts: Sequence[str], shapes: Sequence | None = None) -> list[str]:
         keys = list(zip(prompts, shapes if shapes is not None else [None] * len(prompts)))
         missing = [key for key in dict.fromkeys(keys) if key not in self.memory]

@@ -13,8 +13,9 @@ No compute on padding (``padding_free``, default on): the documents of a batch a
 their own position ids, and the attention mask that transformers builds from those position ids is block-diagonal,
 so no document attends to another (with FlashAttention the kernels read the boundaries directly). Same batches,
 same documents, same loss as padded training within float tolerance (tests/test_train.py checks it on the
-embedded model); measured on the default study, 3.07 s against 3.25 s a step on a 2-core CPU, where the 100
-synth_nli documents vary little in length (54-75 tokens), and more where lengths vary more.
+embedded model); ``python bench/bench_train.py`` on the default study's members, 2-core CPU: 3.43 s against
+3.80 s a step (1.11x), where the 100 synth_nli documents vary little in length (54-75 tokens); more where lengths
+vary more.
 
 Writes into ``folder``: ``adapter/`` (LoRA) or ``model/`` (full), ``train_log.json`` (TRL's log history),
 ``loss.png``, and ``lab_checkpoint.json`` last, which marks the folder as finished.
@@ -149,7 +150,7 @@ def _save(trainer, tokenizer, trained: ModelRef, folder: Path, cfg, texts, docum
               "placement": {"device": str(trainer.args.device), "weights": "float32",
                             "autocast": {"bfloat16": "bf16", "float16": "fp16"}.get(placement.dtype),
                             "processes": trainer.accelerator.num_processes,
-                            "padding_free": bool(cfg.get("padding_free", True))}}
+                            "padding_free": trainer.args.padding_free}}
     (folder / "lab_checkpoint.json").write_text(json.dumps(record, indent=1))
 
 

@@ -238,6 +238,16 @@ def partition_lines(summary: dict) -> list[str]:
     return lines
 
 
+def write_config(path: Path, cfg, placement) -> None:
+    """The run's config with interpolations resolved and ``runtime.device`` / ``runtime.dtype`` as the policy
+    resolved them (Hydra's own copy, as asked, is in ``.hydra/``)."""
+    from omegaconf import OmegaConf
+
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    resolved["runtime"].update(device=placement.device, dtype=placement.dtype)
+    path.write_text(OmegaConf.to_yaml(resolved))
+
+
 def write_jsonl(path: Path, rows: Sequence[dict]) -> None:
     with open(path, "w") as file:
         for row in rows:
@@ -246,8 +256,6 @@ def write_jsonl(path: Path, rows: Sequence[dict]) -> None:
 
 def main(cfg, out_dir: Path) -> dict:
     """Everything ``python -m detect`` does, given a composed config and a run folder."""
-    from omegaconf import OmegaConf
-
     from detect.cli import instantiate
     from detect.generate import LocalGenerator
     from detect.logits import TokenStatistics
@@ -264,9 +272,7 @@ def main(cfg, out_dir: Path) -> dict:
     dataset = cfg.dataset
     split = cfg.split or dataset.default_split
     placement = placement_from(cfg.runtime)
-    resolved = OmegaConf.to_container(cfg, resolve=True)
-    resolved["runtime"].update(device=placement.device, dtype=placement.dtype)
-    (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(resolved))
+    write_config(out_dir / "config.yaml", cfg, placement)
 
     split_examples = load_split(dataset, split)
     examples = sample(split_examples, cfg.sample.n_detect, seed=cfg.seed, where=f"{dataset.key} {split}")

@@ -39,23 +39,23 @@ def shards_of(n_items: int, n_shards: int) -> list[np.ndarray]:
 
 
 def shard_orders(n_texts: int, *, n_shards: int = 10, n_permutations: int = 20,
-                 seed: int = 0) -> list[tuple[int, list[int]]]:
-    """Per shard, its canonical order and then ``n_permutations`` shuffles, as (shard, positions) pairs: the
+                 seed: int = 0) -> list[tuple[int, bool, list[int]]]:
+    """Per shard, its canonical order and then ``n_permutations`` shuffles, as (shard, canonical, positions): the
     sequences the test scores. Drawn from ``seed`` alone, so a cell can ask for their statistics before the test."""
     if n_permutations < 1:
         raise InputError(f"detect.sharded.n_permutations={n_permutations}: give at least 1 shuffled order per shard")
     rng = np.random.default_rng(seed)
     orders = []
     for shard, positions in enumerate(shards_of(n_texts, n_shards)):
-        orders.append((shard, positions.tolist()))
-        orders += [(shard, rng.permutation(positions).tolist()) for _ in range(n_permutations)]
+        orders.append((shard, True, positions.tolist()))
+        orders += [(shard, False, rng.permutation(positions).tolist()) for _ in range(n_permutations)]
     return orders
 
 
-def ordered_sequences(texts: Sequence[str], orders: Sequence[tuple[int, list[int]]],
+def ordered_sequences(texts: Sequence[str], orders: Sequence[tuple[int, bool, list[int]]],
                       separator: str = "\n\n") -> list[str]:
     """The texts joined in each order of ``shard_orders``."""
-    return [separator.join(texts[p] for p in positions) for _, positions in orders]
+    return [separator.join(texts[p] for p in positions) for _, _, positions in orders]
 
 
 def sharded_likelihood_test(model, tokenizer, texts: Sequence[str], *, n_shards: int = 10,
@@ -72,8 +72,8 @@ def sharded_likelihood_test(model, tokenizer, texts: Sequence[str], *, n_shards:
     n_shards = orders[-1][0] + 1
     canonical = np.zeros(n_shards)
     shuffled = [[] for _ in range(n_shards)]
-    for index, ((shard, _), value) in enumerate(zip(orders, log_likelihoods)):
-        if index == 0 or orders[index - 1][0] != shard:  # each shard's first sequence is its canonical order
+    for (shard, is_canonical, _), value in zip(orders, log_likelihoods):
+        if is_canonical:
             canonical[shard] = value
         else:
             shuffled[shard].append(value)
