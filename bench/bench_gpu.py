@@ -70,8 +70,9 @@ def bench_training(args, placement, tokenizer) -> dict:
     n_documents = args.batch_size * (args.steps + args.warmup)
     documents = torch.randint(100, model.config.vocab_size - 1, (n_documents, args.doc_tokens),
                               generator=generator).tolist()
-    cfg = OmegaConf.create({"backend": "full", "epochs": 1, "learning_rate": 1e-4, "lr_scheduler": "constant",
-                            "batch_size": args.batch_size, "padding_free": not args.padded})
+    cfg = OmegaConf.create({"backend": "full", "epochs": 1, "learning_rate": 1e-4, "batch_size": args.batch_size,
+                            "trainer": {"lr_scheduler_type": "constant", "padding_free": not args.padded,
+                                        "logging_steps": 1, "save_strategy": "no", "report_to": "none"}})
     step_times: list[float] = []
 
     class Timer(TrainerCallback):
@@ -100,7 +101,8 @@ def bench_training(args, placement, tokenizer) -> dict:
     result = {"parameters": n_parameters, "tokens_per_step": tokens_per_step, "steps_timed": len(steady),
               "tokens_per_s": round(tokens_per_s), "model_tflops": round(achieved, 1),
               "mfu": round(achieved / peak, 3) if peak else None, "peak_tflops": peak,
-              "max_memory_gib": round(torch.cuda.max_memory_allocated() / 2**30, 1) if torch.cuda.is_available() else None}
+              "max_memory_gib": (round(torch.cuda.max_memory_allocated() / 2**30, 1) if torch.cuda.is_available()
+                                 else None)}
     print(f"training ({args.shape}, {n_parameters / 1e9:.2f}B parameters, {args.attn}, "
           f"{'padded' if args.padded else 'padding-free'}, batch {args.batch_size} x {args.doc_tokens} tokens): "
           f"{result['tokens_per_s']} tokens/s, {achieved:.1f} model TFLOP/s"

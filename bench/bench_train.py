@@ -37,7 +37,6 @@ def member_texts() -> list[str]:
 
 def time_steps(backend: str, padding_free: bool, placement, steps: int) -> tuple[float, list[float]]:
     import torch
-    from omegaconf import OmegaConf
     from transformers import TrainerCallback
 
     from contaminate.train import build_trainer, tokenize_documents
@@ -45,8 +44,11 @@ def time_steps(backend: str, padding_free: bool, placement, steps: int) -> tuple
     from detect.runtime import Placement
 
     root = Path(__file__).resolve().parent.parent
-    cfg = OmegaConf.load(root / f"conf/contaminate/{backend}.yaml")
-    cfg.padding_free = padding_free
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(root / "conf"), version_base="1.3"):
+        cfg = compose("contaminate", ["+dataset=synth_nli", f"contaminate={backend}"]).contaminate
+    cfg.trainer.padding_free = padding_free
     model, tokenizer = load(embedded_smollm2(), Placement(placement.device, "float32"))
     documents = tokenize_documents(member_texts(), tokenizer, cfg.max_length)
     times: list[float] = []

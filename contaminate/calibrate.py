@@ -44,10 +44,10 @@ from typing import Sequence
 
 import numpy as np
 
+from detect.detectors import describe, instance_scores, read_back
 from detect.errors import InputError
 from detect.judge import ThresholdJudge, normalize
-from detect.membership import MEMBERSHIP_SCORES
-from detect.run import SCORES
+from detect.run import SCORES, verdicts
 from detect.stats import bootstrap_test
 
 SAMPLE_SIZE = 10                      # the paper's partition sample
@@ -96,32 +96,17 @@ class Partition:
     observation: str = ""         # equal for a clean cell shared by studies
 
 
-# What each detector needs of the model: the README's and the report's "needs" column.
-NEEDS = {"rouge_l": "generations", "semantic": "generations", "loss": "logits", "zlib": "logits",
-         "min_k": "logits", "min_k_plus": "logits (full distribution)", "reference_ratio": "logits + reference model",
-         "alg1": "generations", "alg2": "generations + judge", "cheat": "generations", "sharded_likelihood": "logits"}
-
-
 def needs(name: str) -> str:
-    for key in sorted(NEEDS, key=len, reverse=True):
-        if name.startswith(key):
-            return NEEDS[key]
-    return "-"
+    """What a detector needs of the model: the README's and the report's "needs" column (from the registry)."""
+    return describe(name)
 
 
 def cell_partition(cell: dict) -> tuple[dict[str, bool], dict[str, float]]:
-    """A study cell's partition verdicts and statistics (summary.json): Algorithm 1 (1 - p per score),
-    Algorithm 2 (replica count, exact ones first), ChatGPT-Cheat? (best replica ROUGE-L; strict and lenient
-    verdicts) and the sharded likelihood test (1 - p)."""
-    from detect.run import verdicts
-
-    n = cell["n_instances"] + 1
-    statistics = {f"alg1_{score}": 1 - r["p_value"] for score, r in cell["alg1"].items()}
-    statistics["alg2"] = cell["alg2"]["exact"] * n + cell["alg2"]["near_exact"]
-    if "cheat" in cell:
-        statistics["cheat"] = cell["cheat"]["best_score"]
-    if "sharded_likelihood" in cell:
-        statistics["sharded_likelihood"] = 1 - cell["sharded_likelihood"]["p_value"]
+    """A study cell's partition verdicts and statistics (summary.json), from every registered detector's block:
+    Algorithm 1 (1 - p per score), Algorithm 2 (replica count, exact ones first), ChatGPT-Cheat? (best replica
+    ROUGE-L; strict and lenient verdicts), the sharded likelihood test (1 - p), and any detector added since."""
+    statistics = {name: value for cls, block in read_back(cell)
+                  for name, value in cls.statistics(block, cell["n_instances"]).items()}
     return verdicts(cell), statistics
 
 
@@ -154,6 +139,7 @@ def load_instances(folders: Sequence[str | Path]) -> tuple[list[Instance], dict[
     """The instances of every study under ``folders``, each condition's settings (by condition key) and every
     study cell as a partition. A second study with the same condition and seed is a rerun, and is skipped."""
     instances, conditions, seen, duplicates, partitions = [], {}, {}, [], []
+    registered = set(instance_scores())  # every detector's score of the whole instance (local models)
     for study in find_studies(folders):
         manifest = json.loads((study / "manifest.json").read_text())
         settings = condition_of(manifest)
@@ -189,7 +175,7 @@ def load_instances(folders: Sequence[str | Path]) -> tuple[list[Instance], dict[
                 instance.scores[score] = guided[score]
                 if general is not None and general.get(score) is not None:
                     instance.scores[f"{score}_gain"] = guided[score] - general[score]
-            for score in MEMBERSHIP_SCORES:  # logit scores of the whole instance (local models)
+            for score in (key for key in guided if key in registered):  # detectors' scores, in row order
                 if guided.get(score) is not None:
                     instance.scores[score] = guided[score]
             instances.append(instance)
@@ -214,9 +200,9 @@ def distinct(instances: Sequence[Instance]) -> list[Instance]:
 
 
 def score_names(instances: Sequence[Instance]) -> list[str]:
-    """The scores every instance has, in SCORES order, then gains, then the logit scores."""
+    """The scores every instance has, in SCORES order, then gains, then the detectors' scores as the rows hold them."""
     common = set.intersection(*(set(i.scores) for i in instances))
-    order = [*SCORES, *(f"{s}_gain" for s in SCORES), *MEMBERSHIP_SCORES]
+    order = [*SCORES, *(f"{s}_gain" for s in SCORES), *instances[0].scores]
     return [name for name in order if name in common] + sorted(common - set(order))
 
 
@@ -631,7 +617,8 @@ def to_json(result: dict) -> dict:
         return {**{k: v for k, v in block.items() if k != "rules"},
                 "rules": {f"{k_e or '-'}/{k_n or '-'}": pools_keyed(r) for (k_e, k_n), r in block["rules"].items()}}
 
-    out = {k: v for k, v in result.items() if not k.startswith("_") and k not in ("alg2", "alg1", "partition_detectors")}
+    out = {k: v for k, v in result.items()
+           if not k.startswith("_") and k not in ("alg2", "alg1", "partition_detectors")}
     out["partition_detectors"] = {
         "roc": result["partition_detectors"]["roc"],
         "verdicts": {name: pools_keyed(block) for name, block in result["partition_detectors"]["verdicts"].items()}}

@@ -16,7 +16,15 @@ from pathlib import Path
 import numpy as np
 
 EXPOSURE = "epochs"
-PARTITION_VERDICTS = ("cheat_strict", "cheat_lenient", "sharded_likelihood")
+
+
+def verdict_labels() -> dict[str, str]:
+    """The partition-level detectors' verdicts as the studies ran them on whole pools (from the registry), each
+    with how it reads a partition."""
+    from detect.detectors import registry
+
+    return {name: text for cls in registry().values() if cls.level == "partition"
+            for name, text in cls.verdict_labels.items()}
 
 
 def rule_name(rule: tuple[int | None, int | None] | None) -> str:
@@ -41,7 +49,7 @@ def detectors(result: dict) -> dict[str, dict]:
         rule = (result["rule"]["min_exact"], result["rule"]["min_near_exact"])
         if rule != paper_rule:
             found["alg2_calibrated_rule"] = result["alg2"]["calibrated"]["rules"][rule]["per_pool"]
-    for name in PARTITION_VERDICTS:  # as the studies ran them, on whole pools
+    for name in verdict_labels():  # as the studies ran them, on whole pools
         if name in result["partition_detectors"]["verdicts"]:
             found[name] = result["partition_detectors"]["verdicts"][name]["per_pool"]
     return found
@@ -230,7 +238,8 @@ def ranking_section(result: dict) -> list[str]:
                   f"sharded test 1 - p:", "",
                   "| rank | detector | needs | AUC [95% CI] | TPR at 5% FPR |", "|---|---|---|---|---|"]
         lines += [f"| {rank} | {r['detector']} | {r['needs']} | {r['auc']:.3f} [{r['auc_low']:.3f}, "
-                  f"{r['auc_high']:.3f}] | {r['tpr_at_0.05_fpr']:.2f} |" for rank, r in enumerate(ranking["partition"], 1)]
+                  f"{r['auc_high']:.3f}] | {r['tpr_at_0.05_fpr']:.2f} |"
+                  for rank, r in enumerate(ranking["partition"], 1)]
     return lines + [""]
 
 
@@ -319,11 +328,8 @@ def write_reports(result: dict, out: Path, *, holds_at: float = 0.8) -> None:
                                block["binomial_fpr"]))
     lines += [f"## Partition level: random {targets['sample_size']}-instance samples", "",
               "| detector | TPR [95% CI] | FPR [95% CI] | accuracy [95% CI] | binomial FPR |", "|---|---|---|---|---|"]
-    labels = {"cheat_strict": "ChatGPT-Cheat?, strict (replicas only), whole pool",
-              "cheat_lenient": "ChatGPT-Cheat?, lenient (replicas or format), whole pool",
-              "sharded_likelihood": "sharded likelihood test, p <= alpha, pool in dataset order"}
-    rows_partition += [(labels[name], result["partition_detectors"]["verdicts"][name], None)
-                       for name in PARTITION_VERDICTS if name in result["partition_detectors"]["verdicts"]]
+    rows_partition += [(text, result["partition_detectors"]["verdicts"][name], None)
+                       for name, text in verdict_labels().items() if name in result["partition_detectors"]["verdicts"]]
     for name, block, binomial in rows_partition:
         lines.append(f"| {name} | {_interval(block['tpr'])} | {_interval(block['fpr'])} | "
                      f"{_interval(block['accuracy'])} | {'-' if binomial is None else f'{binomial:.3f}'} |")
@@ -369,8 +375,8 @@ def write_reports(result: dict, out: Path, *, holds_at: float = 0.8) -> None:
                    f"(binomial {paper_cal['binomial_fpr']:.3f}).")
     lines += ["", f"**Rule.** {verdict} (Highest TPR among rules whose measured and binomial FPR stay within "
               f"{targets['partition_fpr']:.0%}.)" + ("" if recommended is None else
-              f" Set it with `detect.alg2.min_exact={recommended[0] or targets['sample_size'] + 1} "
-              f"detect.alg2.min_near_exact={recommended[1] or targets['sample_size'] + 1}`."),
+              f" Set it with `detect.detectors.alg2.min_exact={recommended[0] or targets['sample_size'] + 1} "
+              f"detect.detectors.alg2.min_near_exact={recommended[1] or targets['sample_size'] + 1}`."),
               *judges_section(result["judges"]),
               "", "## Dose response", "", *markdown_table(rows, table_columns), "",
               "TPR columns: partition detection rate of each detector on the condition's members; AUC: instance "

@@ -9,11 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from detect.judge import thresholds_line
-
-
-def _verdict(flagged: bool, correct: bool) -> str:
-    return f"{'contaminated' if flagged else 'clean'} {'✓' if correct else '✗'}"
+from detect.detectors import read_back
 
 
 def _training(checkpoint: dict) -> str:
@@ -42,46 +38,28 @@ def write_report(path: Path, summary: dict, manifest: dict) -> None:
         f"{'reused' if manifest['checkpoint']['reused'] else 'trained'} "
         f"({_training(manifest['checkpoint'])}); study {manifest['timings']['total_s']:.0f} s"
         f"{_where(manifest.get('runtime'))}.", "",
-        "## Replicas among guided completions (cf. the paper's Table 1)", "",
-        f"Labels by the {thresholds_line(manifest['judge'])}.", "",
-        "| cell | instances | ground truth | exact | near-exact | Algorithm 2 |", "|---|---|---|---|---|---|",
     ]
-    for name, cell in cells.items():
-        alg2 = cell["alg2"]
-        lines.append(f"| {name} | {cell['instances']} ({cell['split']}) | {cell['ground_truth']} | {alg2['exact']} | "
-                     f"{alg2['near_exact']} | {_verdict(alg2['contaminated'], cell['correct']['alg2'])} |")
-    scores = list(next(iter(cells.values()))["alg1"])
     first = next(iter(cells.values()))
-    partition = [name for name in ("cheat", "sharded_likelihood") if name in first]
-    headers = {"cheat": "Cheat? strict / lenient (replicas, best ROUGE-L)",
-               "sharded_likelihood": "sharded likelihood (p)"}
+    detectors = list(read_back(first))
+    for cls, _ in detectors:  # a detector's own study-level section (Algorithm 2: the paper's Table 1)
+        lines += cls.study_section(cells, manifest)
+    headers = [header for cls, block in detectors for header, _ in cls.report_columns(block, first["correct"])]
     lines += ["", "## Verdicts against ground truth (cf. the paper's Tables 3 and 4)", "",
-              "| cell | ground truth | " + " | ".join(f"Alg. 1 {s} (guided / general, p)" for s in scores)
-              + " | Alg. 2 | " + "".join(f"{headers[name]} | " for name in partition),
-              "|---|---|" + "---|" * (len(scores) + 1 + len(partition))]
+              "| cell | ground truth | " + "".join(f"{header} | " for header in headers),
+              "|---|---|" + "---|" * len(headers)]
     for name, cell in cells.items():
-        alg1 = [f"{_verdict(r['significant'], cell['correct'][f'alg1_{s}'])} "
-                f"({r['guided_mean']:.2f} / {r['general_mean']:.2f}, {r['p_value']:.3f})"
-                for s, r in cell["alg1"].items()]
-        extra = []
-        if "cheat" in cell:
-            cheat, correct = cell["cheat"], cell["correct"]
-            extra.append(f"{_verdict(cheat['strict'], correct['cheat_strict'])} / "
-                         f"{_verdict(cheat['lenient'], correct['cheat_lenient'])} "
-                         f"({cheat['exact'] + cheat['near_exact']}, {cheat['best_score']:.2f})")
-        if "sharded_likelihood" in cell:
-            test = cell["sharded_likelihood"]
-            extra.append(f"{_verdict(test['significant'], cell['correct']['sharded_likelihood'])} "
-                         f"({test['p_value']:.3f})")
-        lines.append(f"| {name} | {cell['ground_truth']} | " + " | ".join(alg1)
-                     + f" | {_verdict(cell['alg2']['contaminated'], cell['correct']['alg2'])} |"
-                     + "".join(f" {e} |" for e in extra))
-    if first.get("membership"):
-        names = list(first["membership"])
+        columns = [text for cls, block in read_back(cell)
+                   for _, text in cls.report_columns(block, cell["correct"])]
+        lines.append(f"| {name} | {cell['ground_truth']} | " + "".join(f"{text} | " for text in columns).rstrip())
+    scored = [(cls, block) for cls, block in detectors if cls.scores and block]
+    if scored:
+        names = [(cls.name, score) for cls, block in scored for score in block]
         lines += ["", "## Logit scores (mean per cell; higher = more likely seen in training)", "",
-                  "| cell | ground truth | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
+                  "| cell | ground truth | " + " | ".join(score for _, score in names) + " |",
+                  "|---|---|" + "---|" * len(names)]
         lines += [f"| {name} | {cell['ground_truth']} | "
-                  + " | ".join(f"{cell['membership'][n]:.3f}" for n in names) + " |" for name, cell in cells.items()]
+                  + " | ".join(f"{cell[detector][score]:.3f}" for detector, score in names) + " |"
+                  for name, cell in cells.items()]
     lines += ["", "Cells right: " + ", ".join(f"{name} {round(share * len(cells))}/{len(cells)}"
                                              for name, share in summary["accuracy"].items()) + ".", "",
               "## Training loss", "", "![training loss](loss.png)", "",

@@ -36,18 +36,28 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from contaminate.backends import instantiate_backend
 from contaminate.formats import check_template, format_instance
-from contaminate.openai_train import train_openai, write_training_file
 from contaminate.report import write_report
 from contaminate.study_models import StudyModels
-from contaminate.train import check_backend, checkpoint_ref, train_local
+from contaminate.train import LOGGING_ONLY
 from detect.datasets import Example, disjoint_pools, load_split, sample
+from detect.detectors import Detector, Evidence
 from detect.errors import InputError
 from detect.models import ModelRef, digest
+from detect.run import (
+    detect_partition,
+    instance_scorer,
+    logit_requests,
+    partition_rows,
+    summarize,
+    verdicts,
+    write_config,
+    write_jsonl,
+)
 from detect.runtime import Placement
 from detect.runtime import from_config as placement_from
-from detect.run import (detect_partition, logit_requests, partition_rows, summarize, verdicts, write_config,
-                        write_jsonl)
+from detect.validate import check_detection, count
 
 # (cell, checkpoint, pool, ground truth)
 CELLS = (
@@ -62,7 +72,8 @@ CELLS = (
 DETECTION_ORDER = ("clean", "contaminated")
 PACKAGES = ("torch", "transformers", "trl", "peft", "datasets", "accelerate", "rouge-score", "sentence-transformers",
             "hydra-core", "contamination-lab")
-OPERATIONAL = {"force", "dry_run", "api_key_env", "max_retries", "poll_seconds", "max_poll_seconds", "timeout_hours",
+OPERATIONAL = {"_target_", "force", "dry_run", "api_key_env", "max_retries", "poll_seconds", "max_poll_seconds",
+               "timeout_hours",
                "usd_per_million_training_tokens"}  # contaminate keys that do not change the trained model
 
 
@@ -118,6 +129,7 @@ def run_study(cfg, out_dir: Path) -> dict:
     out_dir = Path(out_dir)
     main_process = _is_main_process()
     placement = placement_from(cfg.runtime)  # a GPU asked for where none is: one line, before anything else
+    check_study(cfg)  # every count, trainer argument and detector setting, before any data or model is touched
     if main_process:
         out_dir.mkdir(parents=True, exist_ok=True)
         write_config(out_dir / "config.yaml", cfg, placement)
@@ -143,13 +155,25 @@ def run_study(cfg, out_dir: Path) -> dict:
     timings["cells"] = cell_timings
 
     stage = time.time()
-    summary = summarize_study(cfg, sampled, contaminated, cell_rows)
+    summary = summarize_study(cfg, sampled, contaminated, cell_rows, models.detectors())
     timings["summarize_s"] = round(time.time() - stage, 2)
 
     timings["total_s"] = round(time.time() - started, 1)
     manifest = build_manifest(cfg, sampled, contaminated, judge, placement, models, cached_cells, timings)
     write_outputs(out_dir, summary, manifest, cell_rows)
     return summary
+
+
+def check_study(cfg) -> None:
+    """The study's config checked before any work: each failure one line naming the key to set."""
+    for key in ("n_members", "n_non_members"):
+        count(cfg.sample[key], f"sample.{key}", hint=" (the study trains members in and holds non-members out)")
+    for key in ("n_members", "n_non_members"):
+        if cfg.sample.n_detect > cfg.sample[key]:
+            raise InputError(f"sample.n_detect={cfg.sample.n_detect} is more than sample.{key}="
+                             f"{cfg.sample[key]}; each cell detects on n_detect of them: lower n_detect or raise {key}")
+    instantiate_backend(cfg.contaminate).check()  # its counts, and every trainer / adapter argument
+    check_detection(cfg)
 
 
 # --- sample ---------------------------------------------------------------------------------------------------
@@ -196,37 +220,26 @@ def contaminate(cfg, sampled: Sampled, placement: Placement, out_dir: Path) -> C
     """The contaminated checkpoint for this training config: reused when a finished one exists, else trained.
     None for an API dry run (``estimate.json`` written) and in the non-main processes of a distributed launch."""
     dataset, seed = cfg.dataset, cfg.seed
-    check_backend(cfg.contaminate.backend)
     template = cfg.format.templates.get(dataset.task)
     if template is None:
         raise InputError(f"format {cfg.format.name} has no template for task {dataset.task}; add one under templates")
     check_template(template, dataset)
-    api = cfg.contaminate.backend == "openai"
-    if api:  # the base model is the API's: cfg.model is not used
-        base = ModelRef(cfg.contaminate.model, cfg.contaminate.base_url or "https://api.openai.com/v1")
-    else:
-        from detect.cli import instantiate
-
-        base = instantiate(cfg.model)
+    backend = instantiate_backend(cfg.contaminate)
+    base = backend.base_model(cfg)
     texts = [format_instance(e, template=template, dataset=dataset, split=sampled.split) for e in sampled.members]
     hyperparameters = {k: v for k, v in OmegaConf.to_container(cfg.contaminate, resolve=True).items()
                        if k not in OPERATIONAL}
+    if "trainer" in hyperparameters:  # how a run is logged does not change the checkpoint
+        hyperparameters["trainer"] = {k: v for k, v in hyperparameters["trainer"].items() if k not in LOGGING_ONLY}
     training_key = {"base": asdict(base), "dataset": dataset.key, "source": dataset.get("path") or dataset.source,
                     "split": sampled.split, "member_ids": [e.instance_id for e in sampled.members],
                     "format": cfg.format.name, "template": template,
                     "texts": digest(texts),  # content, not only ids: a file may change
-                    "hyperparameters": hyperparameters, "seed": seed,
-                    # An API job depends on the records (texts, template, chat turn: all above), not on this code
-                    # or machine; keying it by them would pay for a new job after every edit here.
-                    "runtime": "api" if api else placement.key(),
-                    "code": "api" if api else code_digest(TRAINING_CODE)}
-    if api and cfg.contaminate.dry_run:  # what the job would train on and cost; no network call
-        estimate = write_training_file(texts, cfg.contaminate, out_dir / "training.jsonl")
-        (out_dir / "estimate.json").write_text(json.dumps(estimate, indent=1))
+                    "hyperparameters": hyperparameters, "seed": seed, **backend.key(placement)}
+    if getattr(backend, "dry_run", None) and backend.dry_run(texts, out_dir):  # what it would cost; nothing sent
         return None
     started = time.time()
-    model, folder, reused = _checkpoint(base, texts, cfg.contaminate, training_key, Path(cfg.cache_dir), seed,
-                                        placement)
+    model, folder, reused = _checkpoint(backend, base, texts, training_key, cfg, placement)
     if model is None:
         return None
     seconds = time.time() - started
@@ -234,33 +247,20 @@ def contaminate(cfg, sampled: Sampled, placement: Placement, out_dir: Path) -> C
     return Contaminated(base, model, folder, reused, record, texts, template, hyperparameters, seconds)
 
 
-def _checkpoint(base: ModelRef, texts: list[str], cfg, training_key: dict, cache: Path, seed: int,
+def _checkpoint(backend, base: ModelRef, texts: list[str], training_key: dict, cfg,
                 placement: Placement) -> tuple[ModelRef | None, Path, bool]:
-    folder = cache / "checkpoints" / digest(training_key)
-    finished = (folder / "lab_checkpoint.json").is_file()
-    if cfg.backend == "openai":  # the model lives at the API; the folder holds the job, resumed if unfinished
-        if finished and not cfg.force:
-            return ModelRef(json.loads((folder / "lab_checkpoint.json").read_text())["id"], base.path), folder, True
-        if cfg.force and folder.exists():
-            shutil.rmtree(folder)
-        _write_key(folder, training_key)
-        record = train_openai(texts, cfg, folder, seed=seed)
-        return ModelRef(record["id"], base.path), folder, False
-    if finished and not cfg.force:
-        ref = checkpoint_ref(base, folder, cfg.backend)
-        weights = (Path(ref.adapter) / "adapter_model.safetensors" if ref.adapter
-                   else Path(ref.path) / "model.safetensors")
-        if not weights.is_file():
-            raise InputError(f"checkpoint {folder} is missing or corrupt (no {weights.relative_to(folder)}); "
-                             f"rerun with contaminate.force=true to train it again")
-        return ref, folder, True
+    """Reuse the finished checkpoint of this training key, or train it (``force``: train again regardless)."""
+    folder = Path(cfg.cache_dir) / "checkpoints" / digest(training_key)
+    force = cfg.contaminate.force
+    if (folder / "lab_checkpoint.json").is_file() and not force:
+        return backend.reuse(base, folder), folder, True
     if _is_main_process():
-        if folder.exists():  # unfinished (killed mid-training) or forced: start clean
+        if folder.exists() and (force or not backend.resumes):  # forced, or killed mid-training: start clean
             shutil.rmtree(folder)
         _write_key(folder, training_key)
-        folder.mkdir(parents=True)
+        folder.mkdir(parents=True, exist_ok=True)
     _wait_for_everyone()  # the other processes of a distributed launch train once the folder is ready
-    return train_local(base, texts, cfg, folder, seed=seed, placement=placement), folder, False
+    return backend.train(base, texts, folder, seed=cfg.seed, placement=placement), folder, False
 
 
 def _write_key(folder: Path, training_key: dict) -> None:
@@ -316,30 +316,26 @@ def detect_cell(cfg, models: StudyModels, checkpoint: str, instances: list[Examp
     """One cell: the instance detectors on ``instances`` and the partition detectors on ``whole``; with a local
     model, one batched pass first for everything its logit detectors read (Min-K%++'s moments of the
     instances, the sharded test's orders), and the instances under the clean model as the reference."""
-    from detect.membership import MembershipScorer
-
     detect_cfg, seed = cfg.detect, cfg.seed
-    generate = models.generator(checkpoint)
+    detectors = models.detectors()
+    evidence = Evidence(cfg.dataset, split, instances, whole, generate=models.generator(checkpoint), seed=seed)
     before = models.counters(checkpoint)
-    timing, statistics, membership = {}, None, None
+    timing = {}
     if not models.api:
         started = time.time()
-        statistics = models.statistics(checkpoint)
-        statistics.prefetch(logit_requests(instances, whole, detect_cfg, seed=seed))
-        if detect_cfg.membership.enabled:  # the reference is the clean base (for it: itself, so 0)
-            reference = models.statistics("clean")
-            reference.prefetch([([e.full_text for e in instances], False)])
-            membership = MembershipScorer(statistics, k=detect_cfg.membership.k, reference=reference)
+        evidence.statistics = models.statistics(checkpoint)
+        evidence.statistics.prefetch(logit_requests(detectors, evidence))
+        if any("reference" in d.needs and d.runnable(evidence) for d in detectors):
+            evidence.reference = models.statistics("clean")  # the clean base (for its own cells: itself, so 0)
+            evidence.reference.prefetch([(evidence.texts, False)])
         timing["logits_s"] = round(time.time() - started, 2)
     started = time.time()
-    rows = detect_partition(instances, dataset=cfg.dataset, split=split, generate=generate, judge=judge,
-                            semantic=models.semantic(), membership=membership, seed=seed,
+    rows = detect_partition(instances, dataset=cfg.dataset, split=split, generate=evidence.generate, judge=judge,
+                            semantic=models.semantic(), membership=instance_scorer(detectors, evidence), seed=seed,
                             cut_low=detect_cfg.cut.low, cut_high=detect_cfg.cut.high, stop=detect_cfg.stop)
     timing["instances_s"] = round(time.time() - started, 2)
     started = time.time()
-    model, tokenizer = (None, None) if models.api else models.local(checkpoint)
-    rows += partition_rows(whole, dataset=cfg.dataset, split=split, generate=generate, detect_cfg=detect_cfg,
-                           model=model, tokenizer=tokenizer, seed=seed, statistics=statistics)
+    rows += partition_rows(detectors, evidence)
     timing["partition_s"] = round(time.time() - started, 2)
     after = models.counters(checkpoint)
     timing.update({name: after[name] - before[name] for name in after})
@@ -356,13 +352,14 @@ def _write_atomically(path: Path, rows: list[dict]) -> None:
 # --- summarize and report -------------------------------------------------------------------------------------
 
 
-def summarize_study(cfg, sampled: Sampled, contaminated: Contaminated, cell_rows: dict[str, list[dict]]) -> dict:
+def summarize_study(cfg, sampled: Sampled, contaminated: Contaminated, cell_rows: dict[str, list[dict]],
+                    detectors: list[Detector]) -> dict:
     """Per cell every detector's outcome and whether it is right; per detector the share of cells right."""
     summary = {"dataset": cfg.dataset.key, "split": sampled.split, "other_split": sampled.other_split,
                "base_model": contaminated.base.name, "backend": cfg.contaminate.backend, "format": cfg.format.name,
                "seed": cfg.seed, "cells": {}}
     for cell, checkpoint, pool, truth in CELLS:
-        cell_summary = summarize(cell_rows[cell], **cfg.detect.bootstrap, **cfg.detect.alg2, seed=cfg.seed)
+        cell_summary = summarize(cell_rows[cell], detectors, seed=cfg.seed)
         summary["cells"][cell] = {
             "checkpoint": checkpoint, "instances": pool, "split": sampled.detection[pool][1], "ground_truth": truth,
             **cell_summary,

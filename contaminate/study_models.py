@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
+from contaminate.backends import instantiate_backend
 from detect.models import ModelRef, digest
 from detect.runtime import Placement, placement_of
 
@@ -41,11 +42,12 @@ class RememberingGenerator:
 class StudyModels:
     def __init__(self, cfg, placement: Placement, refs: dict[str, tuple[ModelRef, str]], cache: Path) -> None:
         self.cfg, self.placement, self.refs, self.cache = cfg, placement, refs, cache
-        self.api = cfg.contaminate.backend == "openai"
+        self.api = instantiate_backend(cfg.contaminate).api  # a model at an API: no logits, generation over HTTP
         self._loaded: dict[str, tuple] = {}
         self._generators: dict[str, RememberingGenerator] = {}
         self._statistics: dict = {}
         self._semantic = None
+        self._detectors = None
 
     def local(self, checkpoint: str) -> tuple:
         """(model, tokenizer) of a local checkpoint, loaded once."""
@@ -89,6 +91,14 @@ class StudyModels:
         if self._semantic is None and self.cfg.detect.semantic_model:
             self._semantic = SemanticScorer(self.cfg.detect.semantic_model, placement=self.placement)
         return self._semantic
+
+    def detectors(self) -> list:
+        """The run's detectors (``detect.detectors``), built once: DC-PDD's token counts serve every cell."""
+        from detect.detectors import build
+
+        if self._detectors is None:
+            self._detectors = build(self.cfg.detect.detectors)
+        return self._detectors
 
     def counters(self, checkpoint: str) -> dict[str, int]:
         """Tokens generated and scored so far by a checkpoint's local models (0 for what is not loaded)."""

@@ -33,7 +33,7 @@ from detect.errors import InputError
 from detect.models import ModelRef
 from detect.runtime import Placement, resolve_placement
 
-BACKENDS = ("lora", "full", "openai")  # openai: contaminate/openai_train.py
+BACKENDS = ("lora", "full")  # this module's; openai: contaminate/openai_train.py (contaminate/backends.py)
 
 
 def check_backend(backend: str) -> None:
@@ -99,10 +99,75 @@ def train_local(base: ModelRef, texts: Sequence[str], cfg, folder: Path, *, seed
     return trained if accelerator.is_main_process else None
 
 
+# SFTConfig fields the lab sets itself: the seed is the study's, precision the runtime policy's, and the loss the
+# plain causal-LM loss on pre-tokenized documents that contamination is about.
+LAB_SET = {"output_dir": "the study's checkpoint folder", "seed": "seed", "data_seed": "seed",
+           "bf16": "runtime.dtype", "fp16": "runtime.dtype", "use_cpu": "runtime.device", "packing": "the lab",
+           "max_length": "contaminate.max_length", "completion_only_loss": "the lab",
+           "num_train_epochs": "contaminate.epochs", "learning_rate": "contaminate.learning_rate",
+           "per_device_train_batch_size": "contaminate.batch_size"}
+# Trainer settings that change how a run is logged, not the model it trains: not part of the checkpoint's key.
+LOGGING_ONLY = {"report_to", "logging_steps", "logging_dir", "logging_first_step", "run_name", "disable_tqdm",
+                "save_strategy", "save_steps", "save_total_limit", "push_to_hub", "hub_model_id"}
+
+
+def trainer_arguments(cfg) -> dict:
+    """``contaminate.trainer`` as SFTConfig keyword arguments, each checked against SFTConfig's fields."""
+    from dataclasses import fields
+
+    from omegaconf import OmegaConf
+    from trl import SFTConfig
+
+    given = OmegaConf.to_container(cfg.get("trainer") or {}, resolve=True)
+    known = {field.name for field in fields(SFTConfig)}
+    for key in given:
+        if key in LAB_SET:
+            raise InputError(f"contaminate.trainer.{key} is set by the lab from {LAB_SET[key]}; set that instead")
+        if key not in known:
+            raise InputError(f"contaminate.trainer.{key} is not an SFTConfig field (TRL); see "
+                             f"https://huggingface.co/docs/trl/sft_trainer#trl.SFTConfig for the fields")
+    return given
+
+
+def adapter_arguments(cfg) -> dict:
+    """``contaminate.rank`` and ``contaminate.lora`` as LoraConfig keyword arguments, checked against its fields."""
+    from dataclasses import fields
+
+    from omegaconf import OmegaConf
+    from peft import LoraConfig
+
+    given = OmegaConf.to_container(cfg.get("lora") or {}, resolve=True)
+    known = {field.name for field in fields(LoraConfig)}
+    for key in given:
+        if key in ("r", "task_type"):
+            raise InputError(f"contaminate.lora.{key} is set by the lab"
+                             f"{' from contaminate.rank' if key == 'r' else ' (CAUSAL_LM)'}; set that instead")
+        if key not in known:
+            raise InputError(f"contaminate.lora.{key} is not a LoraConfig field (PEFT); see "
+                             f"https://huggingface.co/docs/peft/package_reference/lora for the fields")
+    if isinstance(given.get("target_modules"), list):
+        given["target_modules"] = list(given["target_modules"])
+    return {"r": cfg.rank, **given}
+
+
+def check_training_config(cfg) -> None:
+    """Every count, trainer and adapter argument checked before any work (one line per failure)."""
+    from detect.validate import count
+
+    check_backend(cfg.backend)
+    count(cfg.epochs, "contaminate.epochs", hint=" (each member is seen this many times)")
+    count(cfg.batch_size, "contaminate.batch_size")
+    count(cfg.max_length, "contaminate.max_length", minimum=2, hint=" (tokens per document)")
+    trainer_arguments(cfg)
+    if cfg.backend == "lora":
+        adapter_arguments(cfg)
+
+
 def build_trainer(model, tokenizer, documents: list[list[int]], cfg, output_dir: Path, *, seed: int,
                   placement: Placement, **overrides):
-    """TRL's SFTTrainer as the lab trains: plain causal-LM loss on tokenized documents, padding-free unless
-    ``cfg.padding_free`` is false, the placement's precision; ``overrides`` replace SFTConfig fields (benchmarks)."""
+    """TRL's SFTTrainer as the lab trains: plain causal-LM loss on tokenized documents, with ``contaminate.trainer``
+    passed through (padding-free by default) and the placement's precision; ``overrides`` replace SFTConfig
+    fields (benchmarks)."""
     import torch
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
@@ -111,22 +176,16 @@ def build_trainer(model, tokenizer, documents: list[list[int]], cfg, output_dir:
         torch.cuda.set_device(placement.device)  # the Trainer trains on the current GPU
     tokenizer.padding_side = "right"
     settings = dict(
-        output_dir=str(output_dir), num_train_epochs=cfg.epochs, learning_rate=cfg.learning_rate,
-        lr_scheduler_type=cfg.lr_scheduler, warmup_steps=0, weight_decay=0.0,
-        per_device_train_batch_size=cfg.batch_size, packing=False, padding_free=bool(cfg.get("padding_free", True)),
+        **trainer_arguments(cfg), output_dir=str(output_dir), num_train_epochs=cfg.epochs,
+        learning_rate=cfg.learning_rate, per_device_train_batch_size=cfg.batch_size, packing=False,
         max_length=None,  # the documents are cut to cfg.max_length by tokenize_documents
-        completion_only_loss=False, **mixed_precision(placement),
-        # A 135M model fits many times over; recomputing activations would only slow a CPU run down.
-        activation_checkpointing=False, logging_steps=1, save_strategy="no", report_to="none",
-        seed=seed, data_seed=seed, disable_tqdm=False,
+        completion_only_loss=False, **mixed_precision(placement), seed=seed, data_seed=seed,
     )
     peft_config = None
     if cfg.backend == "lora":
         from peft import LoraConfig
 
-        target_modules = cfg.target_modules if isinstance(cfg.target_modules, str) else list(cfg.target_modules)
-        peft_config = LoraConfig(r=cfg.rank, lora_alpha=cfg.alpha, lora_dropout=cfg.dropout,
-                                 target_modules=target_modules, task_type="CAUSAL_LM")
+        peft_config = LoraConfig(**adapter_arguments(cfg), task_type="CAUSAL_LM")
     return SFTTrainer(model=model, args=SFTConfig(**{**settings, **overrides}),
                       train_dataset=Dataset.from_dict({"input_ids": documents}), processing_class=tokenizer,
                       peft_config=peft_config)

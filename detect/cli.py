@@ -2,7 +2,8 @@
 
 Hydra reports an unknown group option as a multi-line error with a hint about HYDRA_FULL_ERROR; a researcher
 typing ``+dataset=rtee`` should get one line naming the valid keys. ``model=`` also takes a hub id or a local
-folder directly: ``model=HuggingFaceTB/SmolLM2-360M-Instruct`` becomes ``model=hub model.name_or_path=...``.
+folder directly: ``model=HuggingFaceTB/SmolLM2-360M-Instruct`` becomes ``model=hub model.name_or_path=...``;
+``contaminate.trainer.warmup_ratio=0.1`` (any SFTConfig or LoraConfig field) becomes ``++contaminate.trainer...``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from detect.errors import InputError
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 _GROUP_CHOICE = re.compile(r"^(\+{0,2})([a-z_]+)=(.*)$")
 _SWEEP = re.compile(r"^\w+\(|[*\[\]{}]")  # choice(...), range(...), globs: left to Hydra
+# Pass-through groups (any SFTConfig / LoraConfig field): a key the YAML does not list is added, not refused by
+# Hydra's struct check in a multi-line error; the training code checks it against the real fields in one line.
+_PASS_THROUGH = re.compile(r"^(contaminate\.(trainer|lora)\.\w+=)")
 
 
 def options(group: str) -> list[str]:
@@ -29,6 +33,9 @@ def check_overrides(argv: list[str], *, require: tuple[str, ...] = ("dataset",))
     flags = [arg for arg in args if arg.startswith("-") and arg not in ("-m", "--multirun")]
     chosen, rewritten = set(), []
     for arg in args:
+        if _PASS_THROUGH.match(arg):
+            rewritten.append(f"++{arg}")
+            continue
         match = _GROUP_CHOICE.match(arg)
         if not match or not (CONF_DIR / match.group(2)).is_dir():
             rewritten.append(arg)

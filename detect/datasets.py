@@ -11,6 +11,7 @@ and the contamination text use: the label id and the dataset's own ClassLabel na
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,7 +65,26 @@ def _load_local(path: str, split: str, where: str):
     builder = _LOCAL_FORMATS.get(file.suffix.lower())
     if builder is None:
         raise InputError(f"{where}: {file} is not .jsonl, .json, .csv or .parquet; convert it to one of these")
+    if file.suffix.lower() == ".jsonl":
+        check_json_lines(file)
     return datasets.load_dataset(builder, data_files=str(file), split="train")
+
+
+def check_json_lines(file: Path) -> None:
+    """Every non-blank line of a JSONL file one JSON object, or a one-line error naming the file and the line
+    (``datasets`` would fail with a pyarrow traceback that names neither)."""
+    with open(file, encoding="utf-8") as lines:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise InputError(f"{file} line {number} is not valid JSON ({error.msg} at column {error.colno}); "
+                                 f"fix or remove that line") from None
+            if not isinstance(value, dict):
+                raise InputError(f"{file} line {number} is a JSON {type(value).__name__}, not an object of fields; "
+                                 f"write one {{\"field\": value, ...}} object per line")
 
 
 def _load_hub(cfg, split: str):

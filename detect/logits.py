@@ -5,9 +5,9 @@
     statistics.get(texts, moments=True) -> [{"logp": [...], "mu": [...], "sigma": [...]}, ...]
 
 Per text: the log-probability of each token given its prefix (``logp``; the first token has no context and is not
-scored) and, with ``moments``, the mean and standard deviation of log p under the model's next-token distribution
-at that position (``mu``, ``sigma``: what Min-K%++ standardises by). Without moments only a log-sum-exp over the
-vocabulary is taken, about 3x less work on a 49k vocabulary.
+scored), the ids of those tokens (``ids``) and, with ``moments``, the mean and standard deviation of log p under
+the model's next-token distribution at that position (``mu``, ``sigma``: what Min-K%++ standardises by).
+Without moments only a log-sum-exp over the vocabulary is taken, about 3x less work on a 49k vocabulary.
 
 Why one object per model: in a study the same texts are scored more than once. The clean model's statistics of
 the members are read by its own cell and, as the reference model, by the contaminated model's cell; a cell's
@@ -81,6 +81,7 @@ class TokenStatistics:
                                 attention_mask=encoded.attention_mask.to(device)).logits[:, :-1].float()
         targets = encoded.input_ids[:, 1:].to(device).unsqueeze(-1)
         mask = encoded.attention_mask[:, 1:].bool()
+        scored_ids = encoded.input_ids[:, 1:]
         token_logp = (logits.gather(-1, targets).squeeze(-1) - torch.logsumexp(logits, dim=-1)).cpu()
         rows = [i for i, wanted in enumerate(moments) if wanted]
         mu = sigma = None
@@ -93,7 +94,7 @@ class TokenStatistics:
         found = []
         for row in range(len(moments)):
             keep = mask[row]
-            stats = {"logp": token_logp[row][keep].tolist()}
+            stats = {"logp": token_logp[row][keep].tolist(), "ids": scored_ids[row][keep].tolist()}
             if moments[row]:
                 at = rows.index(row)
                 stats.update(mu=mu[at][keep].tolist(), sigma=sigma[at][keep].tolist())

@@ -13,8 +13,8 @@ calibration's ROC and thresholds treat them alike:
   deviation of log-probabilities under the model's own next-token distribution at that position,
   (log p(x_t) - mu_t) / sigma_t with mu_t = E_z[log p(z)], sigma_t^2 = E_z[(log p(z))^2] - mu_t^2, then the mean of
   the k% lowest.
-- ``reference_ratio``: the reference model's NLL minus this model's (Carlini et al. 2021's ratio, in log space): with the
-  clean base as reference, what the fine-tune made more likely.
+- ``reference_ratio``: the reference model's NLL minus this model's (Carlini et al. 2021's ratio, in log space):
+  with the clean base as reference, what the fine-tune made more likely.
 
 The first token has no context and is not scored. The per-token statistics come from ``detect.logits``
 (length-sorted batches, each text computed once per model).

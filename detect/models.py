@@ -155,7 +155,8 @@ def load(ref: ModelRef, placement: Placement | None = None):
             model = PeftModel.from_pretrained(model, ref.adapter).merge_and_unload()
         except (OSError, ValueError, RuntimeError) as error:
             reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-            raise InputError(f"adapter {ref.adapter} is missing or corrupt ({reason}); delete it and train again") from None
+            raise InputError(f"adapter {ref.adapter} is missing or corrupt ({reason}); "
+                             f"delete it and train again") from None
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token

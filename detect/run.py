@@ -2,8 +2,11 @@
 
     python -m detect +dataset=synth_nli split=test model=smollm2_135m
 
-``detect_partition`` is the library call (the lab's studies call it once per cell); ``summarize`` turns any
-set of rows into Algorithm 1 and 2 outcomes; ``main`` is what ``python -m detect`` runs: load, sample,
+``detect_partition`` is the library call (the lab's studies call it once per cell): the guided and general
+completions, their scores and judge labels, and the instance-level logit scores; ``partition_rows`` runs the
+partition-level detectors; ``summarize`` turns any set of rows into every detector's outcome (each detector is a
+module of ``detect/detectors/``, built from ``detect.detectors`` in the config); ``main`` is what
+``python -m detect`` runs: load, sample,
 detect, and write ``results.jsonl`` (one row per instance and instruction), ``partition.jsonl`` (one row per
 partition-level detector: ChatGPT-Cheat?, the sharded likelihood test), ``summary.json``, ``report.md`` and
 ``config.yaml`` to the run folder.
@@ -16,18 +19,15 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-from detect.cheat import cheat_partition
 from detect.datasets import Example, load_split, sample
-from detect.judge import alg2_verdict, thresholds_line
-from detect.membership import MEMBERSHIP_SCORES
+from detect.detectors import Detector, Evidence, read_back
+from detect.detectors.time_travel import SCORES  # noqa: F401 (the generation scores: public here too)
+from detect.judge import thresholds_line
 from detect.prompts import INSTRUCTIONS, build_prompt, clean_completion
 from detect.scores import rouge_l
-from detect.sharded import MIN_INSTANCES, ordered_sequences, shard_orders, sharded_likelihood_test
 from detect.split import split_instance
-from detect.stats import bootstrap_test
 from detect.stopping import AnswerShape
-
-SCORES = ("rouge_l", "semantic")
+from detect.validate import check_detection
 
 
 def detect_partition(
@@ -38,8 +38,9 @@ def detect_partition(
 
     ``dataset`` is the dataset config (title, task); ``generate`` maps prompts to raw completions;
     ``semantic`` is an optional ``(references, candidates) -> scores`` callable; ``membership`` an optional
-    ``texts -> [{score: value}]`` callable (``detect.membership.MembershipScorer``) whose logit scores of the
-    whole instance go on its guided row; ``stop`` (``detect.stop`` config: enabled, length_factor, margin_chars)
+    ``texts -> [{score: value}]`` callable (``instance_scorer``, or ``detect.membership.MembershipScorer``) whose
+    logit scores of the whole instance go on its guided row; ``stop`` (``detect.stop`` config: enabled,
+    length_factor, margin_chars)
     makes ``generate(prompts, shapes)`` stop each completion once its answer is done (``detect/stopping.py``).
     """
     cuts = [split_instance(example, seed=seed, low=cut_low, high=cut_high) for example in examples]
@@ -92,97 +93,56 @@ def detect_partition(
     return rows
 
 
-def sharded_pool(references: Sequence[Example], detect_cfg) -> list[Example]:
-    """The instances the sharded test reads: the first ``detect_cfg.sharded.max_instances`` in dataset order."""
-    return sorted(references, key=lambda example: example.instance_id)[: detect_cfg.sharded.max_instances]
+def logit_requests(detectors: Sequence[Detector], evidence: Evidence) -> list[tuple[list[str], bool]]:
+    """Everything the detectors will read from a local model, as ``TokenStatistics.prefetch`` requests, so one
+    batched pass serves them all (membership texts with moments, the sharded test's orders, DC-PDD's texts)."""
+    return [request for detector in detectors if detector.runnable(evidence)
+            for request in detector.logit_requests(evidence)]
 
 
-def logit_requests(examples: Sequence[Example], references: Sequence[Example], detect_cfg, *,
-                   seed: int = 0) -> list[tuple[list[str], bool]]:
-    """Everything a partition's logit detectors will read from a local model, as ``TokenStatistics.prefetch``
-    requests, so one batched pass serves them all: the whole instances with the next-token moments (membership
-    scores) and the sharded test's orders of ``references`` (log-probabilities only)."""
-    requests = []
-    if detect_cfg.membership.enabled:
-        requests.append(([example.full_text for example in examples], True))
-    ordered = sharded_pool(references, detect_cfg)
-    if detect_cfg.sharded.enabled and len(ordered) >= MIN_INSTANCES:
-        orders = shard_orders(len(ordered), n_shards=detect_cfg.sharded.n_shards,
-                              n_permutations=detect_cfg.sharded.n_permutations, seed=seed)
-        requests.append((ordered_sequences([example.full_text for example in ordered], orders), False))
-    return requests
+def instance_scorer(detectors: Sequence[Detector], evidence: Evidence) -> Callable[[list[str]], list[dict]] | None:
+    """``texts -> [{score: value}]`` over every runnable instance-level detector with scores (logit scores of the
+    whole instance, kept on its guided row), or None when none runs."""
+    scoring = [d for d in detectors if d.level == "instance" and d.scores and d.runnable(evidence)]
+    if not scoring:
+        return None
+
+    def score(texts: list[str]) -> list[dict]:
+        merged: list[dict] = [{} for _ in texts]
+        for detector in scoring:
+            for row, values in zip(merged, detector.score(evidence, texts)):
+                row.update(values)
+        return merged
+
+    return score
 
 
-def partition_rows(references: Sequence[Example], *, dataset, split: str, generate, detect_cfg, model=None,
-                   tokenizer=None, seed: int = 0, statistics=None) -> list[dict]:
-    """The partition-level detectors' rows: ChatGPT-Cheat? (any backend; its replicas are searched among
-    ``references``) and the sharded likelihood test (local models: ``model`` and ``tokenizer`` given, or their
-    ``statistics``; the first ``detect_cfg.sharded.max_instances`` references in the dataset's order). Each is
-    switched by ``detect_cfg.cheat.enabled`` / ``.sharded.enabled``."""
+def partition_rows(detectors: Sequence[Detector], evidence: Evidence) -> list[dict]:
+    """The partition-level detectors' rows (each reads ``evidence.pool``: Cheat? searches it for replicas, the
+    sharded test orders it); a detector whose needs are missing (logits over an API) is skipped."""
     rows = []
-    if detect_cfg.cheat.enabled:
-        rows.append(cheat_partition(generate, dataset=dataset, split=split, references=references,
-                                    prompt=detect_cfg.cheat.prompt, exact_threshold=detect_cfg.cheat.exact_threshold,
-                                    near_exact_threshold=detect_cfg.cheat.near_exact_threshold))
-    ordered = sharded_pool(references, detect_cfg)
-    if detect_cfg.sharded.enabled and model is not None and len(ordered) >= MIN_INSTANCES:
-        row = sharded_likelihood_test(model, tokenizer, [example.full_text for example in ordered],
-                                      n_shards=detect_cfg.sharded.n_shards,
-                                      n_permutations=detect_cfg.sharded.n_permutations,
-                                      alpha=detect_cfg.sharded.alpha, seed=seed, statistics=statistics)
-        rows.append({**row, "dataset": dataset.key, "split": split})
+    for detector in detectors:
+        if detector.level == "partition" and detector.runnable(evidence):
+            row = detector.run(evidence)
+            if row is not None:
+                rows.append({**row, "dataset": evidence.dataset.key, "split": evidence.split})
     return rows
 
 
-def summarize(rows: Sequence[dict], *, paired: bool = True, n_resamples: int = 10_000, alpha: float = 0.05,
-              min_exact: int = 1, min_near_exact: int = 2, seed: int = 0) -> dict:
-    """Algorithm 1 per score, Algorithm 2 (guided completions only), the mean logit scores and the
-    partition-level detectors' verdicts over a set of rows."""
+def summarize(rows: Sequence[dict], detectors: Sequence[Detector], *, seed: int = 0) -> dict:
+    """Every detector's outcome over a set of rows (instance rows and partition rows): one block each."""
     guided = sorted((r for r in rows if r.get("instruction") == "guided"), key=lambda r: r["instance_id"])
     general = sorted((r for r in rows if r.get("instruction") == "general"), key=lambda r: r["instance_id"])
     partition = {r["detector"]: r for r in rows if r.get("level") == "partition"}
-    alg1 = {}
-    for score in SCORES:
-        if not guided or guided[0].get(score) is None:
-            continue
-        guided_scores, general_scores = [r[score] for r in guided], [r[score] for r in general]
-        p_value = bootstrap_test(guided_scores, general_scores, paired=paired, n_resamples=n_resamples, seed=seed)
-        alg1[score] = {
-            "guided_mean": sum(guided_scores) / len(guided_scores),
-            "general_mean": sum(general_scores) / len(general_scores),
-            "p_value": p_value, "significant": p_value <= alpha,
-        }
-    labels = [r["judge"] for r in guided]
-    alg2 = {
-        "exact": labels.count("exact"), "near_exact": labels.count("near_exact"),
-        "unparseable": labels.count("unparseable"),
-        "contaminated": alg2_verdict(labels, min_exact=min_exact, min_near_exact=min_near_exact),
-        "min_exact": min_exact, "min_near_exact": min_near_exact,
-    }
-    membership = {score: float(sum(r[score] for r in guided) / len(guided))
-                  for score in MEMBERSHIP_SCORES if guided and guided[0].get(score) is not None}
-    summary = {"n_instances": len(guided), "alg1": alg1, "alg2": alg2, "membership": membership,
-               "bootstrap": {"paired": paired, "n_resamples": n_resamples, "alpha": alpha, "seed": seed}}
-    if "cheat" in partition:
-        cheat = partition["cheat"]
-        summary["cheat"] = {key: cheat[key] for key in ("verdict", "strict", "lenient", "exact", "near_exact",
-                                                        "best_score", "format_signals", "n_references")}
-    if "sharded_likelihood" in partition:
-        sharded = partition["sharded_likelihood"]
-        summary["sharded_likelihood"] = {key: sharded[key] for key in ("p_value", "statistic", "significant",
-                                                                       "n_instances", "n_shards", "n_permutations")}
+    summary = {"n_instances": len(guided)}
+    for detector in detectors:
+        summary.update(detector.summarize(guided, general, partition, seed))
     return summary
 
 
 def verdicts(summary: dict) -> dict[str, bool]:
     """Every detector's partition verdict in a summary: contaminated (True) or not."""
-    found = {f"alg1_{score}": result["significant"] for score, result in summary["alg1"].items()}
-    found["alg2"] = summary["alg2"]["contaminated"]
-    if "cheat" in summary:
-        found["cheat_strict"], found["cheat_lenient"] = summary["cheat"]["strict"], summary["cheat"]["lenient"]
-    if "sharded_likelihood" in summary:
-        found["sharded_likelihood"] = summary["sharded_likelihood"]["significant"]
-    return found
+    return {name: flagged for cls, block in read_back(summary) for name, flagged in cls.verdicts(block).items()}
 
 
 def _cell(text: str | None, width: int = 90) -> str:
@@ -194,48 +154,15 @@ def write_report(path: Path, summary: dict, rows: Sequence[dict]) -> None:
     lines = [f"# Contamination detection: {summary['dataset']} / {summary['split']} / {summary['model']}", ""]
     lines += [f"{summary['n_instances']} instances, prompt format `{summary['prompt_format']}`, "
               f"{thresholds_line(summary['judge'])}, seed {summary['seed']}.", ""]
-    lines += ["## Algorithm 1 (guided vs general, one-sided bootstrap)", "",
-              "| score | guided mean | general mean | p-value | contaminated |", "|---|---|---|---|---|"]
-    for score, result in summary["alg1"].items():
-        lines.append(f"| {score} | {result['guided_mean']:.3f} | {result['general_mean']:.3f} | "
-                     f"{result['p_value']:.4f} | {'yes' if result['significant'] else 'no'} |")
-    alg2 = summary["alg2"]
-    lines += ["", "## Algorithm 2 (exact / near-exact replicas among guided completions)", "",
-              f"{alg2['exact']} exact, {alg2['near_exact']} near-exact -> "
-              f"**{'contaminated' if alg2['contaminated'] else 'not contaminated'}** "
-              f"(rule: >= {alg2['min_exact']} exact or >= {alg2['min_near_exact']} near-exact)", "",
-              *partition_lines(summary),
-              "## Instances", "", "| id | instruction | reference | completion | ROUGE-L | semantic | judge |",
+    for cls, block in read_back(summary):  # each detector's own section, in the order they ran
+        lines += cls.report_section(block)
+    lines += ["## Instances", "", "| id | instruction | reference | completion | ROUGE-L | semantic | judge |",
               "|---|---|---|---|---|---|---|"]
     for row in sorted(rows, key=lambda r: (r["instance_id"], r["instruction"] != "guided")):
         semantic = "-" if row["semantic"] is None else f"{row['semantic']:.2f}"
         lines.append(f"| {row['instance_id']} | {row['instruction']} | {_cell(row['reference'])} | "
                      f"{_cell(row['completion'])} | {row['rouge_l']:.2f} | {semantic} | {row['judge'] or '-'} |")
     path.write_text("\n".join(lines) + "\n")
-
-
-def partition_lines(summary: dict) -> list[str]:
-    """The report's lines for the logit scores and the partition-level detectors, where they ran."""
-    lines = []
-    if summary.get("membership"):
-        lines += ["## Logit scores (mean over the instances; higher = more likely seen in training)", "",
-                  "| " + " | ".join(summary["membership"]) + " |", "|" + "---|" * len(summary["membership"]),
-                  "| " + " | ".join(f"{value:.3f}" for value in summary["membership"].values()) + " |", ""]
-    if "cheat" in summary:
-        cheat = summary["cheat"]
-        signals = ", ".join(f"`{s}`" for s in cheat["format_signals"]) or "none"
-        lines += ["## ChatGPT-Cheat? (asked for the split's first instances)", "",
-                  f"**{cheat['verdict']}**: {cheat['exact']} exact and {cheat['near_exact']} near-exact replicas of "
-                  f"{cheat['n_references']} reference instances (best ROUGE-L {cheat['best_score']:.2f}); format "
-                  f"signals: {signals}. Strict reading: {'contaminated' if cheat['strict'] else 'clean'}; lenient: "
-                  f"{'contaminated' if cheat['lenient'] else 'clean'}.", ""]
-    if "sharded_likelihood" in summary:
-        test = summary["sharded_likelihood"]
-        lines += ["## Sharded likelihood test (canonical vs shuffled order)", "",
-                  f"{test['n_instances']} instances in {test['n_shards']} shards, {test['n_permutations']} shuffles "
-                  f"each: mean log-likelihood gain of the canonical order {test['statistic']:.3f}, p = "
-                  f"{test['p_value']:.4f} -> **{'contaminated' if test['significant'] else 'not contaminated'}**.", ""]
-    return lines
 
 
 def write_config(path: Path, cfg, placement) -> None:
@@ -259,7 +186,6 @@ def main(cfg, out_dir: Path) -> dict:
     from detect.cli import instantiate
     from detect.generate import LocalGenerator
     from detect.logits import TokenStatistics
-    from detect.membership import MembershipScorer
     from detect.models import cache_dir, hub, load
     from detect.openai_generate import OpenAIGenerator
     from detect.runtime import from_config as placement_from
@@ -272,14 +198,17 @@ def main(cfg, out_dir: Path) -> dict:
     dataset = cfg.dataset
     split = cfg.split or dataset.default_split
     placement = placement_from(cfg.runtime)
+    detectors = check_detection(cfg)  # every count and detector setting, before any data or model is touched
     write_config(out_dir / "config.yaml", cfg, placement)
 
     split_examples = load_split(dataset, split)
     examples = sample(split_examples, cfg.sample.n_detect, seed=cfg.seed, where=f"{dataset.key} {split}")
     judge = instantiate(cfg.judge)
-    model = tokenizer = membership = statistics = None  # logit detectors need a local model
+    # The partition detectors read the split, not the sample: Cheat? searches all of it for replicas, the
+    # sharded test takes its first instances in the dataset's order.
+    evidence = Evidence(dataset, split, examples, split_examples, seed=cfg.seed)
     placements = {}
-    if cfg.backend.name == "openai":
+    if cfg.backend.name == "openai":  # no logits: the logit detectors are skipped
         generator = OpenAIGenerator.from_config(cfg.backend, cfg.detect, cache_dir=cache_dir())
         model_name, model_path = cfg.backend.model, cfg.backend.base_url or "https://api.openai.com/v1"
     else:
@@ -288,33 +217,27 @@ def main(cfg, out_dir: Path) -> dict:
         placements["model"] = placement_of(model)
         generator = LocalGenerator.from_config(model, tokenizer, cfg.detect)
         model_name, model_path = model_ref.name, model_ref.path
-        statistics = TokenStatistics(model, tokenizer)
-        # one batched pass for what the logit detectors read (membership scores, the sharded test's orders)
-        statistics.prefetch(logit_requests(examples, split_examples, cfg.detect, seed=cfg.seed))
-        if cfg.detect.membership.enabled:
-            reference_model = cfg.detect.membership.reference_model
-            reference = None
-            if reference_model:
-                reference_pair = load(hub(str(reference_model)), placement)
-                placements["reference"] = placement_of(reference_pair[0])
-                reference = TokenStatistics(*reference_pair)
-            membership = MembershipScorer(statistics, k=cfg.detect.membership.k, reference=reference)
+        evidence.statistics = TokenStatistics(model, tokenizer)
+        reference_model = cfg.detect.reference_model
+        if reference_model and any("reference" in d.needs for d in detectors):
+            reference_pair = load(hub(str(reference_model)), placement)
+            placements["reference"] = placement_of(reference_pair[0])
+            evidence.reference = TokenStatistics(*reference_pair)
+        # one batched pass for everything the logit detectors read
+        evidence.statistics.prefetch(logit_requests(detectors, evidence))
+    evidence.generate = generator
     semantic = SemanticScorer(cfg.detect.semantic_model, placement=placement) if cfg.detect.semantic_model else None
     if semantic is not None:
         placements["semantic"] = placement_of(semantic.encoder)
     loaded = time.time()
 
     rows = detect_partition(examples, dataset=dataset, split=split, generate=generator, judge=judge,
-                            semantic=semantic, membership=membership, seed=cfg.seed, cut_low=cfg.detect.cut.low,
-                            cut_high=cfg.detect.cut.high, stop=cfg.detect.stop)
-    # The partition detectors read the split, not the sample: Cheat? searches all of it for replicas, the
-    # sharded test takes its first instances in the dataset's order.
-    partition = partition_rows(split_examples, dataset=dataset, split=split, generate=generator,
-                               detect_cfg=cfg.detect, model=model, tokenizer=tokenizer, seed=cfg.seed,
-                               statistics=statistics)
+                            semantic=semantic, membership=instance_scorer(detectors, evidence), seed=cfg.seed,
+                            cut_low=cfg.detect.cut.low, cut_high=cfg.detect.cut.high, stop=cfg.detect.stop)
+    partition = partition_rows(detectors, evidence)
     for row in rows + partition:
         row["model"] = model_name
-    summary = summarize(rows + partition, **cfg.detect.bootstrap, **cfg.detect.alg2, seed=cfg.seed)
+    summary = summarize(rows + partition, detectors, seed=cfg.seed)
     summary.update(
         dataset=dataset.key, split=split, model=model_name, model_path=model_path, backend=cfg.backend.name,
         prompt_format=generator.prompt_format, seed=cfg.seed,

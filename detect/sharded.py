@@ -25,7 +25,6 @@ import numpy as np
 from detect.errors import InputError
 from detect.logits import TokenStatistics
 
-
 MIN_INSTANCES = 4  # 2 shards of 2: the fewest with a t-test and a shuffle that changes anything
 
 
@@ -34,7 +33,8 @@ def shards_of(n_items: int, n_shards: int) -> list[np.ndarray]:
     when there are not 2 instances for each."""
     if n_shards < 2 or n_items < MIN_INSTANCES:
         raise InputError(f"the sharded likelihood test needs at least 2 shards of 2 instances: {n_items} instances "
-                         f"in {n_shards} shards; set detect.sharded.n_shards >= 2 and give at least {MIN_INSTANCES}")
+                         f"in {n_shards} shards; set detect.detectors.sharded_likelihood.n_shards >= 2 and give "
+                         f"at least {MIN_INSTANCES}")
     return np.array_split(np.arange(n_items), min(n_shards, n_items // 2))
 
 
@@ -43,7 +43,8 @@ def shard_orders(n_texts: int, *, n_shards: int = 10, n_permutations: int = 20,
     """Per shard, its canonical order and then ``n_permutations`` shuffles, as (shard, canonical, positions): the
     sequences the test scores. Drawn from ``seed`` alone, so a cell can ask for their statistics before the test."""
     if n_permutations < 1:
-        raise InputError(f"detect.sharded.n_permutations={n_permutations}: give at least 1 shuffled order per shard")
+        raise InputError(f"detect.detectors.sharded_likelihood.n_permutations={n_permutations}: give at least 1 "
+                         f"shuffled order per shard")
     rng = np.random.default_rng(seed)
     orders = []
     for shard, positions in enumerate(shards_of(n_texts, n_shards)):

@@ -38,5 +38,6 @@ def bootstrap_test(
         return float((1 + np.count_nonzero(means >= observed - 1e-12)) / (1 + n_resamples))
     guided_scores, general_scores = guided_scores.round(2), general_scores.round(2)
     guided_means = guided_scores[rng.integers(0, guided_scores.size, size=(n_resamples, guided_scores.size))].mean(1)
-    general_means = general_scores[rng.integers(0, general_scores.size, size=(n_resamples, general_scores.size))].mean(1)
+    general_draws = rng.integers(0, general_scores.size, size=(n_resamples, general_scores.size))
+    general_means = general_scores[general_draws].mean(1)
     return float(1.0 - np.mean(guided_means > general_means))

@@ -7,8 +7,14 @@ import math
 import pytest
 
 from contaminate.calibrate import (
-    Instance, alg2_binomial_rate, alg2_flag_rate, cross_fitted_labels, fit_thresholds, lowest_threshold,
-    recommend_rule, roc,
+    Instance,
+    alg2_binomial_rate,
+    alg2_flag_rate,
+    cross_fitted_labels,
+    fit_thresholds,
+    lowest_threshold,
+    recommend_rule,
+    roc,
 )
 from detect.errors import InputError
 from detect.judge import ThresholdJudge
@@ -181,7 +187,7 @@ def test_calibration_over_a_multirun_of_tiny_studies(tmp_path):
     assert (counts["positive"], counts["in_pools"]) == (16, 80) and 32 + 8 <= counts["negative"] <= 32 + 16
     assert calibration["targets"]["exact_fpr"] == 0.02
     scores = {"rouge_l", "semantic", "rouge_l_gain", "semantic_gain", "loss", "zlib", "min_k", "min_k_plus",
-              "reference_ratio"}
+              "reference_ratio", "dc_pdd"}
     assert set(calibration["instance"]) == scores
     # every detector ranked by its AUC, best first: instance scores over instances, partition statistics over cells
     ranked = calibration["ranking"]["instance"]

@@ -63,7 +63,7 @@ def test_detect_on_a_local_file(compose_config, tmp_path):
 
     cfg = compose_config("detect", ["+dataset=xsum", f"dataset.path={data}", "model=tiny_random",
                                     "detect.max_new_tokens=8", "detect.semantic_model=null", "sample.n_detect=4",
-                                    f"detect.membership.reference_model={tiny_random().path}"])
+                                    f"detect.reference_model={tiny_random().path}"])
     summary = run_detect(cfg, tmp_path / "run")
     rows, _ = _read(tmp_path / "run")
     assert summary["dataset"] == "xsum" and summary["alg1"].keys() == {"rouge_l"}

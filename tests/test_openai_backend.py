@@ -9,8 +9,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-
 from conftest import free_port
+
 from detect.errors import InputError
 from detect.openai_generate import OpenAIGenerator
 

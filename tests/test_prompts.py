@@ -109,7 +109,8 @@ def test_completions_are_cut_to_the_references_line_count():
     from detect.prompts import clean_completion
 
     replay = "SECOND PIECE: Corret Efhel walked to Helvale in 1984.\nlabel: 0 (entailment)"
-    assert clean_completion(replay, "Corret Efhel walked to Helvale in 1984.") == "Corret Efhel walked to Helvale in 1984."
+    sentence = "Corret Efhel walked to Helvale in 1984."
+    assert clean_completion(replay, sentence) == sentence
     assert clean_completion("\n\nfirst line\nsecond\nthird", "a\nb") == "first line\nsecond"
     assert clean_completion("  one  ", "ref") == "one"
 

@@ -9,7 +9,7 @@ import torch
 
 from detect.errors import InputError
 from detect.membership import token_statistics
-from detect.sharded import shards_of, sharded_likelihood_test
+from detect.sharded import sharded_likelihood_test, shards_of
 
 TEXTS = [f"Instance {i}: the {word} crossed river number {i * 7 % 11}." for i, word in
          enumerate("otter heron barge ferry swan pike eel raft".split())]

@@ -2,7 +2,6 @@
 the embedded model with a small dose."""
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -93,7 +92,8 @@ def test_the_whole_study_writes_every_file_and_field(study):
         result = saved["cells"][cell]
         assert result["ground_truth"] == truth and result["checkpoint"] == checkpoint
         assert result["correct"]["alg2"] == (result["alg2"]["contaminated"] == (truth == "contaminated"))
-        assert result["correct"]["alg1_rouge_l"] == (result["alg1"]["rouge_l"]["significant"] == (truth == "contaminated"))
+        flagged = result["alg1"]["rouge_l"]["significant"]
+        assert result["correct"]["alg1_rouge_l"] == (flagged == (truth == "contaminated"))
         assert result["correct"]["cheat_lenient"] == (result["cheat"]["lenient"] == (truth == "contaminated"))
         assert result["correct"]["sharded_likelihood"] == (
             result["sharded_likelihood"]["significant"] == (truth == "contaminated"))
@@ -151,7 +151,8 @@ def test_same_seed_same_members_cuts_and_completions(study):
 
 
 def test_bad_input(study, tmp_path):
-    with pytest.raises(InputError, match="synth_nli test has 1200 instances, too few for 1000 members \\+ 1000 non-members"):
+    too_few = "synth_nli test has 1200 instances, too few for 1000 members \\+ 1000 non-members"
+    with pytest.raises(InputError, match=too_few):
         study("sample.n_members=1000", "sample.n_non_members=1000")
     with pytest.raises(InputError, match=r"names \{premise\}, which dataset synth_nli lacks"):
         study("format.templates.nli='{title} {premise}'")

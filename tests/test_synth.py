@@ -62,6 +62,7 @@ def test_an_in_distribution_guess_is_rarely_a_near_exact_replica(shape):
     rng = np.random.default_rng(0)
     hits = []
     for i in range(80):
-        others = [j for j in rng.choice(len(rows), 120, replace=False) if j != i and rows[j].get("label") == rows[i].get("label")]
+        others = [j for j in rng.choice(len(rows), 120, replace=False)
+                  if j != i and rows[j].get("label") == rows[i].get("label")]
         hits += [rouge_l(second[i], second[j]) >= 0.75 for j in others]
     assert np.mean(hits) < 0.03

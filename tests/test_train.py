@@ -65,5 +65,5 @@ def test_precision_follows_the_placement():
 
 def test_lora_defaults_train_in_float32_on_a_cpu(compose_config):
     cfg = compose_config("contaminate", ["+dataset=synth_nli", "contaminate=lora"])
-    assert "precision" not in cfg.contaminate and cfg.contaminate.padding_free
+    assert "precision" not in cfg.contaminate and cfg.contaminate.trainer.padding_free
     assert cfg.runtime.device == "auto" and cfg.runtime.dtype == "auto"

@@ -1,0 +1,127 @@
+"""Contamination backends, each built from the ``contaminate`` config group with ``_target_``:
+
+    backend = instantiate_backend(cfg.contaminate)     # conf/contaminate/{full,lora,openai}.yaml
+    base = backend.base_model(cfg)                     # what gets contaminated
+    backend.key(placement)                             # what, beyond the data and settings, keys its checkpoint
+    model = backend.reuse(base, folder) or backend.train(base, texts, folder, seed=..., placement=...)
+
+- ``LocalFineTune`` (``contaminate=full`` and ``contaminate=lora``): TRL's SFTTrainer on this machine
+  (``contaminate/train.py``); the checkpoint is a folder of weights, keyed by the device kind, the precision and
+  the training code.
+- ``OpenAIFineTune`` (``contaminate=openai``): the fine-tuning API (``contaminate/openai_train.py``); the
+  checkpoint is a model id at the API; the folder holds the job, resumed if a run stopped while it was running.
+
+A new backend is a class here with these methods and a YAML file in ``conf/contaminate/`` naming it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+from detect.errors import InputError
+from detect.models import ModelRef
+from detect.runtime import Placement
+
+
+def instantiate_backend(contaminate_cfg):
+    """The backend object for the ``contaminate`` group; a group file without ``_target_`` is refused in one line."""
+    from detect.cli import instantiate
+
+    if not contaminate_cfg.get("_target_"):
+        raise InputError(f"contaminate (backend {contaminate_cfg.get('backend')}) has no _target_; name the backend "
+                         f"class, e.g. _target_: contaminate.backends.LocalFineTune")
+    return instantiate(contaminate_cfg, _convert_="none", _recursive_=False)
+
+
+class LocalFineTune:
+    """Full fine-tuning or LoRA (``backend: full | lora``) with TRL on this machine's devices."""
+    api = False
+    resumes = False  # an unfinished folder (killed mid-training) is started again from scratch
+
+    def __init__(self, **settings) -> None:
+        from omegaconf import OmegaConf
+
+        self.cfg = OmegaConf.create(settings)  # the contaminate group as configured
+        self.name = self.cfg.backend
+
+    def check(self) -> None:
+        from contaminate.train import check_training_config
+
+        check_training_config(self.cfg)
+
+    def base_model(self, cfg) -> ModelRef:
+        from detect.cli import instantiate
+
+        return instantiate(cfg.model)
+
+    def key(self, placement: Placement) -> dict:
+        from contaminate.study import TRAINING_CODE, code_digest
+
+        return {"runtime": placement.key(), "code": code_digest(TRAINING_CODE)}
+
+    def reuse(self, base: ModelRef, folder: Path) -> ModelRef:
+        """The finished checkpoint in ``folder``, its weights checked."""
+        from contaminate.train import checkpoint_ref
+
+        ref = checkpoint_ref(base, folder, self.name)
+        weights = (Path(ref.adapter) / "adapter_model.safetensors" if ref.adapter
+                   else Path(ref.path) / "model.safetensors")
+        if not weights.is_file():
+            raise InputError(f"checkpoint {folder} is missing or corrupt (no {weights.relative_to(folder)}); "
+                             f"rerun with contaminate.force=true to train it again")
+        return ref
+
+    def train(self, base: ModelRef, texts: Sequence[str], folder: Path, *, seed: int,
+              placement: Placement) -> ModelRef | None:
+        """Train into ``folder`` (already prepared by the main process); None in other processes of a launch."""
+        from contaminate.train import train_local
+
+        return train_local(base, texts, self.cfg, folder, seed=seed, placement=placement)
+
+
+class OpenAIFineTune:
+    """A supervised fine-tuning job at an OpenAI-compatible API (``backend: openai``)."""
+    api = True
+    resumes = True  # an unfinished folder holds the job id: the job is resumed, not paid for twice
+
+    def __init__(self, **settings) -> None:
+        from omegaconf import OmegaConf
+
+        self.cfg = OmegaConf.create(settings)
+        self.name = self.cfg.backend
+
+    def check(self) -> None:
+        from detect.validate import count
+
+        count(self.cfg.epochs, "contaminate.epochs", hint=" (each member is seen this many times)")
+
+    def base_model(self, cfg) -> ModelRef:
+        """The API's base model (the ``model`` group is not used)."""
+        return ModelRef(self.cfg.model, self.cfg.base_url or "https://api.openai.com/v1")
+
+    def key(self, placement: Placement) -> dict:
+        # A job depends on the records (texts, template, chat turn: all in the key already), not on this code or
+        # machine; keying it by them would pay for a new job after every edit here.
+        return {"runtime": "api", "code": "api"}
+
+    def reuse(self, base: ModelRef, folder: Path) -> ModelRef:
+        return ModelRef(json.loads((folder / "lab_checkpoint.json").read_text())["id"], base.path)
+
+    def dry_run(self, texts: Sequence[str], out_dir: Path) -> dict | None:
+        """With ``dry_run: true``: training.jsonl and estimate.json written (tokens, cost), nothing sent."""
+        from contaminate.openai_train import write_training_file
+
+        if not self.cfg.dry_run:
+            return None
+        estimate = write_training_file(texts, self.cfg, out_dir / "training.jsonl")
+        (out_dir / "estimate.json").write_text(json.dumps(estimate, indent=1))
+        return estimate
+
+    def train(self, base: ModelRef, texts: Sequence[str], folder: Path, *, seed: int,
+              placement: Placement) -> ModelRef:
+        from contaminate.openai_train import train_openai
+
+        record = train_openai(texts, self.cfg, folder, seed=seed)  # resumes the job recorded in the folder
+        return ModelRef(record["id"], base.path)

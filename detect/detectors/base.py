@@ -1,0 +1,121 @@
+"""What a detector is: a spec the study, the summary, the report and calibration read without naming it.
+
+A detector declares
+
+- ``name``: its key in ``summary.json`` (one block per detector) and in ``detect.detectors``;
+- ``level``: ``instance`` (a score or label per instance, read over a cell) or ``partition`` (one row per pool);
+- ``needs``: what it reads: ``generations`` (guided and general completions), ``judge`` (their labels),
+  ``logits`` (token log-probabilities of a local model), ``moments`` (the next-token distribution's mean and
+  spread), ``reference`` (a reference model's log-probabilities), ``pool`` (every instance of the partition);
+- ``scores``: the instance scores it writes on each guided row, every one oriented **higher = more likely a
+  member**, as calibration's ROC and thresholds expect;
+- ``describes``: what each name it writes (score, verdict or statistic, by prefix) needs, for the reports.
+
+and implements, at run time (an instance built from its config entry),
+
+- ``logit_requests(evidence)``: the texts it will read from the model, so one batched pass serves every detector;
+- ``score(evidence, texts)`` (instance level, with scores) or ``run(evidence)`` (partition level: its row);
+- ``summarize(guided, general, partition, seed)``: its block(s) of a summary,
+
+and, reading a summary back (class methods: a finished study folder is enough),
+
+- ``verdicts(block)``: flagged or not per verdict; ``statistics(block, n_instances)``: larger = more contaminated,
+  for a partition-level ROC; ``report_columns(block, correct)``, ``report_section(block)`` and
+  ``study_section(cells, manifest)``: its report text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Sequence
+
+from detect.datasets import Example
+
+LEVELS = ("instance", "partition")
+NEEDS = ("generations", "judge", "logits", "moments", "reference", "pool")
+
+
+@dataclass
+class Evidence:
+    """What the detectors of one partition x one model may read."""
+    dataset: Any                      # the dataset config: key, title, task
+    split: str
+    instances: Sequence[Example]      # the sample the instance-level detectors score
+    pool: Sequence[Example]           # every instance the partition-level detectors may read, in dataset order or not
+    generate: Callable | None = None  # prompts -> completions (any backend)
+    statistics: Any = None            # the model's detect.logits.TokenStatistics (local models only)
+    reference: Any = None             # the reference model's TokenStatistics, if any
+    seed: int = 0
+
+    @property
+    def texts(self) -> list[str]:
+        """The whole instances, as the instance-level logit detectors score them."""
+        return [example.full_text for example in self.instances]
+
+
+def verdict(flagged: bool, correct: bool) -> str:
+    """A verdict in a report cell: contaminated / clean, marked right or wrong against the ground truth."""
+    return f"{'contaminated' if flagged else 'clean'} {'✓' if correct else '✗'}"
+
+
+class Detector:
+    name: ClassVar[str]
+    level: ClassVar[str]
+    needs: ClassVar[tuple[str, ...]]
+    scores: ClassVar[tuple[str, ...]] = ()
+    describes: ClassVar[dict[str, str]] = {}
+    verdict_labels: ClassVar[dict[str, str]] = {}   # verdict -> how it reads a partition (calibration report)
+
+    # ------------------------------------------------------------------------------------------- run time
+    def runnable(self, evidence: Evidence) -> bool:
+        """False where what it needs is missing (logits over an API): it is skipped, not failed."""
+        return not ({"logits", "moments"} & set(self.needs)) or evidence.statistics is not None
+
+    def logit_requests(self, evidence: Evidence) -> list[tuple[list[str], bool]]:
+        """``TokenStatistics.prefetch`` requests: (texts, with moments)."""
+        return []
+
+    def score(self, evidence: Evidence, texts: Sequence[str]) -> list[dict[str, float]]:
+        """Instance level: the scores of each whole instance (higher = more likely a member)."""
+        raise NotImplementedError
+
+    def run(self, evidence: Evidence) -> dict | None:
+        """Partition level: one row (``level``, ``detector`` and the detector's own fields), or None."""
+        raise NotImplementedError
+
+    def summarize(self, guided: Sequence[dict], general: Sequence[dict], partition: dict[str, dict],
+                  seed: int) -> dict:
+        """The summary entries this detector contributes (usually ``{name: block}``); {} when it did not run.
+        Instance-score detectors: the mean of each score over the guided rows."""
+        if not self.scores or not guided or guided[0].get(self.scores[0]) is None:
+            return {}
+        return {self.name: {score: float(sum(row[score] for row in guided) / len(guided))
+                            for score in self.scores if guided[0].get(score) is not None}}
+
+    # ------------------------------------------------------------------------------------------- reading back
+    @classmethod
+    def verdicts(cls, block: dict) -> dict[str, bool]:
+        return {}
+
+    @classmethod
+    def statistics(cls, block: dict, n_instances: int) -> dict[str, float]:
+        return {}
+
+    @classmethod
+    def report_columns(cls, block: dict, correct: dict[str, bool]) -> list[tuple[str, str]]:
+        """(header, cell) pairs for the study report's verdict table."""
+        return []
+
+    @classmethod
+    def report_section(cls, block: dict) -> list[str]:
+        """Markdown lines for ``python -m detect``'s report (instance scores: their means)."""
+        if not cls.scores:
+            return []
+        return [f"## {cls.name} (mean over the instances; higher = more likely seen in training)", "",
+                "| " + " | ".join(block) + " |", "|" + "---|" * len(block),
+                "| " + " | ".join(f"{value:.3f}" for value in block.values()) + " |", ""]
+
+    @classmethod
+    def study_section(cls, cells: dict[str, dict], manifest: dict) -> list[str]:
+        """Markdown lines of its own for a study's report, before the verdict table, from every cell's summary."""
+        return []

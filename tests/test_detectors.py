@@ -1,0 +1,81 @@
+"""The detector registry and the detector added through it (DC-PDD), against hand-computed values."""
+
+import math
+from collections import Counter
+
+import pytest
+from omegaconf import OmegaConf
+
+from detect.detectors import build, describe, read_back, registry
+from detect.detectors.dc_pdd import DCPDD, dc_pdd_score, token_frequencies
+from detect.errors import InputError
+from detect.run import verdicts
+
+
+def test_every_detector_module_is_registered_by_its_summary_name():
+    assert set(registry()) == {"alg1", "alg2", "membership", "dc_pdd", "cheat", "sharded_likelihood"}
+    assert {cls.level for cls in registry().values()} == {"instance", "partition"}
+
+
+def test_the_default_config_builds_every_registered_detector_in_order():
+    cfg = OmegaConf.load("conf/detect/default.yaml")
+    assert [d.name for d in build(cfg.detectors)] == ["alg1", "alg2", "membership", "dc_pdd", "cheat",
+                                                      "sharded_likelihood"]
+    cfg.detectors.cheat.enabled = False
+    cfg.detectors.dc_pdd = None
+    assert [d.name for d in build(cfg.detectors)] == ["alg1", "alg2", "membership", "sharded_likelihood"]
+
+
+def test_a_misnamed_or_untargeted_entry_is_one_line():
+    with pytest.raises(InputError, match="no _target_"):
+        build({"cheat": {"enabled": True}})
+    with pytest.raises(InputError, match="not the detector named loss"):
+        build({"loss": {"_target_": "detect.detectors.cheat.ChatGPTCheat"}})
+
+
+def test_verdicts_and_needs_are_read_back_from_a_summary_without_naming_a_detector():
+    cell = {"n_instances": 10, "alg1": {"rouge_l": {"guided_mean": 0.8, "general_mean": 0.3, "p_value": 0.01,
+                                                    "significant": True}},
+            "alg2": {"exact": 2, "near_exact": 1, "contaminated": True}, "membership": {"loss": -1.0},
+            "cheat": {"strict": False, "lenient": True, "best_score": 0.5}}
+    assert verdicts(cell) == {"alg1_rouge_l": True, "alg2": True, "cheat_strict": False, "cheat_lenient": True}
+    statistics = {name: value for cls, block in read_back(cell) for name, value in cls.statistics(block, 10).items()}
+    assert statistics == {"alg1_rouge_l": pytest.approx(0.99), "alg2": 2 * 11 + 1, "cheat": 0.5}
+    assert describe("rouge_l_gain") == "generations" and describe("min_k_plus") == "logits (full distribution)"
+    assert describe("dc_pdd") == "logits + token frequencies" and describe("nothing") == "-"
+
+
+def test_dc_pdd_by_hand():
+    # Counted corpus: token 5 three times, token 7 once; vocabulary of 10. Laplace: (count + 1) / (4 + 10).
+    frequencies, unseen = token_frequencies(Counter({5: 3, 7: 1}), 10)
+    assert frequencies == {5: 4 / 14, 7: 2 / 14} and unseen == 1 / 14
+    # Text tokens 5, 7, 5, 9 with probabilities 0.5, 0.25, 0.9, 0.1; the second 5 is not its first occurrence.
+    ids, logp = [5, 7, 5, 9], [math.log(p) for p in (0.5, 0.25, 0.9, 0.1)]
+    # alpha: 0.5 ln(14/4) = 0.62638, 0.25 ln(7) = 0.48648, 0.1 ln(14) = 0.26391
+    assert dc_pdd_score(ids, logp, frequencies, unseen, a=10.0) == pytest.approx((0.62638 + 0.48648 + 0.26391) / 3,
+                                                                                 abs=1e-5)
+    # capped at a = 0.5: 0.5, 0.48648, 0.26391
+    assert dc_pdd_score(ids, logp, frequencies, unseen, a=0.5) == pytest.approx(0.41680, abs=1e-5)
+    assert dc_pdd_score(ids, logp, frequencies, unseen, a=0.01) == pytest.approx(0.01)  # the paper's cap
+
+
+def test_dc_pdd_reads_the_offline_corpus_and_refuses_a_missing_one(tmp_path):
+    class Tokenizer:  # one id per distinct word, as a tokenizer would give
+        name_or_path, vocabulary = "words", {}
+
+        def __len__(self):
+            return 50_000
+
+        def __call__(self, texts):
+            ids = [[self.vocabulary.setdefault(w, len(self.vocabulary)) for w in t.split()] for t in texts]
+            return type("Encoded", (), {"input_ids": ids})
+
+    frequencies, unseen = DCPDD().frequencies(Tokenizer())
+    assert len(frequencies) > 5_000 and unseen < 1e-5  # pydoc_data: Python's documentation text
+    (tmp_path / "corpus.txt").write_text("the the cat")
+    frequencies, _ = DCPDD(corpus=str(tmp_path / "corpus.txt")).frequencies(Tokenizer())
+    assert sorted(frequencies.values()) == [2 / 50_003, 3 / 50_003]
+    with pytest.raises(InputError, match="corpus=pydoc"):
+        DCPDD(corpus=str(tmp_path / "missing")).frequencies(Tokenizer())
+    with pytest.raises(InputError, match="must be positive"):
+        DCPDD(a=0)
