@@ -57,6 +57,7 @@ from detect.run import (
 )
 from detect.runtime import Placement
 from detect.runtime import from_config as placement_from
+from detect.sources import source_of
 from detect.validate import check_detection, count
 
 # (cell, checkpoint, pool, ground truth)
@@ -231,7 +232,7 @@ def contaminate(cfg, sampled: Sampled, placement: Placement, out_dir: Path) -> C
                        if k not in OPERATIONAL}
     if "trainer" in hyperparameters:  # how a run is logged does not change the checkpoint
         hyperparameters["trainer"] = {k: v for k, v in hyperparameters["trainer"].items() if k not in LOGGING_ONLY}
-    training_key = {"base": asdict(base), "dataset": dataset.key, "source": dataset.get("path") or dataset.source,
+    training_key = {"base": asdict(base), "dataset": dataset.key, "source": source_of(dataset).describe(),
                     "split": sampled.split, "member_ids": [e.instance_id for e in sampled.members],
                     "format": cfg.format.name, "template": template,
                     "texts": digest(texts),  # content, not only ids: a file may change

@@ -3,7 +3,7 @@
 Hydra reports an unknown group option as a multi-line error with a hint about HYDRA_FULL_ERROR; a researcher
 typing ``+dataset=rtee`` should get one line naming the valid keys. ``model=`` also takes a hub id or a local
 folder directly: ``model=HuggingFaceTB/SmolLM2-360M-Instruct`` becomes ``model=hub model.name_or_path=...``;
-``contaminate.trainer.warmup_ratio=0.1`` (any SFTConfig or LoraConfig field) becomes ``++contaminate.trainer...``.
+``contaminate.trainer.max_grad_norm=0.5`` (any SFTConfig or LoraConfig field) becomes ``++contaminate.trainer...``.
 """
 
 from __future__ import annotations

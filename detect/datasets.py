@@ -11,18 +11,16 @@ and the contamination text use: the label id and the dataset's own ClassLabel na
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
 
 from detect.errors import InputError
+from detect.sources import SYNTH_KEYS, check_json_lines, source_of  # noqa: F401 (public here as before)
 
 TASKS = ("classification", "nli", "summary", "one_sentence_summary", "question")
-SYNTH_KEYS = "+dataset=synth_nli, +dataset=synth_news or +dataset=synth_xsum"
 
 
 @dataclass(frozen=True)
@@ -45,74 +43,12 @@ def label_string(label_id: int, name: str) -> str:
     return f"{label_id} ({name.replace('_', ' ')})"
 
 
-_LOCAL_FORMATS = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
-
-
-def _load_local(path: str, split: str, where: str):
-    """One split from a file (``{split}`` in its name is replaced), or from ``<split>.<ext>`` in a folder."""
-    import datasets
-
-    file = Path(path.replace("{split}", split))
-    if file.is_dir():
-        candidates = [file / f"{split}{suffix}" for suffix in _LOCAL_FORMATS]
-        found = [candidate for candidate in candidates if candidate.is_file()]
-        if not found:
-            present = ", ".join(sorted(p.name for p in file.iterdir())) or "nothing"
-            raise InputError(f"{where}: folder {file} has no {split}.jsonl, .csv or .parquet (it holds {present})")
-        file = found[0]
-    if not file.is_file():
-        raise InputError(f"{where}: no file at {file}; give an existing JSONL, CSV or Parquet file")
-    builder = _LOCAL_FORMATS.get(file.suffix.lower())
-    if builder is None:
-        raise InputError(f"{where}: {file} is not .jsonl, .json, .csv or .parquet; convert it to one of these")
-    if file.suffix.lower() == ".jsonl":
-        check_json_lines(file)
-    return datasets.load_dataset(builder, data_files=str(file), split="train")
-
-
-def check_json_lines(file: Path) -> None:
-    """Every non-blank line of a JSONL file one JSON object, or a one-line error naming the file and the line
-    (``datasets`` would fail with a pyarrow traceback that names neither)."""
-    with open(file, encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise InputError(f"{file} line {number} is not valid JSON ({error.msg} at column {error.colno}); "
-                                 f"fix or remove that line") from None
-            if not isinstance(value, dict):
-                raise InputError(f"{file} line {number} is a JSON {type(value).__name__}, not an object of fields; "
-                                 f"write one {{\"field\": value, ...}} object per line")
-
-
-def _load_hub(cfg, split: str):
-    import datasets
-
-    try:
-        return datasets.load_dataset(cfg.hub_id, cfg.hub_config, split=split)
-    except Exception as error:  # offline, gated, renamed: all end the same way for the user
-        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise InputError(
-            f"could not load {cfg.hub_id}{f' ({cfg.hub_config})' if cfg.hub_config else ''} split {split} "
-            f"from the hub ({reason}); offline, use {SYNTH_KEYS}, or dataset.path=<local jsonl/csv/parquet>"
-        ) from None
-
-
 def load_raw(cfg, split: str):
-    """The split as a ``datasets.Dataset``, from ``cfg.path`` if given, else the generator or the hub."""
+    """The split as a ``datasets.Dataset``, from ``cfg.path`` if given, else the YAML's ``source``
+    (``detect/sources.py``: the hub, the lab's generator, a local file)."""
     if split not in cfg.splits:
         raise InputError(f"dataset {cfg.key} has no split '{split}': its splits are {', '.join(cfg.splits)}")
-    if cfg.get("path"):
-        return _load_local(str(cfg.path), split, f"dataset {cfg.key} split {split}")
-    if cfg.source == "synth":
-        from detect import synth
-
-        return synth.build(cfg.shape, split, size=cfg.size, seed=cfg.synth_seed)
-    if cfg.source == "hub":
-        return _load_hub(cfg, split)
-    raise InputError(f"dataset {cfg.key}: unknown source '{cfg.source}'; use hub or synth, or set dataset.path")
+    return source_of(cfg).load(split, f"dataset {cfg.key} split {split}")
 
 
 def _label_names(raw, cfg) -> list[str] | None:

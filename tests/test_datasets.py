@@ -21,10 +21,11 @@ def test_registry_has_the_papers_datasets_and_the_synth_partitions():
     assert PAPER_DATASETS | {"synth_nli", "synth_news", "synth_xsum"} <= set(options("dataset"))
     for key in PAPER_DATASETS:
         cfg = dataset_cfg(key)
-        assert cfg.key == key and cfg.source == "hub" and cfg.hub_id and cfg.default_split in cfg.splits
+        assert cfg.key == key and cfg.source._target_ == "detect.sources.HubSource" and cfg.source.hub_id
+        assert cfg.default_split in cfg.splits
         assert "label_names" in cfg and not cfg.label_names  # names come from the dataset, not typed here
-    assert dataset_cfg("rte").hub_id == "nyu-mll/glue" and dataset_cfg("rte").hub_config == "rte"
-    assert dataset_cfg("samsum").hub_id == "knkarthick/samsum"
+    assert dataset_cfg("rte").source.hub_id == "nyu-mll/glue" and dataset_cfg("rte").source.hub_config == "rte"
+    assert dataset_cfg("samsum").source.hub_id == "knkarthick/samsum"
 
 
 def test_label_strings_come_from_classlabel_features(tmp_path):

@@ -1,0 +1,117 @@
+"""Where a dataset's instances come from, each a class built from the dataset YAML's ``source`` with ``_target_``:
+
+    source:                                   # conf/dataset/rte.yaml
+      _target_: detect.sources.HubSource
+      hub_id: nyu-mll/glue
+      hub_config: rte
+
+- ``HubSource``: the Hugging Face hub (``datasets.load_dataset``); offline, a one-line error naming the offline
+  datasets and ``dataset.path``.
+- ``SynthSource``: the lab's seeded generator (``detect/synth.py``): novel text no model has seen.
+- ``LocalSource``: a JSONL/CSV/Parquet file, or a folder of ``<split>.<ext>`` files. ``dataset.path=<file>`` on
+  any dataset uses it in place of the YAML's source (the README's way to run on your own copy).
+
+Each gives one split as a ``datasets.Dataset`` (``load``) and says what it is for cache keys (``describe``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from detect.errors import InputError
+
+SYNTH_KEYS = "+dataset=synth_nli, +dataset=synth_news or +dataset=synth_xsum"
+_LOCAL_FORMATS = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
+
+
+class HubSource:
+    def __init__(self, hub_id: str, hub_config: str | None = None) -> None:
+        self.hub_id, self.hub_config = hub_id, hub_config
+
+    def load(self, split: str, where: str):
+        import datasets
+
+        try:
+            return datasets.load_dataset(self.hub_id, self.hub_config, split=split)
+        except Exception as error:  # offline, gated, renamed: all end the same way for the user
+            reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise InputError(
+                f"could not load {self.hub_id}{f' ({self.hub_config})' if self.hub_config else ''} split {split} "
+                f"from the hub ({reason}); offline, use {SYNTH_KEYS}, or dataset.path=<local jsonl/csv/parquet>"
+            ) from None
+
+    def describe(self) -> str:
+        return f"hub:{self.hub_id}" + (f"/{self.hub_config}" if self.hub_config else "")
+
+
+class SynthSource:
+    def __init__(self, shape: str, size: int = 1200, synth_seed: int = 0) -> None:
+        self.shape, self.size, self.synth_seed = shape, size, synth_seed
+
+    def load(self, split: str, where: str):
+        from detect import synth
+
+        return synth.build(self.shape, split, size=self.size, seed=self.synth_seed)
+
+    def describe(self) -> str:
+        return "synth"
+
+
+class LocalSource:
+    def __init__(self, path: str) -> None:
+        self.path = str(path)
+
+    def load(self, split: str, where: str):
+        """One split from a file (``{split}`` in its name is replaced), or from ``<split>.<ext>`` in a folder."""
+        import datasets
+
+        file = Path(self.path.replace("{split}", split))
+        if file.is_dir():
+            candidates = [file / f"{split}{suffix}" for suffix in _LOCAL_FORMATS]
+            found = [candidate for candidate in candidates if candidate.is_file()]
+            if not found:
+                present = ", ".join(sorted(p.name for p in file.iterdir())) or "nothing"
+                raise InputError(f"{where}: folder {file} has no {split}.jsonl, .csv or .parquet (it holds {present})")
+            file = found[0]
+        if not file.is_file():
+            raise InputError(f"{where}: no file at {file}; give an existing JSONL, CSV or Parquet file")
+        builder = _LOCAL_FORMATS.get(file.suffix.lower())
+        if builder is None:
+            raise InputError(f"{where}: {file} is not .jsonl, .json, .csv or .parquet; convert it to one of these")
+        if file.suffix.lower() == ".jsonl":
+            check_json_lines(file)
+        return datasets.load_dataset(builder, data_files=str(file), split="train")
+
+    def describe(self) -> str:
+        return self.path
+
+
+def check_json_lines(file: Path) -> None:
+    """Every non-blank line of a JSONL file one JSON object, or a one-line error naming the file and the line
+    (``datasets`` would fail with a pyarrow traceback that names neither)."""
+    with open(file, encoding="utf-8") as lines:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise InputError(f"{file} line {number} is not valid JSON ({error.msg} at column {error.colno}); "
+                                 f"fix or remove that line") from None
+            if not isinstance(value, dict):
+                raise InputError(f"{file} line {number} is a JSON {type(value).__name__}, not an object of fields; "
+                                 f"write one {{\"field\": value, ...}} object per line")
+
+
+def source_of(cfg):
+    """The dataset config's source: ``dataset.path`` if set (a local copy), else its ``source`` (``_target_``)."""
+    from detect.cli import instantiate
+
+    if cfg.get("path"):
+        return LocalSource(str(cfg.path))
+    source = cfg.get("source")
+    if not hasattr(source, "get") or not source.get("_target_"):
+        raise InputError(f"dataset {cfg.key}: source must name its class, e.g. source: {{_target_: "
+                         f"detect.sources.HubSource, hub_id: ...}}; or set dataset.path=<local file>")
+    return instantiate(source)

@@ -1,0 +1,79 @@
+"""Bad input, as a new user types it: one line naming what to set, before any data or model is touched."""
+
+import subprocess
+import sys
+
+import pytest
+
+from contaminate.study import check_study
+from detect.datasets import load_split
+from detect.errors import InputError
+from detect.validate import check_detection
+
+STUDY = ["+dataset=synth_nli"]
+
+
+@pytest.mark.parametrize("override, message", [
+    ("sample.n_members=-3", "sample.n_members=-3: give a whole number >= 1"),
+    ("sample.n_non_members=0", "sample.n_non_members=0: give a whole number >= 1"),
+    ("sample.n_detect=0", "sample.n_detect=0: give a whole number >= 1"),
+    ("sample.n_detect=20", "sample.n_detect=20 is more than sample.n_members=10"),
+    ("detect.max_new_tokens=0", "detect.max_new_tokens=0: give a whole number >= 1"),
+    ("detect.cut.low=0.9", "give 0 < low <= high < 1"),
+    ("contaminate.epochs=0", "contaminate.epochs=0"),
+    ("++contaminate.trainer.lerning_rate=1", "contaminate.trainer.lerning_rate is not an SFTConfig field"),
+    ("++contaminate.trainer.bf16=true", "contaminate.trainer.bf16 is set by the lab from runtime.dtype"),
+    ("detect.detectors.membership.k=2", "Min-K% takes a fraction in \\(0, 1\\]"),
+])
+def test_a_study_config_is_refused_in_one_line(compose_config, override, message):
+    extra = ["sample.n_members=10"] if "n_detect=20" in override else []
+    cfg = compose_config("contaminate", [*STUDY, *extra, override])
+    with pytest.raises(InputError, match=message):
+        check_study(cfg)
+
+
+def test_lora_arguments_pass_through_and_an_unknown_one_is_named(compose_config):
+    from contaminate.train import adapter_arguments, trainer_arguments
+
+    cfg = compose_config("contaminate", [*STUDY, "contaminate=lora", "++contaminate.lora.use_rslora=true",
+                                         "++contaminate.trainer.max_grad_norm=0.5",
+                                         "contaminate.trainer.report_to=tensorboard"])
+    check_study(cfg)
+    assert adapter_arguments(cfg.contaminate) == {"r": 16, "lora_alpha": 32, "lora_dropout": 0.0,
+                                                  "target_modules": "all-linear", "use_rslora": True}
+    arguments = trainer_arguments(cfg.contaminate)
+    assert arguments["max_grad_norm"] == 0.5 and arguments["report_to"] == "tensorboard"
+    cfg = compose_config("contaminate", [*STUDY, "contaminate=lora", "++contaminate.lora.rnk=3"])
+    with pytest.raises(InputError, match="contaminate.lora.rnk is not a LoraConfig field"):
+        check_study(cfg)
+
+
+def test_the_default_configs_pass(compose_config):
+    check_study(compose_config("contaminate", STUDY))
+    assert [d.name for d in check_detection(compose_config("detect", STUDY))][:2] == ["alg1", "alg2"]
+
+
+def test_a_malformed_jsonl_line_names_the_file_and_the_line(compose_config, tmp_path):
+    good = '{"sentence1": "A man walks.", "sentence2": "He moves.", "label": "entailment"}\n'
+    (tmp_path / "validation.jsonl").write_text(good + "\n" + '{"sentence1": "x", "sentence2": oops}\n')
+    cfg = compose_config("detect", ["+dataset=rte", f"dataset.path={tmp_path}"]).dataset
+    with pytest.raises(InputError, match=f"{tmp_path / 'validation.jsonl'} line 3 is not valid JSON"):
+        load_split(cfg, "validation")
+    (tmp_path / "validation.jsonl").write_text(good + "[1, 2]\n")
+    with pytest.raises(InputError, match="line 2 is a JSON list, not an object"):
+        load_split(cfg, "validation")
+
+
+def test_the_command_line_prints_one_line_and_writes_nothing_finished(tmp_path):
+    """The four inputs of issue 13, through the real command: exit 2, one line on stderr, no training started."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "test.jsonl").write_text('{"sentence1": "a b", "sentence2": oops}\n')
+    (tmp_path / "data" / "train.jsonl").write_text('{"sentence1": "a b", "sentence2": "c d", "label": "x"}\n')
+    for override in (f"dataset.path={tmp_path / 'data'}", "sample.n_members=-3", "sample.n_detect=0",
+                     "detect.max_new_tokens=0"):
+        done = subprocess.run([sys.executable, "-m", "contaminate", "+dataset=synth_nli", override,
+                               f"hydra.run.dir={tmp_path / 'run'}", f"cache_dir={tmp_path / 'cache'}"],
+                              capture_output=True, text=True)
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), (override, done.stderr)
+        assert not (tmp_path / "cache" / "checkpoints").exists()
