@@ -183,11 +183,10 @@ def write_jsonl(path: Path, rows: Sequence[dict]) -> None:
 
 def main(cfg, out_dir: Path) -> dict:
     """Everything ``python -m detect`` does, given a composed config and a run folder."""
+    from detect.backends import open_backend
     from detect.cli import instantiate
-    from detect.generate import LocalGenerator
     from detect.logits import TokenStatistics
-    from detect.models import cache_dir, hub, load
-    from detect.openai_generate import OpenAIGenerator
+    from detect.models import hub, load
     from detect.runtime import from_config as placement_from
     from detect.runtime import placement_of
     from detect.scores import SemanticScorer
@@ -207,17 +206,10 @@ def main(cfg, out_dir: Path) -> dict:
     # The partition detectors read the split, not the sample: Cheat? searches all of it for replicas, the
     # sharded test takes its first instances in the dataset's order.
     evidence = Evidence(dataset, split, examples, split_examples, seed=cfg.seed)
-    placements = {}
-    if cfg.backend.name == "openai":  # no logits: the logit detectors are skipped
-        generator = OpenAIGenerator.from_config(cfg.backend, cfg.detect, cache_dir=cache_dir())
-        model_name, model_path = cfg.backend.model, cfg.backend.base_url or "https://api.openai.com/v1"
-    else:
-        model_ref = instantiate(cfg.model)
-        model, tokenizer = load(model_ref, placement)
-        placements["model"] = placement_of(model)
-        generator = LocalGenerator.from_config(model, tokenizer, cfg.detect)
-        model_name, model_path = model_ref.name, model_ref.path
-        evidence.statistics = TokenStatistics(model, tokenizer)
+    _, opened = open_backend(cfg, placement)  # conf/backend/: local transformers or an OpenAI-compatible API
+    generator, model_name, model_path, placements = opened.generate, opened.name, opened.path, opened.placements
+    if opened.model is not None:  # logits: the logit detectors run (over an API they are skipped)
+        evidence.statistics = TokenStatistics(opened.model, opened.tokenizer)
         reference_model = cfg.detect.reference_model
         if reference_model and any("reference" in d.needs for d in detectors):
             reference_pair = load(hub(str(reference_model)), placement)

@@ -1,5 +1,5 @@
-"""What ``python -m contaminate.calibrate`` writes besides calibration.json: calibration.md, the dose-response
-table (CSV and markdown) and the plots (ROC curves; detection rate and AUC against exposure).
+"""What ``python -m contaminate.calibrate`` writes besides calibration.json, from a ``Calibration``: calibration.md,
+the dose-response table (CSV and markdown) and the plots (ROC curves; detection rate and AUC against exposure).
 
 A condition is every setting of a study but its seed; the table has one row per condition and shows the
 settings that vary between conditions. A detector's TPR in a row is its rate on that condition's
@@ -14,6 +14,8 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+
+from contaminate.calibration.result import Calibration
 
 EXPOSURE = "epochs"
 
@@ -35,23 +37,23 @@ def rule_name(rule: tuple[int | None, int | None] | None) -> str:
     return " or ".join(p for p in parts if p)
 
 
-def positive_pools(result: dict) -> set[tuple[str, str]]:
-    return {(i.condition, i.cell) for i in result["_instances"] if i.positive}
+def positive_pools(result: Calibration) -> set[tuple[str, str]]:
+    return {(i.condition, i.cell) for i in result.instances if i.positive}
 
 
-def detectors(result: dict) -> dict[str, dict]:
+def detectors(result: Calibration) -> dict[str, dict]:
     """Per detector: its per-pool flag rates, keyed (condition, cell). The names are the table's columns."""
-    paper_rule = result["paper_rule"]
-    found = {f"alg1_{score}": block["per_pool"] for score, block in result["alg1"].items()}
-    found["alg2_paper"] = result["alg2"]["paper"]["rules"][paper_rule]["per_pool"]
-    found["alg2_calibrated"] = result["alg2"]["calibrated"]["rules"][paper_rule]["per_pool"]
-    if result["rule"] is not None:
-        rule = (result["rule"]["min_exact"], result["rule"]["min_near_exact"])
+    paper_rule = result.paper_rule
+    found = {f"alg1_{score}": block["per_pool"] for score, block in result.alg1.items()}
+    found["alg2_paper"] = result.alg2["paper"]["rules"][paper_rule]["per_pool"]
+    found["alg2_calibrated"] = result.alg2["calibrated"]["rules"][paper_rule]["per_pool"]
+    if result.rule is not None:
+        rule = (result.rule["min_exact"], result.rule["min_near_exact"])
         if rule != paper_rule:
-            found["alg2_calibrated_rule"] = result["alg2"]["calibrated"]["rules"][rule]["per_pool"]
+            found["alg2_calibrated_rule"] = result.alg2["calibrated"]["rules"][rule]["per_pool"]
     for name in verdict_labels():  # as the studies ran them, on whole pools
-        if name in result["partition_detectors"]["verdicts"]:
-            found[name] = result["partition_detectors"]["verdicts"][name]["per_pool"]
+        if name in result.partition_detectors["verdicts"]:
+            found[name] = result.partition_detectors["verdicts"][name]["per_pool"]
     return found
 
 
@@ -62,11 +64,11 @@ def varying(conditions: dict[str, dict]) -> list[str]:
     return ["dataset", EXPOSURE] + [k for k in shown if k not in ("dataset", EXPOSURE)]
 
 
-def dose_response_rows(result: dict) -> list[dict]:
+def dose_response_rows(result: Calibration) -> list[dict]:
     """One row per condition: settings that vary, instance AUCs, and every detector's TPR and FPR."""
     from sklearn.metrics import roc_auc_score
 
-    instances, conditions = result["_instances"], result["conditions"]
+    instances, conditions = result.instances, result.conditions
     columns = varying(conditions)
     by_condition = defaultdict(list)
     for instance in instances:
@@ -81,7 +83,7 @@ def dose_response_rows(result: dict) -> list[dict]:
         row["positives"] = sum(i.positive for i in members)
         row["negatives"] = len(members) - row["positives"]
         labels = [i.positive for i in members]
-        for score in result["instance"]:
+        for score in result.instance:
             if 0 < sum(labels) < len(labels):
                 row[f"auc_{score}"] = float(roc_auc_score(labels, [i.scores[score] for i in members]))
         for name, per_pool in rates.items():
@@ -132,19 +134,19 @@ def markdown_table(rows: list[dict], columns: list[str] | None = None) -> list[s
             *("| " + " | ".join(_format(row.get(c)) for c in columns) + " |" for row in rows)]
 
 
-def plot_roc(result: dict, path: Path) -> None:
+def plot_roc(result: Calibration, path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     figure, axis = plt.subplots(figsize=(5, 5))
-    for score, block in result["instance"].items():
+    for score, block in result.instance.items():
         axis.plot(block["fpr"], block["tpr"], label=f"{score} (AUC {block['auc']:.2f})")
     axis.plot([0, 1], [0, 1], color="grey", linestyle=":", linewidth=1)
     axis.set(xlabel="false positive rate (clean instances)", ylabel="true positive rate (members)",
-             title=f"Instance ROC: {result['n_instances']['positive']} positive, "
-                   f"{result['n_instances']['negative']} negative")
+             title=f"Instance ROC: {result.n_instances['positive']} positive, "
+                   f"{result.n_instances['negative']} negative")
     axis.legend(loc="lower right", fontsize=8)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
@@ -212,9 +214,9 @@ def judges_section(judges: dict | None) -> list[str]:
     return lines
 
 
-def ranking_section(result: dict) -> list[str]:
+def ranking_section(result: Calibration) -> list[str]:
     """The detectors ranked by AUC: instance scores over instances, partition statistics over study cells."""
-    ranking = result["ranking"]
+    ranking = result.ranking
     lines = ["## Detectors ranked by AUC", "",
              "Instance level (is this instance a member of the model it is detected on?). Every negative: the "
              "clean model's instances and the contaminated model's non-members and other split; 'contaminated "
@@ -249,12 +251,12 @@ def _interval(summary: dict) -> str:
     return f"{summary['mean']:.2f} [{summary['low']:.2f}, {summary['high']:.2f}]"
 
 
-def write_reports(result: dict, out: Path, *, holds_at: float = 0.8) -> None:
+def write_reports(result: Calibration, out: Path, *, holds_at: float = 0.8) -> None:
     out = Path(out)
     rows = dose_response_rows(result)
     rates = detectors(result)
     names = list(rates)
-    scores = list(result["instance"])
+    scores = list(result.instance)
     with open(out / "dose_response.csv", "w", newline="") as file:
         writer = csv.DictWriter(file, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
         writer.writeheader()
@@ -264,19 +266,19 @@ def write_reports(result: dict, out: Path, *, holds_at: float = 0.8) -> None:
     plot_roc(result, out / "roc.png")
     has_dose_plot = plot_dose_response(rows, names, [s for s in scores if not s.endswith("_gain")],
                                        out / "dose_response.png")
-    lowest = lowest_exposures(rows, names, holds_at=holds_at, max_fpr=result["targets"]["partition_fpr"])
+    lowest = lowest_exposures(rows, names, holds_at=holds_at, max_fpr=result.targets["partition_fpr"])
 
-    targets, thresholds, achieved = result["targets"], result["thresholds"], result["achieved"]
-    paper = result["paper_thresholds"]
-    n = result["n_instances"]
+    targets, thresholds, achieved = result.targets, result.thresholds, result.achieved
+    paper = result.paper_thresholds
+    n = result.n_instances
     lines = [
-        f"# Calibration from {len(result['sources'])} studies",
+        f"# Calibration from {len(result.sources)} studies",
         "",
         f"{n['positive']} positive instances (trained into the model they were detected on) and {n['negative']} "
         f"negative (the clean base model; the contaminated model's non-members and other split), over "
-        f"{len(result['conditions'])} conditions; a clean-model cell shared by studies that differ only in the "
+        f"{len(result.conditions)} conditions; a clean-model cell shared by studies that differ only in the "
         f"contaminated model counts once here and in each study's pool below ({n['in_pools']} in the pools). "
-        f"Generated {result['created']} by `python -m contaminate.calibrate`.",
+        f"Generated {result.created} by `python -m contaminate.calibrate`.",
         "",
         *ranking_section(result),
         "## Instance level: how well each score separates members from clean instances",
@@ -284,11 +286,11 @@ def write_reports(result: dict, out: Path, *, holds_at: float = 0.8) -> None:
         "| score | AUC [95% CI] | TPR at 1% FPR | TPR at 5% FPR |",
         "|---|---|---|---|",
     ]
-    for score, block in result["instance"].items():
+    for score, block in result.instance.items():
         ci = block["auc_ci"]
         lines.append(f"| {score} | {block['auc']:.3f} [{ci['low']:.3f}, {ci['high']:.3f}] | "
                      f"{block['tpr_at_fpr']['0.01']:.2f} | {block['tpr_at_fpr']['0.05']:.2f} |")
-    unit = next(iter(result["instance"].values()))["auc_ci"]["unit"]
+    unit = next(iter(result.instance.values()))["auc_ci"]["unit"]
     lines += ["", f"`<score>_gain` is guided minus general (an instance-level Algorithm 1). Intervals: "
               f"percentile bootstrap resampling {unit}s within each class.", "", "![ROC](roc.png)", "",
               "## Thresholds", "",
@@ -312,28 +314,28 @@ def write_reports(result: dict, out: Path, *, holds_at: float = 0.8) -> None:
                   f"replaying exactly, or guessable instances) more often than the target allows."]
     lines += ["", "Run a calibrated detector on any model:", "",
               f"    python -m detect +dataset=<key> model=<model> judge.calibration={out / 'calibration.json'}"
-              + ("" if result["score"] == "rouge_l" else f" judge.score={result['score']}"), ""]
+              + ("" if result.score == "rouge_l" else f" judge.score={result.score}"), ""]
 
-    paper_rule = result["alg2"]["paper"]["rules"][result["paper_rule"]]
-    calibrated_rule = result["alg2"]["calibrated"]["rules"][result["paper_rule"]]
-    rows_partition = [(f"Algorithm 1, {score}", block, None) for score, block in result["alg1"].items()]
+    paper_rule = result.alg2["paper"]["rules"][result.paper_rule]
+    calibrated_rule = result.alg2["calibrated"]["rules"][result.paper_rule]
+    rows_partition = [(f"Algorithm 1, {score}", block, None) for score, block in result.alg1.items()]
     rows_partition += [("Algorithm 2, paper thresholds, paper rule (1 exact / 2 near)", paper_rule,
                         paper_rule["binomial_fpr"]),
                        ("Algorithm 2, calibrated thresholds, paper rule", calibrated_rule,
                         calibrated_rule["binomial_fpr"])]
-    recommended = None if result["rule"] is None else (result["rule"]["min_exact"], result["rule"]["min_near_exact"])
-    if recommended is not None and recommended != result["paper_rule"]:
-        block = result["alg2"]["calibrated"]["rules"][recommended]
+    recommended = None if result.rule is None else (result.rule["min_exact"], result.rule["min_near_exact"])
+    if recommended is not None and recommended != result.paper_rule:
+        block = result.alg2["calibrated"]["rules"][recommended]
         rows_partition.append((f"Algorithm 2, calibrated thresholds, {rule_name(recommended)}", block,
                                block["binomial_fpr"]))
     lines += [f"## Partition level: random {targets['sample_size']}-instance samples", "",
               "| detector | TPR [95% CI] | FPR [95% CI] | accuracy [95% CI] | binomial FPR |", "|---|---|---|---|---|"]
-    rows_partition += [(text, result["partition_detectors"]["verdicts"][name], None)
-                       for name, text in verdict_labels().items() if name in result["partition_detectors"]["verdicts"]]
+    rows_partition += [(text, result.partition_detectors["verdicts"][name], None)
+                       for name, text in verdict_labels().items() if name in result.partition_detectors["verdicts"]]
     for name, block, binomial in rows_partition:
         lines.append(f"| {name} | {_interval(block['tpr'])} | {_interval(block['fpr'])} | "
                      f"{_interval(block['accuracy'])} | {'-' if binomial is None else f'{binomial:.3f}'} |")
-    lines += ["", f"Calibrated labels: {result['calibrated_labels']}. TPR: mean flag rate over the "
+    lines += ["", f"Calibrated labels: {result.calibrated_labels}. TPR: mean flag rate over the "
               f"{paper_rule['tpr']['n_pools']} contaminated x members pools; FPR: over the "
               f"{paper_rule['fpr']['n_pools']} clean pools; accuracy: over all pools (the study's five cells, one "
               f"positive). Intervals resample pools.",
@@ -346,7 +348,7 @@ def write_reports(result: dict, out: Path, *, holds_at: float = 0.8) -> None:
         lines.append(f"| {name} | " + " | ".join(f"{v:.2f}" for v in by_cell) + " |")
 
     for which in ("paper", "calibrated"):
-        block = result["alg2"][which]
+        block = result.alg2[which]
         k_exacts = sorted({k for k, _ in block["rules"]}, key=lambda k: (k is None, k or 0))
         k_nears = sorted({k for _, k in block["rules"]}, key=lambda k: (k is None, k or 0))
         lines += ["", f"Algorithm 2 rule grid, {which} thresholds: TPR / FPR / binomial FPR "
@@ -365,10 +367,10 @@ def write_reports(result: dict, out: Path, *, holds_at: float = 0.8) -> None:
     if recommended is None:
         verdict = (f"No rule keeps both the measured and the binomial partition FPR within "
                    f"{targets['partition_fpr']:.0%} with calibrated thresholds.")
-    elif recommended == result["paper_rule"]:
+    elif recommended == result.paper_rule:
         verdict = "The data support the paper's rule (>= 1 exact or >= 2 near-exact) with calibrated thresholds."
     else:
-        block = result["alg2"]["calibrated"]["rules"][recommended]
+        block = result.alg2["calibrated"]["rules"][recommended]
         verdict = (f"The data support **{rule_name(recommended)}**: TPR {block['tpr']['mean']:.2f} at measured FPR "
                    f"{block['fpr']['mean']:.2f} (binomial {block['binomial_fpr']:.3f}), against the paper's 1/2: TPR "
                    f"{paper_cal['tpr']['mean']:.2f}, FPR {paper_cal['fpr']['mean']:.2f} "
@@ -377,7 +379,7 @@ def write_reports(result: dict, out: Path, *, holds_at: float = 0.8) -> None:
               f"{targets['partition_fpr']:.0%}.)" + ("" if recommended is None else
               f" Set it with `detect.detectors.alg2.min_exact={recommended[0] or targets['sample_size'] + 1} "
               f"detect.detectors.alg2.min_near_exact={recommended[1] or targets['sample_size'] + 1}`."),
-              *judges_section(result["judges"]),
+              *judges_section(result.judges),
               "", "## Dose response", "", *markdown_table(rows, table_columns), "",
               "TPR columns: partition detection rate of each detector on the condition's members; AUC: instance "
               "level within the condition. FPRs are in dose_response.csv."]

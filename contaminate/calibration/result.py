@@ -1,0 +1,184 @@
+"""The calibration as one typed result, and the function that computes it from study folders.
+
+    result = calibrate(["runs/dose_response/<time>"])        # -> Calibration
+    result.thresholds, result.rule, result.instance["rouge_l"]["auc_ci"], result.to_json()
+
+``Calibration`` holds what calibration.json holds (``to_json``) and, for the reports, the instances and their
+labels; rendering it (calibration.md, the dose-response table, plots) is ``contaminate/calibration/report.py``,
+and the command line ``contaminate/calibrate.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Sequence
+
+from contaminate.calibration.constants import (
+    EXACT_FPR,
+    FPR_POINTS,
+    NEAR_EXACT_FPR,
+    PAPER_JUDGE,
+    PAPER_RULE,
+    PARTITION_FPR,
+    SAMPLE_SIZE,
+)
+from contaminate.calibration.instance_level import (
+    cross_fitted_labels,
+    fit_thresholds,
+    label,
+    rates_at,
+    roc_with_interval,
+)
+from contaminate.calibration.judges import judge_agreement
+from contaminate.calibration.partition_level import (
+    alg1_flag_rate,
+    partition_level,
+    partition_rates,
+    pools_of,
+    recommend_rule,
+    summarize_pools,
+)
+from contaminate.calibration.studies import Instance, distinct, load_instances, needs, score_names
+from detect.errors import InputError
+from detect.run import SCORES
+
+Rule = tuple  # (min exact, min near-exact), None where that count never flags
+
+
+@dataclass
+class Calibration:
+    """Everything a calibration found. Thresholds and the recommended rule are what a detection loads
+    (``judge.calibration=<calibration.json>``); the rest is the evidence for them."""
+    sources: list[str]                      # the study folders read
+    conditions: dict[str, dict]             # condition key -> its settings (every setting but the seed)
+    n_instances: dict[str, int]             # positive / negative (each observation once), in_pools
+    targets: dict                           # exact_fpr, near_exact_fpr, partition_fpr, sample_size
+    thresholds: dict                        # exact_threshold (ROUGE-L), near_exact_threshold per score
+    achieved: dict                          # the FPR / TPR each fitted threshold reaches on these instances
+    paper_thresholds: dict                  # the paper's 0.95 / 0.75 and their FPR / TPR here
+    score: str                              # the near-exact score of the calibrated judge
+    calibrated_labels: str                  # how the calibrated labels were fitted (cross-fitted over seeds or not)
+    rule: dict | None                       # the recommended Algorithm 2 rule, or None if none keeps the FPR
+    instance: dict[str, dict]               # score -> ROC points, AUC with its interval, TPR at FPR points
+    alg2: dict[str, dict]                   # paper / calibrated labels -> per rule: TPR, FPR, accuracy, per pool
+    alg1: dict[str, dict]                   # score -> Algorithm 1's flag rates over pools
+    partition_detectors: dict               # roc (partition statistics) and verdicts (flag rates) per detector
+    instance_within_model: dict[str, dict]  # the ROC on the contaminated model alone
+    ranking: dict[str, list[dict]]          # instance and partition detectors by AUC
+    judges: dict | None                     # LLM judge agreement, where studies ran one
+    paper_rule: Rule = PAPER_RULE
+    created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    format: str = "contamination-lab calibration 1"
+    instances: list[Instance] = field(default_factory=list, repr=False)      # for the reports, not the JSON
+    labels: dict[str, list[str]] = field(default_factory=dict, repr=False)   # paper / calibrated label per instance
+
+    def to_json(self) -> dict:
+        """calibration.json: everything but the instances; rules as "k_exact/k_near" keys, ROC curves kept."""
+        def pools_keyed(block: dict) -> dict:  # (condition, cell) keys as "condition|cell" strings
+            return {**block, "per_pool": {f"{c}|{cell}": rate for (c, cell), rate in block["per_pool"].items()}}
+
+        def rules(block: dict) -> dict:
+            return {**{k: v for k, v in block.items() if k != "rules"},
+                    "rules": {f"{k_e or '-'}/{k_n or '-'}": pools_keyed(r)
+                              for (k_e, k_n), r in block["rules"].items()}}
+
+        return {
+            "format": self.format, "created": self.created, "sources": self.sources, "conditions": self.conditions,
+            "n_instances": self.n_instances, "targets": self.targets, "thresholds": self.thresholds,
+            "achieved": self.achieved, "paper_thresholds": self.paper_thresholds, "score": self.score,
+            "calibrated_labels": self.calibrated_labels, "paper_rule": self.paper_rule, "rule": self.rule,
+            "instance": self.instance, "instance_within_model": self.instance_within_model,
+            "ranking": self.ranking, "judges": self.judges,
+            "partition_detectors": {
+                "roc": self.partition_detectors["roc"],
+                "verdicts": {name: pools_keyed(block)
+                             for name, block in self.partition_detectors["verdicts"].items()}},
+            "alg2": {name: rules(block) for name, block in self.alg2.items()},
+            "alg1": {name: pools_keyed(block) for name, block in self.alg1.items()},
+        }
+
+
+def calibrate(folders: Sequence[str | Path], *, exact_fpr: float = EXACT_FPR, near_exact_fpr: float = NEAR_EXACT_FPR,
+              partition_fpr: float = PARTITION_FPR, score: str = "rouge_l", sample_size: int = SAMPLE_SIZE,
+              alg1_draws: int = 200, seed: int = 0) -> Calibration:
+    """Everything calibration.json and the reports hold, computed from the studies under ``folders``."""
+    for name, value in (("--exact-fpr", exact_fpr), ("--near-exact-fpr", near_exact_fpr),
+                        ("--partition-fpr", partition_fpr)):
+        if not 0 <= value < 1:
+            raise InputError(f"{name} {value} is not a rate in [0, 1)")
+    instances, conditions, partitions = load_instances(folders)
+    names = score_names(instances)
+    if score not in names or score.endswith("_gain"):
+        raise InputError(f"--score {score} is not a near-exact score of these studies; "
+                         f"use one of {', '.join(s for s in names if not s.endswith('_gain'))}")
+    observed = distinct(instances)
+    positive = [i.positive for i in observed]
+    cells = [f"{i.study}:{i.cell}" for i in observed]
+    instance_level = {}
+    for name in names:
+        instance_level[name] = roc_with_interval(positive, [i.scores[name] for i in observed], cells, seed=seed)
+    # The same on the contaminated model alone (members against its non-members and other split): the usual
+    # membership-inference setting, where a score need not be comparable across models.
+    same_model = [i for i in observed if i.guided.get("checkpoint") == "contaminated"]
+    within_model = {}
+    if 0 < sum(i.positive for i in same_model) < len(same_model):
+        labels, clusters = [i.positive for i in same_model], [f"{i.study}:{i.cell}" for i in same_model]
+        for name in names:
+            within_model[name] = roc_with_interval(labels, [i.scores[name] for i in same_model], clusters, seed=seed)
+    thresholds = fit_thresholds(observed, exact_fpr=exact_fpr, near_exact_fpr=near_exact_fpr)
+
+    pools = pools_of(instances)
+    paper_labels = [label(PAPER_JUDGE, i) for i in instances]
+    calibrated_labels, calibrated_how = cross_fitted_labels(instances, exact_fpr=exact_fpr,
+                                                            near_exact_fpr=near_exact_fpr, score=score)
+    alg2 = {"paper": partition_rates(instances, paper_labels, pools, sample_size=sample_size),
+            "calibrated": partition_rates(instances, calibrated_labels, pools, sample_size=sample_size)}
+    alg1 = {}
+    for name in (s for s in SCORES if s in names and f"{s}_gain" in names):
+        per_pool = {pool: alg1_flag_rate([instances[p] for p in positions], name, sample_size=sample_size,
+                                         draws=alg1_draws, seed=seed)
+                    for pool, positions in pools.items()}
+        alg1[name] = summarize_pools(per_pool, instances, pools)
+    recommended = recommend_rule(alg2["calibrated"]["rules"], partition_fpr=partition_fpr)
+    partition_detectors = partition_level(partitions, instances, pools, seed=seed)
+
+    return Calibration(
+        sources=sorted({i.study for i in instances}), conditions=conditions,
+        n_instances={"positive": sum(positive), "negative": len(positive) - sum(positive), "in_pools": len(instances)},
+        targets={"exact_fpr": exact_fpr, "near_exact_fpr": near_exact_fpr, "partition_fpr": partition_fpr,
+                 "sample_size": sample_size},
+        thresholds={"exact_threshold": thresholds["exact_threshold"],
+                    "near_exact_threshold": thresholds["near_exact_threshold"]},
+        achieved=thresholds["achieved"],
+        paper_thresholds={"exact_threshold": PAPER_JUDGE.exact_threshold,
+                          "near_exact_threshold": PAPER_JUDGE.near_exact_threshold,
+                          **rates_at(observed, PAPER_JUDGE.exact_threshold, PAPER_JUDGE.near_exact_threshold,
+                                     PAPER_JUDGE.score)},
+        score=score, calibrated_labels=calibrated_how,
+        rule=None if recommended is None else {"min_exact": recommended[0], "min_near_exact": recommended[1]},
+        instance=instance_level, alg2=alg2, alg1=alg1, partition_detectors=partition_detectors,
+        instance_within_model=within_model, ranking=ranking(instance_level, partition_detectors, within_model),
+        judges=judge_agreement(instances, {"paper": paper_labels, "calibrated": calibrated_labels}),
+        instances=instances, labels={"paper": paper_labels, "calibrated": calibrated_labels},
+    )
+
+
+def ranking(instance_level: dict, partition_detectors: dict, within_model: dict | None = None) -> dict[str, list[dict]]:
+    """Detectors by AUC, best first: instance scores at the instance level (each with its AUC on the
+    contaminated model alone beside it), partition statistics over study cells."""
+    def ranked(blocks: dict) -> list[dict]:
+        rows = [{"detector": name, "needs": needs(name), "auc": block["auc"], "auc_low": block["auc_ci"]["low"],
+                 "auc_high": block["auc_ci"]["high"], **{f"tpr_at_{p}_fpr": block["tpr_at_fpr"][str(p)]
+                                                         for p in FPR_POINTS},
+                 "n_positive": block["n_positive"], "n_negative": block["n_negative"]}
+                for name, block in blocks.items()]
+        return sorted(rows, key=lambda row: -row["auc"])
+
+    instance = ranked(instance_level)
+    for row in instance:
+        block = (within_model or {}).get(row["detector"])
+        row["auc_within_model"] = None if block is None else block["auc"]
+        row["tpr_at_0.05_fpr_within_model"] = None if block is None else block["tpr_at_fpr"]["0.05"]
+    return {"instance": instance, "partition": ranked(partition_detectors["roc"])}

@@ -1,0 +1,158 @@
+"""Gathering: every finished study under some folders, as instances (one per cell x instance, with its ground
+truth and scores) and partitions (one per cell, with every registered detector's verdicts and statistics)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from detect.detectors import describe, instance_scores, read_back
+from detect.errors import InputError
+from detect.judge import normalize
+from detect.run import SCORES, verdicts
+
+
+@dataclass
+class Instance:
+    """One instance of one cell of one study: its guided (and general) row and its ground truth."""
+    study: str
+    seed: int
+    condition: str               # every setting of the study but the seed, as a key
+    cell: str
+    positive: bool
+    guided: dict
+    general: dict | None
+    observation: str = ""        # the model that answered + the prompt: equal for a clean cell shared by studies
+    judge: str = "threshold"     # the judge the study ran (its labels are in guided["judge"])
+    scores: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def exact_score(self) -> float:
+        """ROUGE-L, or 1.0 for texts equal after normalisation: what the judge's exact label compares."""
+        equal = normalize(self.guided["reference"]) == normalize(self.guided["completion"])
+        return 1.0 if equal else self.guided["rouge_l"]
+
+
+@dataclass
+class Partition:
+    """One cell of one study as a partition: every partition-level detector's verdict and statistic on it."""
+    study: str
+    seed: int
+    condition: str
+    cell: str
+    positive: bool
+    verdicts: dict[str, bool]
+    statistics: dict[str, float]  # larger = more contaminated, for a partition-level ROC
+    observation: str = ""         # equal for a clean cell shared by studies
+
+
+def needs(name: str) -> str:
+    """What a detector needs of the model: the README's and the report's "needs" column (from the registry)."""
+    return describe(name)
+
+
+def cell_partition(cell: dict) -> tuple[dict[str, bool], dict[str, float]]:
+    """A study cell's partition verdicts and statistics (summary.json), from every registered detector's block:
+    Algorithm 1 (1 - p per score), Algorithm 2 (replica count, exact ones first), ChatGPT-Cheat? (best replica
+    ROUGE-L; strict and lenient verdicts), the sharded likelihood test (1 - p), and any detector added since."""
+    statistics = {name: value for cls, block in read_back(cell)
+                  for name, value in cls.statistics(block, cell["n_instances"]).items()}
+    return verdicts(cell), statistics
+
+
+def find_studies(folders: Sequence[str | Path]) -> list[Path]:
+    """Every finished study (a folder with results.jsonl and manifest.json) under the given folders."""
+    found: list[Path] = []
+    for folder in map(Path, folders):
+        if not folder.is_dir():
+            raise InputError(f"{folder}: no such folder; give study or multirun folders (runs/...)")
+        found += sorted(p.parent for p in folder.rglob("results.jsonl") if (p.parent / "manifest.json").is_file())
+    found = list(dict.fromkeys(p.resolve() for p in found))
+    if not found:
+        raise InputError(f"no finished study under {', '.join(map(str, folders))} (a study folder holds "
+                         f"results.jsonl and manifest.json); run python -m contaminate first")
+    return found
+
+
+def condition_of(manifest: dict) -> dict:
+    """The settings that define a condition: everything that shapes the study except its seed."""
+    hyperparameters = dict(manifest["contaminate"])
+    return {"dataset": manifest["dataset"]["key"], "model": manifest["base_model"]["name"],
+            "n_members": len(manifest["member_ids"]), "n_detect": len(manifest["detection_ids"]["members"]),
+            "format": manifest["format"]["name"], "prompt_format": manifest["detect"].get("prompt_format"),
+            **hyperparameters}
+
+
+def load_instances(folders: Sequence[str | Path]) -> tuple[list[Instance], dict[str, dict], list[Partition]]:
+    """The instances of every study under ``folders``, each condition's settings (by condition key) and every
+    study cell as a partition. A second study with the same condition and seed is a rerun, and is skipped."""
+    instances, conditions, seen, duplicates, partitions = [], {}, {}, [], []
+    registered = set(instance_scores())  # every detector's score of the whole instance (local models)
+    for study in find_studies(folders):
+        manifest = json.loads((study / "manifest.json").read_text())
+        settings = condition_of(manifest)
+        key = json.dumps(settings, sort_keys=True, default=str)
+        seed = manifest["seeds"]["sampling"]
+        if (key, seed) in seen:  # a rerun of the same study (same instances, same cached rows): count it once
+            duplicates.append(f"{study} (same condition and seed as {seen[key, seed]})")
+            continue
+        seen[key, seed] = study
+        conditions[key] = settings
+        # Studies that differ only in the contaminated model (exposure, learning rate...) share the clean
+        # model's cells, row for row, from the cache: the same observation, to be counted once when pooling.
+        # An observation is a model, the detector's settings (a chat prompt is another observation) and a prompt.
+        detector = json.dumps(manifest["detect"], sort_keys=True)
+        models = {"contaminated": [manifest["checkpoint"].get("id", str(study)), detector],
+                  "clean": [json.dumps(manifest["base_model"], sort_keys=True), detector]}
+        rows = [json.loads(line) for line in (study / "results.jsonl").read_text().splitlines() if line.strip()]
+        by_instance: dict[tuple, dict] = defaultdict(dict)
+        for row in rows:
+            by_instance[(row["cell"], row["instance_id"])][row["instruction"]] = row
+        for (cell, _), pair in by_instance.items():
+            guided, general = pair.get("guided"), pair.get("general")
+            if guided is None:
+                continue
+            observation = json.dumps([models[guided["checkpoint"]], guided["split"], guided["instance_id"],
+                                      guided["prompt"]])
+            instance = Instance(study=str(study), seed=seed, condition=key, cell=cell,
+                                positive=guided["ground_truth"] == "contaminated", guided=guided, general=general,
+                                observation=observation, judge=manifest.get("judge", {}).get("name", "threshold"))
+            for score in SCORES:
+                if guided.get(score) is None:
+                    continue
+                instance.scores[score] = guided[score]
+                if general is not None and general.get(score) is not None:
+                    instance.scores[f"{score}_gain"] = guided[score] - general[score]
+            for score in (key for key in guided if key in registered):  # detectors' scores, in row order
+                if guided.get(score) is not None:
+                    instance.scores[score] = guided[score]
+            instances.append(instance)
+        summary = json.loads((study / "summary.json").read_text()) if (study / "summary.json").is_file() else {}
+        for cell, block in summary.get("cells", {}).items():
+            cell_verdicts, statistics = cell_partition(block)
+            observation = json.dumps([models[block["checkpoint"]], cell, block], sort_keys=True, default=str)
+            partitions.append(Partition(study=str(study), seed=seed, condition=key, cell=cell,
+                                        positive=block["ground_truth"] == "contaminated", verdicts=cell_verdicts,
+                                        statistics=statistics, observation=observation))
+    for duplicate in duplicates:
+        print(f"skipped {duplicate}", file=sys.stderr)
+    if not any(i.positive for i in instances) or all(i.positive for i in instances):
+        raise InputError("calibration needs both contaminated and clean instances; give folders of "
+                         "python -m contaminate studies (each has both)")
+    return instances, conditions, partitions
+
+
+def distinct(instances: Sequence[Instance]) -> list[Instance]:
+    """Each observation once (the first study's copy): what instance-level statistics and thresholds use."""
+    return list({i.observation or id(i): i for i in reversed(instances)}.values())[::-1]
+
+
+def score_names(instances: Sequence[Instance]) -> list[str]:
+    """The scores every instance has, in SCORES order, then gains, then the detectors' scores as the rows hold them."""
+    common = set.intersection(*(set(i.scores) for i in instances))
+    order = [*SCORES, *(f"{s}_gain" for s in SCORES), *instances[0].scores]
+    return [name for name in order if name in common] + sorted(common - set(order))
