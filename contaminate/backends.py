@@ -57,7 +57,7 @@ class LocalFineTune:
         return instantiate(cfg.model)
 
     def key(self, placement: Placement) -> dict:
-        from contaminate.study import TRAINING_CODE, code_digest
+        from contaminate.code_version import TRAINING_CODE, code_digest
 
         return {"runtime": placement.key(), "code": code_digest(TRAINING_CODE)}
 

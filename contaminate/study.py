@@ -37,6 +37,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from contaminate.backends import instantiate_backend
+from contaminate.code_version import DETECTOR_CODE, code_digest
 from contaminate.formats import check_template, format_instance
 from contaminate.report import write_report
 from contaminate.study_models import StudyModels
@@ -76,15 +77,6 @@ PACKAGES = ("torch", "transformers", "trl", "peft", "datasets", "accelerate", "r
 OPERATIONAL = {"_target_", "force", "dry_run", "api_key_env", "max_retries", "poll_seconds", "max_poll_seconds",
                "timeout_hours",
                "usd_per_million_training_tokens"}  # contaminate keys that do not change the trained model
-
-
-def code_digest(files) -> str:
-    """A digest of the source that produced a cached result: after a code change it is a new result."""
-    return digest([Path(file).read_text() for file in sorted(map(str, files))])
-
-
-DETECTOR_CODE = sorted((Path(__file__).parent.parent / "detect").glob("*.py"))
-TRAINING_CODE = [Path(__file__).parent / "train.py", Path(__file__).parent / "formats.py"]
 
 
 @dataclass

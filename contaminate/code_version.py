@@ -1,0 +1,15 @@
+"""The code version in every cache key: a digest of the source that produced a cached result, so that after a
+code change it is a new result (a checkpoint is keyed by the training code, a cell by the detector code)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from detect.models import digest
+
+DETECTOR_CODE = sorted((Path(__file__).parent.parent / "detect").rglob("*.py"))
+TRAINING_CODE = [Path(__file__).parent / "train.py", Path(__file__).parent / "formats.py"]
+
+
+def code_digest(files) -> str:
+    return digest([Path(file).read_text() for file in sorted(map(str, files))])
