@@ -148,6 +148,7 @@ def test_judge_loads_calibration_json(tmp_path, compose_config):
         ThresholdJudge(calibration=str(path))
 
 
+@pytest.mark.slow
 def test_a_bad_calibration_path_is_one_line_before_any_work(tmp_path):
     import subprocess
     import sys
@@ -159,6 +160,7 @@ def test_a_bad_calibration_path_is_one_line_before_any_work(tmp_path):
     assert result.stderr.strip().splitlines()[-1].startswith("error: judge.calibration=")
 
 
+@pytest.mark.slow
 def test_calibration_over_a_multirun_of_tiny_studies(tmp_path):
     """A real (small) dose-response multirun through the joblib launcher, then the whole calibration."""
     import csv

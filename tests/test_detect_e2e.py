@@ -19,6 +19,7 @@ def _read(run_dir):
     return rows, json.loads((run_dir / "summary.json").read_text())
 
 
+@pytest.mark.slow
 def test_detect_on_tiny_random_writes_the_run_folder(compose_config, tmp_path):
     cfg = compose_config("detect", ["+dataset=synth_nli", "model=tiny_random", "detect.max_new_tokens=12"])
     summary = run_detect(cfg, tmp_path)
@@ -74,6 +75,7 @@ def test_detect_on_a_local_file(compose_config, tmp_path):
                for r in rows)
 
 
+@pytest.mark.slow
 def test_command_line_on_tiny_random(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "detect", "+dataset=synth_news", "model=tiny_random", "detect.max_new_tokens=8",

@@ -66,6 +66,7 @@ def test_demonstrations_are_checked():
     assert set(ANSWERS) == {"exact", "near_exact", "none"}
 
 
+@pytest.mark.slow
 def test_judge_llm_through_a_real_server(served_model, tmp_path):
     """The embedded 135M model as judge: what it answers is not the point; that every answer is recorded and
     labelled exact / near_exact / none / unparseable is."""
@@ -98,6 +99,7 @@ def test_agreement_by_hand():
     assert agreement(["none"] * 3, ["none"] * 3, ("exact", "none"))["kappa"] is None
 
 
+@pytest.mark.slow
 def test_a_study_judged_by_an_llm_gets_an_agreement_report(served_model, compose_config, tmp_path, monkeypatch):
     from contaminate.calibrate import main as calibrate_main
     from contaminate.study import run_study

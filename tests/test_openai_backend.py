@@ -34,6 +34,7 @@ def _prompts(n: int = 3) -> list[str]:
     return prompts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("prompt_format", ["raw", "chat"])
 def test_server_and_local_backend_agree_on_greedy_prompts(served_model, prompt_format):
     from detect.generate import LocalGenerator
@@ -51,6 +52,7 @@ def test_server_and_local_backend_agree_on_greedy_prompts(served_model, prompt_f
     assert all(text.strip() for text in api)
 
 
+@pytest.mark.slow
 def test_python_m_detect_through_the_server_keeps_no_key(served_model, tmp_path):
     base_url, model_id = served_model
     secret = "sk-lab-test-secret-4242"

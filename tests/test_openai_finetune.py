@@ -117,6 +117,7 @@ def test_dry_run_writes_the_jsonl_and_estimates_cost_without_a_client(compose_co
     assert not (tmp_path / "c").exists()
 
 
+@pytest.mark.slow
 def test_a_whole_openai_study_with_detection_over_a_real_server(served_model, compose_config, tmp_path, monkeypatch):
     """The fake job 'fine-tunes' into the served embedded model, so both cells' models answer over HTTP."""
     base_url, model_id = served_model

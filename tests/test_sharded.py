@@ -60,6 +60,7 @@ def test_the_test_by_hand_on_the_tiny_model():
     assert "mu" not in fast[0] and "mu" in full[0]
 
 
+@pytest.mark.slow
 def test_a_model_that_learnt_the_canonical_order_is_caught():
     """Train the tiny model on each shard in the canonical order: the test flags it; the untrained model not."""
     from detect.models import load, tiny_random

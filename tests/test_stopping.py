@@ -58,6 +58,7 @@ def test_answer_shape_length_cap():
     assert AnswerShape.of("a", " ", "b", length_factor=None).cut("z" * 999) == "z" * 999
 
 
+@pytest.mark.slow
 def test_the_generator_stops_at_the_reference_line_count_and_scores_the_same():
     """The embedded model on six synth_nli instances, guided and general, raw: with the answer's shape it stops
     after the line the reference has, generates fewer tokens, and its cleaned completions are the same."""

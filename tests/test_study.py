@@ -30,6 +30,7 @@ def _rows(folder: Path, name: str = "results.jsonl") -> list[dict]:
     return [json.loads(line) for line in (folder / name).read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_the_whole_study_writes_every_file_and_field(study):
     summary, folder = study()
     for name in ("manifest.json", "results.jsonl", "summary.json", "report.md", "config.yaml", "train_log.json",
@@ -105,6 +106,7 @@ def test_the_whole_study_writes_every_file_and_field(study):
     assert "on cpu in float32." in report
 
 
+@pytest.mark.slow
 def test_reuse_resume_and_force(study):
     first, folder = study()
     # same training config: the checkpoint and every cell are reused, rows unchanged
@@ -134,12 +136,14 @@ def test_reuse_resume_and_force(study):
     assert set(forced_manifest["cached_cells"]) == {"clean_x_members", "clean_x_non_members"}
 
 
+@pytest.mark.slow
 def test_a_different_training_config_is_not_reused(study):
     study()
     _, other = study("contaminate.learning_rate=2e-4", run="other")
     assert json.loads((other / "manifest.json").read_text())["checkpoint"]["reused"] is False
 
 
+@pytest.mark.slow
 def test_same_seed_same_members_cuts_and_completions(study):
     _, first = study(cache="cache_a")
     _, second = study(run="second", cache="cache_b")  # nothing shared: trained again from scratch
@@ -150,6 +154,7 @@ def test_same_seed_same_members_cuts_and_completions(study):
     assert ids(reseeded) != ids(first)
 
 
+@pytest.mark.slow
 def test_bad_input(study, tmp_path):
     too_few = "synth_nli test has 1200 instances, too few for 1000 members \\+ 1000 non-members"
     with pytest.raises(InputError, match=too_few):
@@ -204,6 +209,7 @@ def test_study_on_the_embedded_model_with_a_small_dose(tmp_path):
     assert "contaminated_x_members" in result.stdout and "cheat_strict" in result.stdout.splitlines()[-1]
 
 
+@pytest.mark.slow
 def test_training_on_two_processes_saves_once_and_reports_once(tmp_path):
     """A distributed launch (torchrun: what accelerate launch --multi_gpu runs on GPUs; here two CPU processes
     over gloo): both train data-parallel, the main process alone saves, detects and reports."""
@@ -218,6 +224,7 @@ def test_training_on_two_processes_saves_once_and_reports_once(tmp_path):
     assert len(list((tmp_path / "cache" / "checkpoints").glob("*/lab_checkpoint.json"))) == 1
 
 
+@pytest.mark.slow
 def test_paper_table1_runs_one_study_per_task_shape(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "contaminate", "+experiment=paper_table1", "model=tiny_random", "sample.n_members=8",
@@ -231,6 +238,7 @@ def test_paper_table1_runs_one_study_per_task_shape(tmp_path):
     assert tasks == {"nli", "classification", "one_sentence_summary"}
 
 
+@pytest.mark.slow
 def test_changed_data_under_the_same_ids_is_not_reused(compose_config, tmp_path):
     # A local file edited in place keeps its instance ids; the cached checkpoint and cells must not be reused.
     data = tmp_path / "nli"
@@ -250,6 +258,7 @@ def test_changed_data_under_the_same_ids_is_not_reused(compose_config, tmp_path)
     assert all("canoes" in r["reference"] for r in _rows(tmp_path / "edited") if r["split"] == "test")
 
 
+@pytest.mark.slow
 def test_a_changed_detector_recomputes_the_cells_but_keeps_the_checkpoint(study, monkeypatch, tmp_path):
     import contaminate.study as study_module
 

@@ -64,6 +64,7 @@ def test_a_malformed_jsonl_line_names_the_file_and_the_line(compose_config, tmp_
         load_split(cfg, "validation")
 
 
+@pytest.mark.slow
 def test_the_command_line_prints_one_line_and_writes_nothing_finished(tmp_path):
     """The four inputs of issue 13, through the real command: exit 2, one line on stderr, no training started."""
     (tmp_path / "data").mkdir()
