@@ -4,7 +4,8 @@ Public API:
     rouge_l(reference, candidate) -> float
     bootstrap_test(guided, general, *, paired=True, n_resamples=10_000, seed=0) -> float  (the p-value)
     alg2_verdict(labels, *, min_exact=1, min_near_exact=2) -> bool
-    detect_partition(examples, ...) -> rows;  summarize(rows, ...) -> every detector's outcome
+    detect_partition(examples, ...) -> rows;  summarize(rows, detectors) -> every detector's outcome
+    detectors.build(cfg.detect.detectors) -> the detectors (each a module of detect/detectors/, found by name)
     membership_scores(model, tokenizer, texts, *, k=0.2, reference=None) -> loss, zlib, Min-K%, Min-K%++, ratio
     cheat_partition(generate, *, dataset, split, references) -> ChatGPT-Cheat?'s row
     sharded_likelihood_test(model, tokenizer, texts_in_order, *, n_shards=10, n_permutations=5) -> its row

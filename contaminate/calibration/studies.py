@@ -79,8 +79,14 @@ def find_studies(folders: Sequence[str | Path]) -> list[Path]:
 
 
 def condition_of(manifest: dict) -> dict:
-    """The settings that define a condition: everything that shapes the study except its seed."""
-    hyperparameters = dict(manifest["contaminate"])
+    """The settings that define a condition: everything that shapes the study except its seed. Nested settings
+    (``trainer``, ``lora``) are flattened to ``trainer.<field>``, so each is a column of the dose-response table."""
+    hyperparameters = {}
+    for key, value in manifest["contaminate"].items():
+        if isinstance(value, dict):
+            hyperparameters.update({f"{key}.{field}": inner for field, inner in value.items()})
+        else:
+            hyperparameters[key] = value
     return {"dataset": manifest["dataset"]["key"], "model": manifest["base_model"]["name"],
             "n_members": len(manifest["member_ids"]), "n_detect": len(manifest["detection_ids"]["members"]),
             "format": manifest["format"]["name"], "prompt_format": manifest["detect"].get("prompt_format"),
