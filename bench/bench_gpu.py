@@ -71,8 +71,7 @@ def bench_training(args, placement, tokenizer) -> dict:
     documents = torch.randint(100, model.config.vocab_size - 1, (n_documents, args.doc_tokens),
                               generator=generator).tolist()
     cfg = OmegaConf.create({"backend": "full", "epochs": 1, "learning_rate": 1e-4, "batch_size": args.batch_size,
-                            "trainer": {"lr_scheduler_type": "constant", "padding_free": not args.padded,
-                                        "logging_steps": 1, "save_strategy": "no", "report_to": "none"}})
+                            "trainer": {"lr_scheduler_type": "constant", "padding_free": not args.padded}})
     step_times: list[float] = []
 
     class Timer(TrainerCallback):

@@ -74,7 +74,8 @@ def describe(run_dir: Path, wall: float, tokenizer) -> dict:
                 for cell, result in summary["cells"].items()}
     return {"wall_s": wall, "train_s": checkpoint["train_seconds"], "trained_tokens": trained_tokens,
             "steps": checkpoint.get("steps"), "cells": cells, "total_s": timings["total_s"], "verdicts": verdicts,
-            "alg2": {cell: (r["alg2"]["exact"], r["alg2"]["near_exact"]) for cell, r in summary["cells"].items()}}
+            "alg2": {cell: (r["alg2"]["exact"], r["alg2"]["near_exact"]) for cell, r in summary["cells"].items()
+                     if "alg2" in r}}
 
 
 def main() -> None:

@@ -37,6 +37,8 @@ def main(cfg) -> None:
               f"training.jsonl written, nothing sent")
         return
     for name, cell in summary["cells"].items():
+        if "alg2" not in cell:  # Algorithm 2 switched off: the cells-right line below says the rest
+            continue
         alg2 = cell["alg2"]
         print(f"{name:<28} truth {cell['ground_truth']:<12} Algorithm 2: {alg2['exact']} exact, "
               f"{alg2['near_exact']} near-exact -> {'contaminated' if alg2['contaminated'] else 'clean'}"

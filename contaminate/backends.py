@@ -96,6 +96,10 @@ class OpenAIFineTune:
         from detect.validate import count
 
         count(self.cfg.epochs, "contaminate.epochs", hint=" (each member is seen this many times)")
+        for block in ("trainer", "lora"):
+            if self.cfg.get(block):
+                raise InputError(f"contaminate.{block}.* is set but contaminate=openai trains at the API, which takes "
+                                 f"epochs, batch_size and learning_rate_multiplier; drop the {block} settings")
 
     def base_model(self, cfg) -> ModelRef:
         """The API's base model (the ``model`` group is not used)."""

@@ -276,7 +276,9 @@ def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge,
     cache = Path(cfg.cache_dir)
     detector_key = {"detect": OmegaConf.to_container(cfg.detect, resolve=True), "judge": judge.describe(),
                     "seed": cfg.seed, "dataset": cfg.dataset.key, "code": code_digest(DETECTOR_CODE),
-                    "runtime": "api" if models.api else placement.key()}
+                    "runtime": "api" if models.api else placement.key(),
+                    # data a detector reads beyond its settings (DC-PDD's corpus), by content
+                    "data": {d.name: d.data_key() for d in models.detectors() if d.data_key() is not None}}
     cell_rows, timings, cached = {}, {}, []
     for checkpoint in DETECTION_ORDER:
         for cell, cell_checkpoint, pool, truth in CELLS:

@@ -29,6 +29,7 @@ import uuid
 from pathlib import Path
 from typing import Sequence
 
+from detect.cli import CONF_DIR
 from detect.errors import InputError
 from detect.models import ModelRef
 from detect.runtime import Placement, resolve_placement
@@ -111,6 +112,13 @@ LOGGING_ONLY = {"report_to", "logging_steps", "logging_dir", "logging_first_step
                 "save_strategy", "save_steps", "save_total_limit", "push_to_hub", "hub_model_id"}
 
 
+def lab_trainer_defaults() -> dict:
+    """The ``trainer`` block of ``conf/contaminate/full.yaml``: the lab's measured trainer settings."""
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_container(OmegaConf.load(CONF_DIR / "contaminate" / "full.yaml").trainer)
+
+
 def trainer_arguments(cfg) -> dict:
     """``contaminate.trainer`` as SFTConfig keyword arguments, each checked against SFTConfig's fields."""
     from dataclasses import fields
@@ -118,7 +126,14 @@ def trainer_arguments(cfg) -> dict:
     from omegaconf import OmegaConf
     from trl import SFTConfig
 
-    given = OmegaConf.to_container(cfg.get("trainer") or {}, resolve=True)
+    moved = [key for key in ("lr_scheduler", "padding_free") if key in cfg]
+    if moved:
+        raise InputError(f"contaminate.{moved[0]} is now contaminate.trainer."
+                         f"{'lr_scheduler_type' if moved[0] == 'lr_scheduler' else moved[0]} (any SFTConfig field)")
+    # The lab's measured defaults (conf/contaminate/full.yaml) under what this config gives: a config built by hand
+    # for train_local gets the lab's trainer, not TRL's defaults
+    trainer = cfg.get("trainer")
+    given = {**lab_trainer_defaults(), **(OmegaConf.to_container(trainer, resolve=True) if trainer else {})}
     known = {field.name for field in fields(SFTConfig)}
     for key in given:
         if key in LAB_SET:
@@ -136,7 +151,8 @@ def adapter_arguments(cfg) -> dict:
     from omegaconf import OmegaConf
     from peft import LoraConfig
 
-    given = OmegaConf.to_container(cfg.get("lora") or {}, resolve=True)
+    lora = cfg.get("lora")
+    given = OmegaConf.to_container(lora, resolve=True) if lora else {}
     known = {field.name for field in fields(LoraConfig)}
     for key in given:
         if key in ("r", "task_type"):
@@ -155,12 +171,17 @@ def check_training_config(cfg) -> None:
     from detect.validate import count
 
     check_backend(cfg.backend)
-    count(cfg.epochs, "contaminate.epochs", hint=" (each member is seen this many times)")
+    if isinstance(cfg.epochs, bool) or not isinstance(cfg.epochs, (int, float)) or cfg.epochs <= 0:
+        raise InputError(f"contaminate.epochs={cfg.epochs}: give a number > 0 (each member is seen this many times)")
     count(cfg.batch_size, "contaminate.batch_size")
-    count(cfg.max_length, "contaminate.max_length", minimum=2, hint=" (tokens per document)")
+    if cfg.max_length is not None:  # null: documents are not cut
+        count(cfg.max_length, "contaminate.max_length", minimum=2, hint=" (tokens per document; null: no cut)")
     trainer_arguments(cfg)
     if cfg.backend == "lora":
         adapter_arguments(cfg)
+    elif cfg.get("lora"):
+        raise InputError(f"contaminate.lora.* is set but contaminate={cfg.backend} trains no adapter; use "
+                         f"contaminate=lora, or drop the lora settings")
 
 
 def build_trainer(model, tokenizer, documents: list[list[int]], cfg, output_dir: Path, *, seed: int,

@@ -24,10 +24,18 @@ def main(cfg) -> None:
     out_dir = Path(HydraConfig.get().runtime.output_dir)
     with one_line_errors():
         summary = run(cfg, out_dir)
-    alg1 = ", ".join(f"{score} p={result['p_value']:.4f}" for score, result in summary["alg1"].items())
-    alg2 = summary["alg2"]
-    print(f"{out_dir}\nAlgorithm 1: {alg1}\nAlgorithm 2: {alg2['exact']} exact, {alg2['near_exact']} near-exact -> "
-          f"{'contaminated' if alg2['contaminated'] else 'not contaminated'}")
+    from detect.run import verdicts
+
+    print(out_dir)
+    if "alg1" in summary:
+        print("Algorithm 1: " + ", ".join(f"{score} p={result['p_value']:.4f}"
+                                          for score, result in summary["alg1"].items()))
+    if "alg2" in summary:
+        alg2 = summary["alg2"]
+        print(f"Algorithm 2: {alg2['exact']} exact, {alg2['near_exact']} near-exact -> "
+              f"{'contaminated' if alg2['contaminated'] else 'not contaminated'}")
+    print("verdicts: " + ", ".join(f"{name} {'contaminated' if flagged else 'clean'}"
+                                   for name, flagged in verdicts(summary).items()))
 
 
 if __name__ == "__main__":

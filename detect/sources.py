@@ -42,7 +42,9 @@ class HubSource:
             ) from None
 
     def describe(self) -> str:
-        return f"hub:{self.hub_id}" + (f"/{self.hub_config}" if self.hub_config else "")
+        # "hub", as checkpoint keys have always said (the dataset key and the texts' digest identify the data): a
+        # recorded fine-tuning job keeps its key and is not paid for again
+        return "hub"
 
 
 class SynthSource:

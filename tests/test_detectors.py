@@ -79,3 +79,23 @@ def test_dc_pdd_reads_the_offline_corpus_and_refuses_a_missing_one(tmp_path):
         DCPDD(corpus=str(tmp_path / "missing")).frequencies(Tokenizer())
     with pytest.raises(InputError, match="must be positive"):
         DCPDD(a=0)
+
+
+def test_time_travel_can_be_switched_off_like_any_detector():
+    cfg = OmegaConf.load("conf/detect/default.yaml")
+    cfg.detectors.alg2.enabled = False
+    cfg.detectors.alg1 = None
+    detectors = build(cfg.detectors)
+    assert [d.name for d in detectors][:1] == ["membership"]
+    from detect.run import summarize
+
+    rows = [{"instruction": "guided", "instance_id": 0, "judge": "exact", "rouge_l": 1.0, "semantic": None}]
+    assert "alg2" not in summarize(rows, detectors) and verdicts(summarize(rows, detectors)) == {}
+
+
+def test_dc_pdd_cells_change_with_the_corpus_content(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the cat")
+    before = DCPDD(corpus=str(corpus)).data_key()
+    corpus.write_text("the dog")
+    assert DCPDD(corpus=str(corpus)).data_key() != before and DCPDD().data_key() != before

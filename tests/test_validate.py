@@ -78,3 +78,29 @@ def test_the_command_line_prints_one_line_and_writes_nothing_finished(tmp_path):
         lines = [line for line in done.stderr.splitlines() if line.strip()]
         assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), (override, done.stderr)
         assert not (tmp_path / "cache" / "checkpoints").exists()
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["++contaminate.lora.lora_alpha=8"], "contaminate=full trains no adapter"),
+    (["contaminate=openai", "++contaminate.trainer.max_grad_norm=0.5"], "contaminate=openai trains at the API"),
+])
+def test_a_pass_through_block_for_another_backend_is_refused(compose_config, overrides, message):
+    with pytest.raises(InputError, match=message):
+        check_study(compose_config("contaminate", [*STUDY, *overrides]))
+
+
+def test_no_cut_and_fractional_epochs_are_valid(compose_config):
+    check_study(compose_config("contaminate", [*STUDY, "contaminate.max_length=null", "contaminate.epochs=0.5"]))
+
+
+def test_a_hand_built_training_config_gets_the_labs_trainer_and_old_keys_are_named():
+    from omegaconf import OmegaConf
+
+    from contaminate.train import trainer_arguments
+
+    arguments = trainer_arguments(OmegaConf.create({"backend": "full", "epochs": 1, "learning_rate": 1e-4,
+                                                    "batch_size": 2, "max_length": 64}))
+    assert arguments["lr_scheduler_type"] == "constant" and arguments["padding_free"] is True
+    assert arguments["activation_checkpointing"] is False and arguments["report_to"] == "none"
+    with pytest.raises(InputError, match="contaminate.padding_free is now contaminate.trainer.padding_free"):
+        trainer_arguments(OmegaConf.create({"backend": "full", "padding_free": True}))

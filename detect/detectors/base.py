@@ -71,6 +71,10 @@ class Detector:
         """False where what it needs is missing (logits over an API): it is skipped, not failed."""
         return not ({"logits", "moments"} & set(self.needs)) or evidence.statistics is not None
 
+    def data_key(self) -> str | None:
+        """A digest of data the detector reads beyond its settings (a corpus), for cache keys; None if none."""
+        return None
+
     def logit_requests(self, evidence: Evidence) -> list[tuple[list[str], bool]]:
         """``TokenStatistics.prefetch`` requests: (texts, with moments)."""
         return []

@@ -80,6 +80,12 @@ class DCPDD(Detector):
             self._frequencies[key] = token_frequencies(counts, len(tokenizer))
         return self._frequencies[key]
 
+    def data_key(self) -> str:
+        """The corpus's content: an edited corpus file, or another Python's documentation, is new data."""
+        from detect.models import digest
+
+        return digest(corpus_texts(self.corpus))
+
     def logit_requests(self, evidence: Evidence) -> list[tuple[list[str], bool]]:
         return [(evidence.texts, False)]
 
