@@ -60,6 +60,14 @@ def write_report(path: Path, summary: dict, manifest: dict) -> None:
         lines += [f"| {name} | {cell['ground_truth']} | "
                   + " | ".join(f"{cell[detector][score]:.3f}" for detector, score in names) + " |"
                   for name, cell in cells.items()]
+    blind = summary.get("blind_baseline")
+    if blind:
+        lines += ["", f"Blind baseline (the texts alone, no model: {blind['features']}, {blind['classifier']}, "
+                      f"{blind['folds']}-fold): members vs non-members AUC {blind['auc']:.2f} "
+                      f"[{blind['low']:.2f}, {blind['high']:.2f}]."
+                  + (" **Warning: the interval excludes 0.5, so the members and non-members differ in content and "
+                     "the detectors' numbers cannot be read as membership.**" if blind["biased"] else
+                     " The split is not separable without the model, as a random split should be.")]
     lines += ["", "Cells right: " + ", ".join(f"{name} {round(share * len(cells))}/{len(cells)}"
                                              for name, share in summary["accuracy"].items()) + ".", "",
               "## Training loss", "", "![training loss](loss.png)", "",

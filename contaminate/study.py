@@ -37,6 +37,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from contaminate.backends import instantiate_backend
+from contaminate.blind_baseline import blind_baseline
 from contaminate.code_version import DETECTOR_CODE, code_digest
 from contaminate.formats import check_template, format_instance
 from contaminate.report import write_report
@@ -361,6 +362,10 @@ def summarize_study(cfg, sampled: Sampled, contaminated: Contaminated, cell_rows
             "correct": {name: flagged == (truth == "contaminated") for name, flagged in verdicts(cell_summary).items()},
         }
     detectors = next(iter(summary["cells"].values()))["correct"].keys()
+    # Can the texts alone, with no model, tell the members from the non-members? (contaminate/blind_baseline.py)
+    if min(len(sampled.members), len(sampled.non_members)) >= 2:
+        summary["blind_baseline"] = blind_baseline([e.full_text for e in sampled.members],
+                                                   [e.full_text for e in sampled.non_members], seed=cfg.seed)
     summary["accuracy"] = {name: sum(c["correct"][name] for c in summary["cells"].values()) / len(CELLS)
                            for name in detectors}
     return summary

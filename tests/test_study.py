@@ -37,6 +37,9 @@ def test_the_whole_study_writes_every_file_and_field(study):
                  "loss.png"):
         assert (folder / name).is_file(), name
     assert (folder / "checkpoint" / "model" / "model.safetensors").is_file()
+    blind = summary["blind_baseline"]  # the texts alone, no model: 12 members vs 12 non-members of a random split
+    assert (blind["n_members"], blind["n_non_members"]) == (12, 12) and blind["low"] <= blind["auc"] <= blind["high"]
+    assert "Blind baseline (the texts alone" in (folder / "report.md").read_text()
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["base_model"]["name"] == "tiny_random" and manifest["dataset"]["key"] == "synth_nli"
     assert manifest["split"] == "test" and manifest["other_split"] == "train"
