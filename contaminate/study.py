@@ -103,6 +103,7 @@ class Contaminated:
     template: str
     hyperparameters: dict
     seconds: float
+    api: bool  # the model lives at an API (the backend's): no logits, generation over HTTP
 
 
 def _is_main_process() -> bool:
@@ -143,7 +144,7 @@ def run_study(cfg, out_dir: Path) -> dict:
     stage = time.time()
     models = StudyModels(cfg, placement, {"contaminated": (contaminated.model, contaminated.record["id"]),
                                           "clean": (contaminated.base, digest(asdict(contaminated.base)))},
-                         Path(cfg.cache_dir))
+                         Path(cfg.cache_dir), api=contaminated.api)
     cell_rows, cell_timings, cached_cells = detect_cells(cfg, sampled, models, judge, placement)
     timings["detect_s"] = round(time.time() - stage, 1)
     timings["cells"] = cell_timings
@@ -238,7 +239,7 @@ def contaminate(cfg, sampled: Sampled, placement: Placement, out_dir: Path) -> C
         return None
     seconds = time.time() - started
     record = json.loads((folder / "lab_checkpoint.json").read_text())
-    return Contaminated(base, model, folder, reused, record, texts, template, hyperparameters, seconds)
+    return Contaminated(base, model, folder, reused, record, texts, template, hyperparameters, seconds, backend.api)
 
 
 def _checkpoint(backend, base: ModelRef, texts: list[str], training_key: dict, cfg,
@@ -279,7 +280,8 @@ def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge,
                     "seed": cfg.seed, "dataset": cfg.dataset.key, "code": code_digest(DETECTOR_CODE),
                     "runtime": "api" if models.api else placement.key(),
                     # data a detector reads beyond its settings (DC-PDD's corpus), by content
-                    "data": {d.name: d.data_key() for d in models.detectors() if d.data_key() is not None}}
+                    "data": {name: key for name, key in ((d.name, d.data_key()) for d in models.detectors())
+                             if key is not None}}
     cell_rows, timings, cached = {}, {}, []
     for checkpoint in DETECTION_ORDER:
         for cell, cell_checkpoint, pool, truth in CELLS:

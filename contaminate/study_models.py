@@ -1,7 +1,7 @@
 """The one place a study builds models at run time: each checkpoint's weights, generator and token statistics,
 and the semantic encoder, each loaded on first use by the run's ``runtime`` policy and kept for the whole study.
 
-    models = StudyModels(cfg, placement, {"contaminated": (ref, id), "clean": (base, id)}, cache)
+    models = StudyModels(cfg, placement, {"contaminated": (ref, id), "clean": (base, id)}, cache, api=False)
     models.generator("clean")      # LocalGenerator (or the API's) answering a repeated prompt from memory
     models.statistics("clean")     # TokenStatistics: the clean model's memo serves its cells and the reference
     models.placements()            # where each model really ran, for the manifest
@@ -14,7 +14,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from contaminate.backends import instantiate_backend
 from detect.models import ModelRef, digest
 from detect.runtime import Placement, placement_of
 
@@ -40,9 +39,10 @@ class RememberingGenerator:
 
 
 class StudyModels:
-    def __init__(self, cfg, placement: Placement, refs: dict[str, tuple[ModelRef, str]], cache: Path) -> None:
+    def __init__(self, cfg, placement: Placement, refs: dict[str, tuple[ModelRef, str]], cache: Path, *,
+                 api: bool = False) -> None:
         self.cfg, self.placement, self.refs, self.cache = cfg, placement, refs, cache
-        self.api = instantiate_backend(cfg.contaminate).api  # a model at an API: no logits, generation over HTTP
+        self.api = api  # the contamination backend's: a model at an API has no logits and generates over HTTP
         self._loaded: dict[str, tuple] = {}
         self._generators: dict[str, RememberingGenerator] = {}
         self._statistics: dict = {}

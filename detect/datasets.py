@@ -18,7 +18,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from detect.errors import InputError
-from detect.sources import SYNTH_KEYS, check_json_lines, source_of  # noqa: F401 (public here as before)
+from detect.sources import source_of
 
 TASKS = ("classification", "nli", "summary", "one_sentence_summary", "question")
 

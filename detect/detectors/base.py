@@ -9,7 +9,9 @@ A detector declares
   spread), ``reference`` (a reference model's log-probabilities), ``pool`` (every instance of the partition);
 - ``scores``: the instance scores it writes on each guided row, every one oriented **higher = more likely a
   member**, as calibration's ROC and thresholds expect;
-- ``describes``: what each name it writes (score, verdict or statistic, by prefix) needs, for the reports.
+- ``describes``: what each name it writes (score, verdict or statistic, by prefix) needs, for the reports;
+- ``summary_fields`` (partition level: the fields of its row its summary keeps) or ``title`` (instance scores:
+  their report heading);
 
 and implements, at run time (an instance built from its config entry),
 
@@ -65,6 +67,8 @@ class Detector:
     scores: ClassVar[tuple[str, ...]] = ()
     describes: ClassVar[dict[str, str]] = {}
     verdict_labels: ClassVar[dict[str, str]] = {}   # verdict -> how it reads a partition (calibration report)
+    summary_fields: ClassVar[tuple[str, ...]] = ()  # partition level: the fields of its row its summary block keeps
+    title: ClassVar[str] = ""                       # instance scores: the report section's heading (default: name)
 
     # ------------------------------------------------------------------------------------------- run time
     def runnable(self, evidence: Evidence) -> bool:
@@ -90,7 +94,10 @@ class Detector:
     def summarize(self, guided: Sequence[dict], general: Sequence[dict], partition: dict[str, dict],
                   seed: int) -> dict:
         """The summary entries this detector contributes (usually ``{name: block}``); {} when it did not run.
-        Instance-score detectors: the mean of each score over the guided rows."""
+        Partition level: its row's ``summary_fields``; instance scores: the mean of each over the guided rows."""
+        if self.level == "partition":
+            row = partition.get(self.name)
+            return {} if row is None else {self.name: {key: row[key] for key in self.summary_fields}}
         if not self.scores or not guided or guided[0].get(self.scores[0]) is None:
             return {}
         return {self.name: {score: float(sum(row[score] for row in guided) / len(guided))
@@ -115,7 +122,7 @@ class Detector:
         """Markdown lines for ``python -m detect``'s report (instance scores: their means)."""
         if not cls.scores:
             return []
-        return [f"## {cls.name} (mean over the instances; higher = more likely seen in training)", "",
+        return [f"## {cls.title or cls.name} (mean over the instances; higher = more likely seen in training)", "",
                 "| " + " | ".join(block) + " |", "|" + "---|" * len(block),
                 "| " + " | ".join(f"{value:.3f}" for value in block.values()) + " |", ""]
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 from detect.cheat import PROMPT, cheat_partition
 from detect.detectors.base import Detector, Evidence, verdict
 
-FIELDS = ("verdict", "strict", "lenient", "exact", "near_exact", "best_score", "format_signals", "n_references")
-
 
 class ChatGPTCheat(Detector):
     name, level, needs = "cheat", "partition", ("generations", "pool")
     describes = {"cheat": "generations"}
+    summary_fields = ("verdict", "strict", "lenient", "exact", "near_exact", "best_score", "format_signals",
+                      "n_references")
     verdict_labels = {"cheat_strict": "ChatGPT-Cheat?, strict (replicas only), whole pool",
                       "cheat_lenient": "ChatGPT-Cheat?, lenient (replicas or format), whole pool"}
 
@@ -23,10 +23,6 @@ class ChatGPTCheat(Detector):
         return cheat_partition(evidence.generate, dataset=evidence.dataset, split=evidence.split,
                                references=evidence.pool, prompt=self.prompt, exact_threshold=self.exact_threshold,
                                near_exact_threshold=self.near_exact_threshold)
-
-    def summarize(self, guided, general, partition: dict, seed: int) -> dict:
-        row = partition.get(self.name)
-        return {} if row is None else {self.name: {key: row[key] for key in FIELDS}}
 
     @classmethod
     def verdicts(cls, block: dict) -> dict[str, bool]:

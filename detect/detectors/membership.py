@@ -13,6 +13,7 @@ from detect.membership import MEMBERSHIP_SCORES, MembershipScorer
 class LogitScores(Detector):
     name, level, needs = "membership", "instance", ("logits", "moments", "reference")
     scores = MEMBERSHIP_SCORES
+    title = "Logit scores"
     describes = {"loss": "logits", "zlib": "logits", "min_k": "logits", "min_k_plus": "logits (full distribution)",
                  "reference_ratio": "logits + reference model"}
 
@@ -28,9 +29,3 @@ class LogitScores(Detector):
 
     def score(self, evidence: Evidence, texts: Sequence[str]) -> list[dict[str, float]]:
         return MembershipScorer(evidence.statistics, k=self.k, reference=evidence.reference)(texts)
-
-    @classmethod
-    def report_section(cls, block: dict) -> list[str]:
-        return ["## Logit scores (mean over the instances; higher = more likely seen in training)", "",
-                "| " + " | ".join(block) + " |", "|" + "---|" * len(block),
-                "| " + " | ".join(f"{value:.3f}" for value in block.values()) + " |", ""]

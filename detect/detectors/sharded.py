@@ -8,12 +8,11 @@ from detect.datasets import Example
 from detect.detectors.base import Detector, Evidence, verdict
 from detect.sharded import MIN_INSTANCES, ordered_sequences, shard_orders, sharded_likelihood_test
 
-FIELDS = ("p_value", "statistic", "significant", "n_instances", "n_shards", "n_permutations")
-
 
 class ShardedLikelihood(Detector):
     name, level, needs = "sharded_likelihood", "partition", ("logits", "pool")
     describes = {"sharded_likelihood": "logits"}
+    summary_fields = ("p_value", "statistic", "significant", "n_instances", "n_shards", "n_permutations")
     verdict_labels = {"sharded_likelihood": "sharded likelihood test, p <= alpha, pool in dataset order"}
 
     def __init__(self, max_instances: int = 40, n_shards: int = 10, n_permutations: int = 5, alpha: float = 0.05):
@@ -28,9 +27,10 @@ class ShardedLikelihood(Detector):
         return super().runnable(evidence) and len(self.ordered(evidence)) >= MIN_INSTANCES
 
     def logit_requests(self, evidence: Evidence) -> list[tuple[list[str], bool]]:
-        orders = shard_orders(len(self.ordered(evidence)), n_shards=self.n_shards,
-                              n_permutations=self.n_permutations, seed=evidence.seed)
-        return [(ordered_sequences([example.full_text for example in self.ordered(evidence)], orders), False)]
+        ordered = self.ordered(evidence)
+        orders = shard_orders(len(ordered), n_shards=self.n_shards, n_permutations=self.n_permutations,
+                              seed=evidence.seed)
+        return [(ordered_sequences([example.full_text for example in ordered], orders), False)]
 
     def run(self, evidence: Evidence) -> dict | None:
         statistics = evidence.statistics
@@ -38,10 +38,6 @@ class ShardedLikelihood(Detector):
                                        [example.full_text for example in self.ordered(evidence)],
                                        n_shards=self.n_shards, n_permutations=self.n_permutations, alpha=self.alpha,
                                        seed=evidence.seed, statistics=statistics)
-
-    def summarize(self, guided, general, partition: dict, seed: int) -> dict:
-        row = partition.get(self.name)
-        return {} if row is None else {self.name: {key: row[key] for key in FIELDS}}
 
     @classmethod
     def verdicts(cls, block: dict) -> dict[str, bool]:
