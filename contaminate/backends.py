@@ -3,7 +3,7 @@
     backend = instantiate_backend(cfg.contaminate)     # conf/contaminate/{full,lora,openai}.yaml
     base = backend.base_model(cfg)                     # what gets contaminated
     backend.key(placement)                             # what, beyond the data and settings, keys its checkpoint
-    model = backend.reuse(base, folder) or backend.train(base, texts, folder, seed=..., placement=...)
+    model = backend.reuse(base, folder) or backend.train(base, documents, folder, seed=..., placement=...)
 
 - ``LocalFineTune`` (``contaminate=full`` and ``contaminate=lora``): TRL's SFTTrainer on this machine
   (``contaminate/train.py``); the checkpoint is a folder of weights, keyed by the device kind, the precision and
@@ -56,6 +56,12 @@ class LocalFineTune:
 
         return instantiate(cfg.model)
 
+    def tokenizer(self, base: ModelRef):
+        """The base model's tokenizer: it cuts and counts the regime's documents and renders chat turns."""
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(base.path)
+
     def key(self, placement: Placement) -> dict:
         from contaminate.code_version import TRAINING_CODE, code_digest
 
@@ -73,12 +79,13 @@ class LocalFineTune:
                              f"rerun with contaminate.force=true to train it again")
         return ref
 
-    def train(self, base: ModelRef, texts: Sequence[str], folder: Path, *, seed: int,
+    def train(self, base: ModelRef, documents: Sequence, folder: Path, *, seed: int,
               placement: Placement) -> ModelRef | None:
-        """Train into ``folder`` (already prepared by the main process); None in other processes of a launch."""
+        """Train on ``documents`` (``contaminate.stream.Document``s) into ``folder`` (already prepared by the main
+        process); None in other processes of a launch."""
         from contaminate.train import train_local
 
-        return train_local(base, texts, self.cfg, folder, seed=seed, placement=placement)
+        return train_local(base, documents, self.cfg, folder, seed=seed, placement=placement)
 
 
 class OpenAIFineTune:
@@ -95,6 +102,9 @@ class OpenAIFineTune:
     def check(self) -> None:
         from detect.validate import count
 
+        if self.cfg.get("exposures") is not None:
+            raise InputError("contaminate.exposures is counted in a stream trained here; contaminate=openai takes "
+                             "contaminate.epochs (or use contaminate=full or lora)")
         count(self.cfg.epochs, "contaminate.epochs", hint=" (each member is seen this many times)")
         for block in ("trainer", "lora"):
             if self.cfg.get(block):
@@ -110,6 +120,9 @@ class OpenAIFineTune:
         # machine; keying it by them would pay for a new job after every edit here.
         return {"runtime": "api", "code": "api"}
 
+    def tokenizer(self, base: ModelRef) -> None:
+        return None  # the API's own; the regime is the members alone (contaminate/regime.py)
+
     def reuse(self, base: ModelRef, folder: Path) -> ModelRef:
         return ModelRef(json.loads((folder / "lab_checkpoint.json").read_text())["id"], base.path)
 
@@ -123,9 +136,10 @@ class OpenAIFineTune:
         (out_dir / "estimate.json").write_text(json.dumps(estimate, indent=1))
         return estimate
 
-    def train(self, base: ModelRef, texts: Sequence[str], folder: Path, *, seed: int,
+    def train(self, base: ModelRef, documents: Sequence, folder: Path, *, seed: int,
               placement: Placement) -> ModelRef:
         from contaminate.openai_train import train_openai
 
+        texts = [getattr(document, "text", document) for document in documents]
         record = train_openai(texts, self.cfg, folder, seed=seed)  # resumes the job recorded in the folder
         return ModelRef(record["id"], base.path)

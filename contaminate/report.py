@@ -27,6 +27,25 @@ def _where(runtime: dict | None) -> str:
     return f" on {resolved['device']} in {resolved['dtype']}{spread}"
 
 
+def _regime(manifest: dict) -> list[str]:
+    """The regime in a sentence (SPEC section 8): the dose, the background and the members' share of the tokens."""
+    regime = manifest.get("regime")
+    if not regime:
+        return []
+    background = regime["background"]
+    where = ("no background" if background["name"] == "none" else
+             f"background {background['name']} ({background.get('source', '')}: {background['documents']:,} "
+             f"documents, {background['tokens']:,} tokens)")
+    tokens = regime.get("tokens")
+    share = (f"; members {regime['members_token_share']:.1%} of {regime['training_tokens']:,} training tokens "
+             f"({regime['documents']['member']:,} member documents)" if tokens else "")
+    control = ("the control (clean cells, reference model) is the same training on the background alone"
+               if regime["control"] == "background" else "the control is the untouched base model")
+    loss = f" Loss: {regime['loss']}." if regime.get("loss") else ""
+    truth = "" if regime["exposures"] != 0 else " No member was trained in: every cell's ground truth is clean."
+    return [f"Regime: {regime['name']} ({regime['format']} format, {where}){share}; {control}.{loss}{truth}", ""]
+
+
 def write_report(path: Path, summary: dict, manifest: dict) -> None:
     cells = summary["cells"]
     lines = [
@@ -38,6 +57,7 @@ def write_report(path: Path, summary: dict, manifest: dict) -> None:
         f"{'reused' if manifest['checkpoint']['reused'] else 'trained'} "
         f"({_training(manifest['checkpoint'])}); study {manifest['timings']['total_s']:.0f} s"
         f"{_where(manifest.get('runtime'))}.", "",
+        *_regime(manifest),
     ]
     first = next(iter(cells.values()))
     detectors = list(read_back(first))

@@ -39,7 +39,7 @@ from omegaconf import OmegaConf
 from contaminate.backends import instantiate_backend
 from contaminate.blind_baseline import blind_baseline
 from contaminate.code_version import DETECTOR_CODE, code_digest
-from contaminate.formats import check_template, format_instance
+from contaminate.regime import Regime, check_regime, plan_regime
 from contaminate.report import write_report
 from contaminate.study_models import StudyModels
 from contaminate.train import LOGGING_ONLY
@@ -93,17 +93,33 @@ class Sampled:
 
 @dataclass
 class Contaminated:
-    """What the contaminate stage leaves: the base and contaminated models and how the checkpoint came about."""
+    """What the contaminate stage leaves: the base, contaminated and control models and how they came about."""
     base: ModelRef
     model: ModelRef
     folder: Path
     reused: bool
     record: dict
-    texts: list[str]
-    template: str
+    regime: Regime
+    template: str | None
     hyperparameters: dict
     seconds: float
     api: bool  # the model lives at an API (the backend's): no logits, generation over HTTP
+    control: tuple[ModelRef, Path, bool, dict] | None = None  # trained on the background alone: (model, folder,
+    # reused, record); None: the base model is the control
+
+    @property
+    def clean(self) -> tuple[ModelRef, str]:
+        """The model of the "clean" cells and the id its cells are cached under."""
+        if self.control is None:
+            return self.base, digest(asdict(self.base))
+        return self.control[0], self.control[3]["id"]
+
+
+def study_cells(regime: Regime) -> tuple[tuple[str, str, str, str], ...]:
+    """The five cells with their ground truth: at exposures 0 the "contaminated" model saw no member."""
+    if regime.members_seen:
+        return CELLS
+    return tuple((cell, checkpoint, pool, "clean") for cell, checkpoint, pool, _ in CELLS)
 
 
 def _is_main_process() -> bool:
@@ -143,14 +159,14 @@ def run_study(cfg, out_dir: Path) -> dict:
 
     stage = time.time()
     models = StudyModels(cfg, placement, {"contaminated": (contaminated.model, contaminated.record["id"]),
-                                          "clean": (contaminated.base, digest(asdict(contaminated.base)))},
-                         Path(cfg.cache_dir), api=contaminated.api)
-    cell_rows, cell_timings, cached_cells = detect_cells(cfg, sampled, models, judge, placement)
+                                          "clean": contaminated.clean}, Path(cfg.cache_dir), api=contaminated.api)
+    cells = study_cells(contaminated.regime)
+    cell_rows, cell_timings, cached_cells = detect_cells(cfg, sampled, models, judge, placement, cells)
     timings["detect_s"] = round(time.time() - stage, 1)
     timings["cells"] = cell_timings
 
     stage = time.time()
-    summary = summarize_study(cfg, sampled, contaminated, cell_rows, models.detectors())
+    summary = summarize_study(cfg, sampled, contaminated, cell_rows, models.detectors(), cells)
     timings["summarize_s"] = round(time.time() - stage, 2)
 
     timings["total_s"] = round(time.time() - started, 1)
@@ -167,7 +183,9 @@ def check_study(cfg) -> None:
         if cfg.sample.n_detect > cfg.sample[key]:
             raise InputError(f"sample.n_detect={cfg.sample.n_detect} is more than sample.{key}="
                              f"{cfg.sample[key]}; each cell detects on n_detect of them: lower n_detect or raise {key}")
-    instantiate_backend(cfg.contaminate).check()  # its counts, and every trainer / adapter argument
+    backend = instantiate_backend(cfg.contaminate)
+    backend.check()  # its counts, and every trainer / adapter argument
+    check_regime(cfg, api=backend.api)  # format fields, background, exposures
     check_detection(cfg)
 
 
@@ -212,18 +230,17 @@ def sample_pools(cfg) -> Sampled:
 
 
 def contaminate(cfg, sampled: Sampled, placement: Placement, out_dir: Path) -> Contaminated | None:
-    """The contaminated checkpoint for this training config: reused when a finished one exists, else trained.
-    None for an API dry run (``estimate.json`` written) and in the non-main processes of a distributed launch."""
+    """The contaminated checkpoint for this training config (and, with a background, its control): reused when a
+    finished one exists, else trained. None for an API dry run (``estimate.json`` written) and in the non-main
+    processes of a distributed launch."""
     dataset, seed = cfg.dataset, cfg.seed
-    template = cfg.format.templates.get(dataset.task)
-    if template is None:
-        raise InputError(f"format {cfg.format.name} has no template for task {dataset.task}; add one under templates")
-    check_template(template, dataset)
     backend = instantiate_backend(cfg.contaminate)
     base = backend.base_model(cfg)
-    texts = [format_instance(e, template=template, dataset=dataset, split=sampled.split) for e in sampled.members]
+    regime = plan_regime(cfg, sampled.members, sampled.split, backend.tokenizer(base))
+    texts = [document.text for document in regime.members]
+    template = cfg.format.templates.get(dataset.task)
     hyperparameters = {k: v for k, v in OmegaConf.to_container(cfg.contaminate, resolve=True).items()
-                       if k not in OPERATIONAL}
+                       if k not in OPERATIONAL and not (k == "exposures" and v is None)}  # keys as before exposures
     if "trainer" in hyperparameters:  # how a run is logged does not change the checkpoint
         hyperparameters["trainer"] = {k: v for k, v in hyperparameters["trainer"].items() if k not in LOGGING_ONLY}
     training_key = {"base": asdict(base), "dataset": dataset.key, "source": source_of(dataset).describe(),
@@ -231,18 +248,36 @@ def contaminate(cfg, sampled: Sampled, placement: Placement, out_dir: Path) -> C
                     "format": cfg.format.name, "template": template,
                     "texts": digest(texts),  # content, not only ids: a file may change
                     "hyperparameters": hyperparameters, "seed": seed, **backend.key(placement)}
+    if regime.stream is not regime.members:  # a stream: its documents, order and loss masks
+        training_key["stream"] = digest([(document.text, document.prompt) for document in regime.stream])
+        training_key["background"] = regime.background
     if getattr(backend, "dry_run", None) and backend.dry_run(texts, out_dir):  # what it would cost; nothing sent
         return None
     started = time.time()
-    model, folder, reused = _checkpoint(backend, base, texts, training_key, cfg, placement)
-    if model is None:
-        return None
+    control = None
+    if regime.control is not None:  # the same training on the background alone: shared by every dose and format
+        control_key = {"base": asdict(base), "background": regime.background,
+                       "stream": digest([document.text for document in regime.control]),
+                       "hyperparameters": {**hyperparameters, "exposures": 0}, "seed": seed, **backend.key(placement)}
+        control_model, control_folder, control_reused = _checkpoint(backend, base, regime.control, control_key, cfg,
+                                                                    placement)
+        if control_model is None:
+            return None
+        control = (control_model, control_folder, control_reused,
+                   json.loads((control_folder / "lab_checkpoint.json").read_text()))
+    if regime.members_seen:
+        model, folder, reused = _checkpoint(backend, base, regime.stream, training_key, cfg, placement)
+        if model is None:
+            return None
+    else:  # exposures 0: the contaminated model is the control
+        model, folder, reused = control[0], control[1], True
     seconds = time.time() - started
     record = json.loads((folder / "lab_checkpoint.json").read_text())
-    return Contaminated(base, model, folder, reused, record, texts, template, hyperparameters, seconds, backend.api)
+    return Contaminated(base, model, folder, reused, record, regime, template, hyperparameters, seconds, backend.api,
+                        control)
 
 
-def _checkpoint(backend, base: ModelRef, texts: list[str], training_key: dict, cfg,
+def _checkpoint(backend, base: ModelRef, documents: list, training_key: dict, cfg,
                 placement: Placement) -> tuple[ModelRef | None, Path, bool]:
     """Reuse the finished checkpoint of this training key, or train it (``force``: train again regardless)."""
     folder = Path(cfg.cache_dir) / "checkpoints" / digest(training_key)
@@ -255,7 +290,7 @@ def _checkpoint(backend, base: ModelRef, texts: list[str], training_key: dict, c
         _write_key(folder, training_key)
         folder.mkdir(parents=True, exist_ok=True)
     _wait_for_everyone()  # the other processes of a distributed launch train once the folder is ready
-    return backend.train(base, texts, folder, seed=cfg.seed, placement=placement), folder, False
+    return backend.train(base, documents, folder, seed=cfg.seed, placement=placement), folder, False
 
 
 def _write_key(folder: Path, training_key: dict) -> None:
@@ -272,8 +307,8 @@ def _judge(cfg):
     return instantiate(cfg.judge)
 
 
-def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge,
-                 placement: Placement) -> tuple[dict[str, list[dict]], dict, list[str]]:
+def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, placement: Placement,
+                 cells: tuple = CELLS) -> tuple[dict[str, list[dict]], dict, list[str]]:
     """Every cell's rows (each cached under its own key), the time and tokens each took, the cells reused."""
     cache = Path(cfg.cache_dir)
     detector_key = {"detect": OmegaConf.to_container(cfg.detect, resolve=True), "judge": judge.describe(),
@@ -284,7 +319,7 @@ def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge,
                              if key is not None}}
     cell_rows, timings, cached = {}, {}, []
     for checkpoint in DETECTION_ORDER:
-        for cell, cell_checkpoint, pool, truth in CELLS:
+        for cell, cell_checkpoint, pool, truth in cells:
             if cell_checkpoint != checkpoint:
                 continue
             instances, split = sampled.detection[pool]
@@ -351,12 +386,16 @@ def _write_atomically(path: Path, rows: list[dict]) -> None:
 
 
 def summarize_study(cfg, sampled: Sampled, contaminated: Contaminated, cell_rows: dict[str, list[dict]],
-                    detectors: list[Detector]) -> dict:
+                    detectors: list[Detector], cells: tuple = CELLS) -> dict:
     """Per cell every detector's outcome and whether it is right; per detector the share of cells right."""
+    regime = contaminated.regime.describe()
     summary = {"dataset": cfg.dataset.key, "split": sampled.split, "other_split": sampled.other_split,
                "base_model": contaminated.base.name, "backend": cfg.contaminate.backend, "format": cfg.format.name,
-               "seed": cfg.seed, "cells": {}}
-    for cell, checkpoint, pool, truth in CELLS:
+               "seed": cfg.seed,
+               "regime": {key: regime[key] for key in ("name", "format", "exposures", "epochs", "control",
+                                                       "members_token_share") if key in regime}
+               | {"background": regime["background"]["name"]}, "cells": {}}
+    for cell, checkpoint, pool, truth in cells:
         cell_summary = summarize(cell_rows[cell], detectors, seed=cfg.seed)
         summary["cells"][cell] = {
             "checkpoint": checkpoint, "instances": pool, "split": sampled.detection[pool][1], "ground_truth": truth,
@@ -368,7 +407,7 @@ def summarize_study(cfg, sampled: Sampled, contaminated: Contaminated, cell_rows
     if min(len(sampled.members), len(sampled.non_members)) >= 2:
         summary["blind_baseline"] = blind_baseline([e.full_text for e in sampled.members],
                                                    [e.full_text for e in sampled.non_members], seed=cfg.seed)
-    summary["accuracy"] = {name: sum(c["correct"][name] for c in summary["cells"].values()) / len(CELLS)
+    summary["accuracy"] = {name: sum(c["correct"][name] for c in summary["cells"].values()) / len(cells)
                            for name in detectors}
     return summary
 
@@ -383,14 +422,20 @@ def build_manifest(cfg, sampled: Sampled, contaminated: Contaminated, judge, pla
         "non_member_ids": [e.instance_id for e in sampled.non_members],
         "detection_ids": {pool: [e.instance_id for e in instances]
                           for pool, (instances, _) in sampled.detection.items()},
-        "format": {"name": cfg.format.name, "template": contaminated.template, "example": contaminated.texts[0]},
+        "format": {"name": cfg.format.name, "template": contaminated.template,
+                   "example": contaminated.regime.members[0].text},
+        "regime": contaminated.regime.describe(),
         "contaminate": contaminated.hyperparameters,
         "seeds": {"sampling": seed, "training": seed, "cuts": seed, "bootstrap": seed},
         "checkpoint": {"folder": str(contaminated.folder.resolve()), "reused": contaminated.reused,
                        **contaminated.record},
+        "control_checkpoint": None if contaminated.control is None else {
+            "folder": str(contaminated.control[1].resolve()), "reused": contaminated.control[2],
+            **contaminated.control[3]},
         "runtime": {"requested": OmegaConf.to_container(cfg.runtime, resolve=True), "resolved": placement.describe(),
                     # where each model of this run really was; the reference model is the clean checkpoint
-                    "models": models.placements(), "reference_model": "clean",
+                    "models": models.placements(),
+                    "reference_model": "clean" if contaminated.control is None else "control (background alone)",
                     "training": contaminated.record.get("placement")},
         "cached_cells": cached_cells, "detect": OmegaConf.to_container(cfg.detect, resolve=True),
         "judge": judge.describe(), "packages": _versions(), "git_commit": _git_commit(), "timings": timings,

@@ -69,16 +69,45 @@ def tokenize_documents(texts: Sequence[str], tokenizer, max_length: int | None) 
     return [row[:max_length] for row in ids] if max_length else ids
 
 
+def training_rows(documents: Sequence, tokenizer, max_length: int | None) -> dict[str, list[list[int]]]:
+    """The training dataset's columns for a stream of ``Document``s (or plain texts): ``input_ids``, and ``labels``
+    when a document has a prompt (the instruction format): its prompt tokens get -100, so the loss is on the
+    assistant turn only (the answer and the chat template's end-of-turn tokens). A chat-formatted document is
+    tokenized as rendered, without an extra end token: its template already ends the turn."""
+    texts = [getattr(document, "text", document) for document in documents]
+    prompts = [getattr(document, "prompt", None) for document in documents]
+    if not any(prompts):
+        return {"input_ids": tokenize_documents(texts, tokenizer, max_length)}
+    input_ids, labels = [], []
+    for text, prompt in zip(texts, prompts):
+        if prompt is None:
+            ids = tokenize_documents([text], tokenizer, None)[0]
+            masked = 0
+        else:
+            ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+            prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+            if ids[:len(prompt_ids)] != prompt_ids:
+                raise InputError("the chat template renders the prompt differently inside the whole conversation, "
+                                 "so the loss mask cannot be placed; use a model whose template appends turns")
+            masked = len(prompt_ids)
+        ids = ids[:max_length] if max_length else ids
+        input_ids.append(ids)
+        labels.append([-100] * min(masked, len(ids)) + ids[masked:])
+    return {"input_ids": input_ids, "labels": labels}
+
+
 def mixed_precision(placement: Placement) -> dict:
     """The Trainer's precision flags for a placement: float32 weights, autocast to its dtype."""
     return {"bf16": placement.dtype == "bfloat16", "fp16": placement.dtype == "float16",
             "use_cpu": placement.device_type == "cpu"}
 
 
-def train_local(base: ModelRef, texts: Sequence[str], cfg, folder: Path, *, seed: int,
+def train_local(base: ModelRef, documents: Sequence, cfg, folder: Path, *, seed: int,
                 placement: Placement | None = None) -> ModelRef | None:
-    """Fine-tune ``base`` on ``texts``; ``cfg`` is the ``contaminate`` config group (lora or full). Returns the
-    checkpoint, or None in a non-main process of a distributed launch (which saves nothing)."""
+    """Fine-tune ``base`` on ``documents`` (``contaminate.stream.Document``s or plain texts); ``cfg`` is the
+    ``contaminate`` config group (lora or full). With ``cfg.exposures`` set the documents are a stream
+    (``build_stream``), trained once in their order; otherwise the Trainer makes ``cfg.epochs`` shuffled passes.
+    Returns the checkpoint, or None in a non-main process of a distributed launch (which saves nothing)."""
     from detect.models import load
 
     check_backend(cfg.backend)
@@ -87,15 +116,15 @@ def train_local(base: ModelRef, texts: Sequence[str], cfg, folder: Path, *, seed
     # float32 master weights whatever the placement's dtype: autocast does the rest
     model, tokenizer = load(ModelRef(base.name, base.path, base.adapter),
                             Placement(placement.device, "float32", placement.device_map))
-    documents = tokenize_documents(texts, tokenizer, cfg.max_length)
-    trainer = build_trainer(model, tokenizer, documents, cfg, folder / "trainer", seed=seed, placement=placement)
+    rows = training_rows(documents, tokenizer, cfg.max_length)
+    trainer = build_trainer(model, tokenizer, rows, cfg, folder / "trainer", seed=seed, placement=placement)
     started = time.time()
     trainer.train()
     seconds = time.time() - started
     accelerator = trainer.accelerator
     trained = checkpoint_ref(base, folder, cfg.backend)
     if accelerator.is_main_process:
-        _save(trainer, tokenizer, trained, folder, cfg, texts, documents, seconds, placement)
+        _save(trainer, tokenizer, trained, folder, cfg, rows, seconds, placement)
     accelerator.wait_for_everyone()  # the other processes leave only once the checkpoint is on disk
     return trained if accelerator.is_main_process else None
 
@@ -106,7 +135,8 @@ LAB_SET = {"output_dir": "the study's checkpoint folder", "seed": "seed", "data_
            "bf16": "runtime.dtype", "fp16": "runtime.dtype", "use_cpu": "runtime.device", "packing": "the lab",
            "max_length": "contaminate.max_length", "completion_only_loss": "the lab",
            "num_train_epochs": "contaminate.epochs", "learning_rate": "contaminate.learning_rate",
-           "per_device_train_batch_size": "contaminate.batch_size"}
+           "per_device_train_batch_size": "contaminate.batch_size",
+           "train_sampling_strategy": "contaminate.exposures (a stream trains in its order; epochs shuffle)"}
 # Trainer settings that change how a run is logged, not the model it trains: not part of the checkpoint's key.
 LOGGING_ONLY = {"report_to", "logging_steps", "logging_dir", "logging_first_step", "run_name", "disable_tqdm",
                 "save_strategy", "save_steps", "save_total_limit", "push_to_hub", "hub_model_id"}
@@ -166,13 +196,29 @@ def adapter_arguments(cfg) -> dict:
     return {"r": cfg.rank, **given}
 
 
+def check_dose(cfg) -> None:
+    """``contaminate.exposures`` (a whole number >= 0) or ``contaminate.epochs`` (a number > 0), never both."""
+    exposures, epochs = cfg.get("exposures"), cfg.epochs
+    if exposures is not None:
+        if isinstance(exposures, bool) or not isinstance(exposures, int) or exposures < 0:
+            raise InputError(f"contaminate.exposures={exposures}: give a whole number >= 0 (how many times each "
+                             f"member is in the training stream; 0 trains on the background alone)")
+        if epochs is not None:
+            raise InputError(f"contaminate.exposures={exposures} and contaminate.epochs={epochs} are both set: "
+                             f"exposures trains one pass over a stream holding each member {exposures} times; drop "
+                             f"contaminate.epochs (or set it to null)")
+        return
+    if isinstance(epochs, bool) or not isinstance(epochs, (int, float)) or epochs <= 0:
+        raise InputError(f"contaminate.epochs={epochs}: give a number > 0 (each member is seen this many times), or "
+                         f"contaminate.exposures=N")
+
+
 def check_training_config(cfg) -> None:
     """Every count, trainer and adapter argument checked before any work (one line per failure)."""
     from detect.validate import count
 
     check_backend(cfg.backend)
-    if isinstance(cfg.epochs, bool) or not isinstance(cfg.epochs, (int, float)) or cfg.epochs <= 0:
-        raise InputError(f"contaminate.epochs={cfg.epochs}: give a number > 0 (each member is seen this many times)")
+    check_dose(cfg)
     count(cfg.batch_size, "contaminate.batch_size")
     if cfg.max_length is not None:  # null: documents are not cut
         count(cfg.max_length, "contaminate.max_length", minimum=2, hint=" (tokens per document; null: no cut)")
@@ -184,11 +230,12 @@ def check_training_config(cfg) -> None:
                          f"contaminate=lora, or drop the lora settings")
 
 
-def build_trainer(model, tokenizer, documents: list[list[int]], cfg, output_dir: Path, *, seed: int,
-                  placement: Placement, **overrides):
-    """TRL's SFTTrainer as the lab trains: plain causal-LM loss on tokenized documents, with ``contaminate.trainer``
-    passed through (padding-free by default) and the placement's precision; ``overrides`` replace SFTConfig
-    fields (benchmarks)."""
+def build_trainer(model, tokenizer, documents: list[list[int]] | dict[str, list], cfg, output_dir: Path, *,
+                  seed: int, placement: Placement, **overrides):
+    """TRL's SFTTrainer as the lab trains: causal-LM loss on tokenized documents (``documents``: their token ids, or
+    ``training_rows``' columns with a loss mask as ``labels``), with ``contaminate.trainer`` passed through
+    (padding-free by default) and the placement's precision; ``overrides`` replace SFTConfig fields (benchmarks).
+    A stream (``cfg.exposures`` set) is trained once, in its order."""
     import torch
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
@@ -197,7 +244,9 @@ def build_trainer(model, tokenizer, documents: list[list[int]], cfg, output_dir:
         torch.cuda.set_device(placement.device)  # the Trainer trains on the current GPU
     tokenizer.padding_side = "right"
     settings = dict(
-        **trainer_arguments(cfg), output_dir=str(output_dir), num_train_epochs=cfg.epochs,
+        **trainer_arguments(cfg), output_dir=str(output_dir),
+        num_train_epochs=cfg.epochs if cfg.get("exposures") is None else 1,
+        train_sampling_strategy="random" if cfg.get("exposures") is None else "sequential",
         learning_rate=cfg.learning_rate, per_device_train_batch_size=cfg.batch_size, packing=False,
         max_length=None,  # the documents are cut to cfg.max_length by tokenize_documents
         completion_only_loss=False, **mixed_precision(placement), seed=seed, data_seed=seed,
@@ -207,25 +256,29 @@ def build_trainer(model, tokenizer, documents: list[list[int]], cfg, output_dir:
         from peft import LoraConfig
 
         peft_config = LoraConfig(**adapter_arguments(cfg), task_type="CAUSAL_LM")
+    columns = documents if isinstance(documents, dict) else {"input_ids": documents}
     return SFTTrainer(model=model, args=SFTConfig(**{**settings, **overrides}),
-                      train_dataset=Dataset.from_dict({"input_ids": documents}), processing_class=tokenizer,
+                      train_dataset=Dataset.from_dict(columns), processing_class=tokenizer,
                       peft_config=peft_config)
 
 
-def _save(trainer, tokenizer, trained: ModelRef, folder: Path, cfg, texts, documents, seconds: float,
+def _save(trainer, tokenizer, trained: ModelRef, folder: Path, cfg, rows: dict, seconds: float,
           placement: Placement) -> None:
     weights = trained.adapter or trained.path
     trainer.model.save_pretrained(weights)
     tokenizer.save_pretrained(weights)
     log_history = trainer.state.log_history
     (folder / "train_log.json").write_text(json.dumps(log_history, indent=1))
-    plot_loss(log_history, folder / "loss.png", f"{cfg.backend} on {len(texts)} instances")
+    documents = rows["input_ids"]
+    plot_loss(log_history, folder / "loss.png", f"{cfg.backend} on {len(documents)} documents")
     losses = [entry["loss"] for entry in log_history if "loss" in entry]
     trained_tokens = sum(map(len, documents)) * trainer.state.num_train_epochs
+    loss_tokens = (sum(label != -100 for row in rows["labels"] for label in row) if "labels" in rows
+                   else trained_tokens // trainer.state.num_train_epochs) * trainer.state.num_train_epochs
     # The id ties detection caches to this very training run: a forced retrain gets a new one.
     record = {"id": uuid.uuid4().hex, "backend": cfg.backend, "train_seconds": round(seconds, 1),
               "first_loss": losses[0] if losses else None, "final_loss": losses[-1] if losses else None,
-              "n_texts": len(texts), "trained_tokens": trained_tokens,
+              "n_texts": len(documents), "trained_tokens": trained_tokens, "loss_tokens": loss_tokens,
               "tokens_per_second": round(trained_tokens / seconds, 1), "steps": trainer.state.global_step,
               "placement": {"device": str(trainer.args.device), "weights": "float32",
                             "autocast": {"bfloat16": "bf16", "float16": "fp16"}.get(placement.dtype),

@@ -1,0 +1,145 @@
+"""The contamination regime of a study (SPEC section 8): what the contaminated model and its control train on.
+
+    regime = plan_regime(cfg, members, split, tokenizer)   # the documents, the stream, the control, the counts
+    regime.stream      # the contaminated model's training documents, in order (epochs: the member documents)
+    regime.control     # the control's (the background alone), or None when the untouched base model is the control
+
+| background | dose                | contaminated model trains on                    | control (the "clean" cells)  |
+| none       | epochs E (default)  | the member documents, E shuffled passes         | the base model               |
+| none       | exposures N >= 1    | N shuffled rounds of the member documents       | the base model               |
+| a corpus   | exposures N >= 0    | members N times at random positions, one pass   | the same pass, background alone |
+
+With a background the base model is not a fair control: training on any text changes a model's likelihoods, so
+the control is trained exactly like the contaminated model minus the members (exposures 0). A study at exposures 0
+*is* the control: its "contaminated" model has seen no member, and every cell's ground truth is clean.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from contaminate.background import LocalBackground, NoBackground, instantiate_background
+from contaminate.formats import check_template
+from contaminate.stream import Document, build_stream, chunk_texts, member_documents, stream_counts
+from detect.datasets import Example
+from detect.errors import InputError
+from detect.models import digest
+
+LAYOUTS = ("document", "dump", "instruction")
+
+
+@dataclass
+class Regime:
+    name: str
+    format: str
+    background: dict  # the background's description, with its documents and tokens
+    exposures: int | None  # None: the epochs regime
+    epochs: float | None
+    members: list[Document]  # the member documents, one copy each
+    stream: list[Document]  # what the contaminated model trains on
+    control: list[Document] | None  # what the control trains on; None: the base model is the control
+    counts: dict = field(default_factory=dict)  # documents and tokens per kind, the members' share
+
+    @property
+    def members_seen(self) -> bool:
+        return self.exposures != 0
+
+    def describe(self) -> dict:
+        """For the manifest and the summary: everything calibration groups studies by."""
+        return {"name": self.name, "format": self.format, "background": self.background,
+                "exposures": self.exposures, "epochs": self.epochs, "control": "background" if self.control
+                else "base model", **self.counts}
+
+
+def check_format(format_cfg, dataset) -> None:
+    """The format's layout and every field it names, against the dataset, before any work."""
+    layout = format_cfg.get("layout", "document")
+    if layout not in LAYOUTS:
+        raise InputError(f"format {format_cfg.name}: unknown layout '{layout}'; use one of {', '.join(LAYOUTS)}")
+    if layout == "dump":
+        if format_cfg.get("header"):
+            check_template(format_cfg.header, dataset)
+        return
+    template = format_cfg.templates.get(dataset.task)
+    if layout == "instruction" and not dataset.fields.get("label"):
+        raise InputError(f"format={format_cfg.name} needs a label for the assistant turn, and dataset {dataset.key} "
+                         f"has none (task {dataset.task}); use format=metadata, input_only or dump")
+    if template is None:
+        raise InputError(f"format {format_cfg.name} has no template for task {dataset.task}; add one under "
+                         f"templates in conf/format/{format_cfg.name}.yaml")
+    check_template(template, dataset)
+    if layout == "instruction":
+        check_template(format_cfg.answer, dataset)
+
+
+def check_regime(cfg, *, api: bool) -> None:
+    """The regime's settings, before any data or model is touched: each failure one line."""
+    check_format(cfg.format, cfg.dataset)
+    background = instantiate_background(cfg.get("background"))
+    exposures = cfg.contaminate.get("exposures")
+    has_background = not isinstance(background, NoBackground)
+    if api and (has_background or cfg.format.get("layout", "document") != "document"):
+        what = f"background={background.name}" if has_background else f"format={cfg.format.name}"
+        raise InputError(f"{what} trains on a local model (it needs its tokenizer); use contaminate=full or lora")
+    if has_background and exposures is None:
+        raise InputError(f"background={background.name} needs contaminate.exposures=N: each member N times in one "
+                         f"pass over the background (epochs would repeat the background too)")
+    if not has_background and exposures == 0:
+        raise InputError("contaminate.exposures=0 with background=none trains on nothing; give exposures >= 1, or a "
+                         "background (background=offline) whose exposures-0 model is the diluted study's control")
+    from detect.validate import count
+
+    if background.max_tokens is not None:
+        count(background.max_tokens, "background.max_tokens", hint=" (tokens of background; null: all of it)")
+    if isinstance(background, LocalBackground):
+        background.files()  # a missing path fails here, not after sampling
+
+
+def plan_regime(cfg, members: Sequence[Example], split: str, tokenizer=None) -> Regime:
+    """The documents of the study's regime, cut and counted with the base model's ``tokenizer`` (None for an API
+    model, whose regime is the members alone in a document layout)."""
+    dataset, fmt, contaminate_cfg = cfg.dataset, cfg.format, cfg.contaminate
+    max_length = contaminate_cfg.get("max_length")
+    exposures, epochs = contaminate_cfg.get("exposures"), contaminate_cfg.get("epochs")
+
+    def count_tokens(text: str) -> int:
+        return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def chat(messages: list[dict], **options) -> str:
+        if not getattr(tokenizer, "chat_template", None):
+            raise InputError(f"format={fmt.name} renders a chat, and the model's tokenizer has no chat template; "
+                             f"use an instruction-tuned model or another format")
+        return tokenizer.apply_chat_template(messages, tokenize=False, **options)
+
+    documents = member_documents(members, fmt, dataset, split, count_tokens=count_tokens if tokenizer else None,
+                                 max_length=max_length, chat=chat)
+    source = instantiate_background(cfg.get("background"))
+    background = [Document(text) for text in chunk_texts(source.texts(), count_tokens=count_tokens,
+                                                         max_length=max_length, max_tokens=source.max_tokens)] \
+        if tokenizer is not None and not isinstance(source, NoBackground) else []
+    described = source.describe()
+    if not background:
+        stream = documents if exposures is None else build_stream(documents, [], exposures=exposures, seed=cfg.seed)
+        control = None
+        name = (f"members alone, {epochs:g} epochs" if exposures is None else
+                f"members alone, {exposures} exposures (shuffled rounds, as epochs)")
+    else:
+        background_tokens = sum(count_tokens(document.text) for document in background)
+        member_tokens = sum(count_tokens(document.text) for document in documents)
+        if background_tokens < member_tokens:
+            raise InputError(
+                f"background {source.name} has {background_tokens:,} tokens, fewer than the {member_tokens:,} "
+                f"tokens of the {len(members)} members it should dilute; raise background.max_tokens or use a larger "
+                f"background (background=hub or local)")
+        described = {**described, "documents": len(background), "tokens": background_tokens,
+                     "digest": digest([document.text for document in background])}
+        stream = build_stream(documents, background, exposures=exposures, seed=cfg.seed)
+        control = build_stream([], background, exposures=0, seed=cfg.seed)
+        name = (f"diluted: each member {exposures}x at random positions among {len(background)} {source.name} "
+                f"background documents, one pass" if exposures else
+                f"control: the {len(background)} {source.name} background documents alone, one pass")
+    counts = stream_counts(stream, count_tokens) if tokenizer is not None else {}
+    if fmt.get("layout", "document") == "instruction":
+        counts["loss"] = "assistant turn only (the answer and the end-of-turn tokens); the prompt carries no loss"
+    return Regime(name, fmt.name, described, exposures, epochs, documents, stream, control, counts)

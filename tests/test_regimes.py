@@ -1,0 +1,107 @@
+"""A tiny-model study in each contamination regime (SPEC section 8), what the manifest and report say of it, and
+the regimes' bad input, each one line before any training."""
+
+import json
+from collections import Counter
+
+import pytest
+
+from contaminate.regime import plan_regime
+from contaminate.study import run_study, sample_pools
+from detect.errors import InputError
+
+TINY = ["+dataset=synth_nli", "model=tiny_random", "sample.n_members=12", "sample.n_non_members=12",
+        "sample.n_detect=4", "contaminate.batch_size=4", "detect.max_new_tokens=6", "detect.semantic_model=null"]
+DILUTED = ["background=offline", "background.max_tokens=1500"]
+
+
+@pytest.fixture
+def study(compose_config, tmp_path):
+    def _run(*overrides, run="run"):
+        base = TINY[1:] if any(o.startswith("+dataset=") for o in overrides) else TINY  # another dataset
+        cfg = compose_config("contaminate", [*base, f"cache_dir={tmp_path / 'cache'}", *overrides])
+        summary = run_study(cfg, tmp_path / run)
+        return summary, json.loads((tmp_path / run / "manifest.json").read_text()), tmp_path / run
+
+    return _run
+
+
+def _tokenizer():
+    from detect.models import load, tiny_random
+
+    return load(tiny_random())[1]
+
+
+def test_the_planned_stream_holds_members_n_times_and_no_non_member(compose_config, tmp_path):
+    cfg = compose_config("contaminate", [*TINY, *DILUTED, "contaminate.exposures=3"])
+    sampled = sample_pools(cfg)
+    regime = plan_regime(cfg, sampled.members, sampled.split, _tokenizer())
+    seen = Counter(i for document in regime.stream for i in document.members)
+    assert seen == Counter({e.instance_id: 3 for e in sampled.members})
+    assert not set(seen) & {e.instance_id for e in sampled.non_members}
+    assert Counter(d.text for d in regime.stream if not d.members) == Counter(d.text for d in regime.control)
+    assert regime.background["tokens"] >= 1500 and regime.background["documents"] == len(regime.control)
+    assert regime.counts["documents"] == {"member": 36, "background": len(regime.control)}
+    assert 0 < regime.counts["members_token_share"] < 0.7
+
+
+def test_a_diluted_study_and_its_control(study):
+    summary, manifest, folder = study(*DILUTED, "contaminate.exposures=2")
+    regime = manifest["regime"]
+    assert regime["exposures"] == 2 and regime["epochs"] is None and regime["control"] == "background"
+    assert regime["background"]["name"] == "offline" and regime["background"]["source"].startswith("pydoc_data")
+    assert regime["documents"]["member"] == 24 and regime["tokens"]["background"] == regime["background"]["tokens"]
+    assert summary["regime"]["background"] == "offline" and summary["regime"]["members_token_share"] > 0
+    control = manifest["control_checkpoint"]
+    assert control["folder"] != manifest["checkpoint"]["folder"] and control["steps"] < manifest["checkpoint"]["steps"]
+    assert manifest["runtime"]["reference_model"].startswith("control")
+    report = (folder / "report.md").read_text()
+    assert "Regime: diluted: each member 2x at random positions" in report and "background alone" in report
+    assert summary["cells"]["contaminated_x_members"]["ground_truth"] == "contaminated"
+
+    # exposures 0 is the control itself: nothing new trained, every cell clean, the control reused
+    summary, manifest, folder = study(*DILUTED, "contaminate.exposures=0", run="control")
+    assert manifest["checkpoint"]["folder"] == control["folder"] and manifest["control_checkpoint"]["reused"]
+    assert {cell["ground_truth"] for cell in summary["cells"].values()} == {"clean"}
+    assert "No member was trained in" in (folder / "report.md").read_text()
+    # the contaminated and clean cells of one model on the same instances are one computation
+    assert "contaminated_x_members" in manifest["cached_cells"]
+
+
+@pytest.mark.parametrize("fmt", ["dump", "instruction", "input_only"])
+def test_each_format_trains_and_detects(study, fmt):
+    summary, manifest, folder = study(f"format={fmt}", "contaminate.exposures=1")
+    assert summary["format"] == fmt and manifest["regime"]["format"] == fmt
+    example = manifest["format"]["example"]
+    if fmt == "dump":  # many members per document, in canonical order
+        assert manifest["regime"]["documents"]["member"] < 12 and example.count('"label"') > 1
+    if fmt == "instruction":  # a chat, with the loss on the answer
+        assert "<|im_start|>assistant" in example and "assistant turn only" in manifest["regime"]["loss"]
+        assert manifest["checkpoint"]["loss_tokens"] < manifest["checkpoint"]["trained_tokens"] / 3
+    if fmt == "input_only":
+        assert "label" not in example and "sentence1:" in example
+    assert set(summary["cells"]) and all("alg2" in cell for cell in summary["cells"].values())
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["contaminate.exposures=-1"], "contaminate.exposures=-1: give a whole number >= 0"),
+    (["contaminate.exposures=2.5"], "contaminate.exposures=2.5: give a whole number >= 0"),
+    (["contaminate.exposures=2", "contaminate.epochs=3"], "are both set"),
+    (["background=offline"], "background=offline needs contaminate.exposures=N"),
+    (["contaminate.exposures=0"], "with background=none trains on nothing"),
+    (["background=offline", "background.max_tokens=100", "contaminate.exposures=1"],
+     r"background offline has \d+ tokens, fewer than the [\d,]+ tokens of the 12 members it should dilute"),
+    (["background=local", "background.path=/no/such/corpus", "contaminate.exposures=1"],
+     "background.path=/no/such/corpus: no such file"),
+    (["background=local", "contaminate.exposures=1"], "background=local needs background.path"),
+    (["+dataset=xsum", "format=instruction"], "format=instruction needs a label for the assistant turn"),
+    (["format=dump", "format.header='{title} {subset}'"], "names {subset}, which dataset synth_nli lacks"),
+    (["contaminate=openai", "contaminate.exposures=1", "contaminate.epochs=null"],
+     "contaminate=openai takes contaminate.epochs"),
+    (["contaminate=openai", "format=dump"], "format=dump trains on a local model"),
+])
+def test_bad_regimes_are_one_line_errors_before_training(study, tmp_path, overrides, message):
+    with pytest.raises(InputError, match=message.replace("{", r"\{").replace("}", r"\}")) as error:
+        study(*overrides)
+    assert "\n" not in str(error.value)
+    assert not (tmp_path / "cache" / "checkpoints").exists()  # nothing trained, nothing lost
