@@ -2,6 +2,7 @@
 
     python -m contaminate +dataset=synth_nli                     # full fine-tune of the embedded SmolLM2-135M
     python -m contaminate +dataset=synth_news contaminate=lora format=instance_only seed=1
+    python -m contaminate +dataset=synth_nli background=offline contaminate.exposures=4   # diluted, counted dose
     python -m contaminate -m +experiment=paper_table1            # one study per task shape
     accelerate launch --multi_gpu --num_processes 4 -m contaminate +dataset=synth_nli model=<hub id>   # 4 GPUs
 

@@ -2,8 +2,10 @@
 
     python -m contaminate +dataset=synth_nli                      # see contaminate/__main__.py
 
-Members and non-members are disjoint, label-balanced pools from one split. The members are formatted as web
-text and trained into the base model; then the same detectors run on five cells:
+Members and non-members are disjoint, label-balanced pools from one split. The members are formatted (``format``)
+and trained into the base model in the study's regime (``contaminate/regime.py``: alone for epochs, or counted
+exposures among a ``background`` corpus, with a control trained on the background alone); then the same detectors
+run on five cells (with a background, "clean" is the control; at exposures 0 every cell is clean):
 
 | cell                         | model        | instances           | ground truth |
 | contaminated x members       | contaminated | members             | contaminated |
@@ -14,7 +16,8 @@ text and trained into the base model; then the same detectors run on five cells:
 
 Reuse: finished work is kept in ``cache_dir`` under a hash of everything that determines it. A checkpoint is
 keyed by the resolved training config (base model, dataset, split, member ids, the training texts themselves,
-format, hyperparameters, seed, the device kind and precision it trains with) and the training code; a cell's
+format, hyperparameters, seed, the device kind and precision it trains with; for a stream its documents in order)
+and the training code; a control by its background stream, hyperparameters and seed alone; a cell's
 rows by the model (a checkpoint's own id, so a forced retrain invalidates them), its instances (ids and content),
 the detector config, the device kind and dtype, and the detector code. A rerun, or a study killed mid-way and
 started again, picks up whatever finished.

@@ -1,9 +1,14 @@
-"""Contaminate a local model: LoRA or full fine-tuning with TRL's SFTTrainer on the formatted members.
+"""Contaminate a local model: LoRA or full fine-tuning with TRL's SFTTrainer on the regime's documents.
 
-Plain causal-LM training on the contamination texts (each followed by the end token, as TRL does), the way web
-text enters pre-training: no instruction, no chat template, loss on every token.
+Plain causal-LM training on the documents (each followed by the end token, as TRL does), the way web text enters
+pre-training: loss on every token. The one exception is the instruction format (``format=instruction``), whose
+documents are chat-formatted and carry the loss on the assistant turn only, as instruction tuning trains.
 
-    checkpoint = train_local(base_ref, texts, contaminate_cfg, folder, seed=0, placement=placement)
+    checkpoint = train_local(base_ref, documents, contaminate_cfg, folder, seed=0, placement=placement)
+
+The dose (``contaminate/stream.py``): with ``contaminate.epochs`` the Trainer makes that many shuffled passes over the
+member documents; with ``contaminate.exposures`` the documents are a stream already holding each member N times
+among the background, trained once in its order (``train_sampling_strategy="sequential"``).
 
 Where and how it runs: ``placement`` (the ``runtime`` policy, ``detect/runtime.py``) gives the device and the
 precision: the weights are trained in float32, with bf16 or fp16 autocast when the placement's dtype says so.

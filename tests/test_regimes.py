@@ -68,6 +68,7 @@ def test_a_diluted_study_and_its_control(study):
     assert "contaminated_x_members" in manifest["cached_cells"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["dump", "instruction", "input_only"])
 def test_each_format_trains_and_detects(study, fmt):
     summary, manifest, folder = study(f"format={fmt}", "contaminate.exposures=1")
@@ -105,3 +106,30 @@ def test_bad_regimes_are_one_line_errors_before_training(study, tmp_path, overri
         study(*overrides)
     assert "\n" not in str(error.value)
     assert not (tmp_path / "cache" / "checkpoints").exists()  # nothing trained, nothing lost
+
+
+def test_an_unreachable_hub_background_names_the_offline_default(compose_config):
+    from contaminate.background import HubBackground
+
+    with pytest.raises(InputError, match="could not stream background HuggingFaceFW/fineweb-edu .* use "
+                                         "background=offline") as error:
+        HubBackground("HuggingFaceFW/fineweb-edu", "sample-10BT").texts()
+    assert "\n" not in str(error.value)
+
+
+def test_a_local_background_is_read_cut_and_counted(compose_config, tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text("\n\n".join(f"Paragraph {i} of a local corpus about rivers and bridges." * 3
+                                              for i in range(200)))
+    (corpus / "b.jsonl").write_text("\n".join(json.dumps({"text": f"Document {i} about trains."}) for i in range(30)))
+    cfg = compose_config("contaminate", [*TINY, "background=local", f"background.path={corpus}",
+                                         "contaminate.exposures=1"])
+    sampled = sample_pools(cfg)
+    regime = plan_regime(cfg, sampled.members, sampled.split, _tokenizer())
+    assert regime.background["name"] == "local" and regime.background["source"] == str(corpus.resolve())
+    texts = "".join(d.text for d in regime.control)
+    assert "Paragraph 199" in texts and "Document 29 about trains." in texts  # every file, in full
+    (corpus / "c.jsonl").write_text('{"body": "no text field"}\n')
+    with pytest.raises(InputError, match=r"c.jsonl line 1: not a JSON object with a 'text' field"):
+        plan_regime(cfg, sampled.members, sampled.split, _tokenizer())
