@@ -34,16 +34,15 @@ def _regime(manifest: dict) -> list[str]:
         return []
     background = regime["background"]
     where = ("no background" if background["name"] == "none" else
-             f"background {background['name']} ({background.get('source', '')}: {background['documents']:,} "
-             f"documents, {background['tokens']:,} tokens)")
-    tokens = regime.get("tokens")
-    share = (f"; members {regime['members_token_share']:.1%} of {regime['training_tokens']:,} training tokens "
-             f"({regime['documents']['member']:,} member documents)" if tokens else "")
-    control = ("the control (clean cells, reference model) is the same training on the background alone"
-               if regime["control"] == "background" else "the control is the untouched base model")
+             f"background {background['name']}, {background.get('source', '')}: {background['documents']:,} "
+             f"documents, {background['tokens']:,} tokens")
+    share = (f"; members {regime['members_token_share']:.1%} of the {regime['training_tokens']:,} training tokens "
+             f"({regime['documents']['member']:,} member documents)" if regime.get("tokens") else "")
+    control = ("The control (the clean cells and the reference model) is the same training on the background alone."
+               if regime["control"] == "background" else "The control is the untouched base model.")
     loss = f" Loss: {regime['loss']}." if regime.get("loss") else ""
     truth = "" if regime["exposures"] != 0 else " No member was trained in: every cell's ground truth is clean."
-    return [f"Regime: {regime['name']} ({regime['format']} format, {where}){share}; {control}.{loss}{truth}", ""]
+    return [f"Regime: {regime['name']}. Format {regime['format']}; {where}{share}. {control}{loss}{truth}", ""]
 
 
 def write_report(path: Path, summary: dict, manifest: dict) -> None:
@@ -51,7 +50,9 @@ def write_report(path: Path, summary: dict, manifest: dict) -> None:
     lines = [
         f"# Contamination study: {summary['dataset']} / {summary['split']} / {summary['base_model']} "
         f"+ {summary['backend']}", "",
-        f"{len(manifest['member_ids'])} members trained in ({summary['format']} format), "
+        f"{len(manifest['member_ids'])} members "
+        f"{'trained in' if (manifest.get('regime') or {}).get('exposures') != 0 else 'drawn but not trained in'} "
+        f"({summary['format']} format), "
         f"{len(manifest['non_member_ids'])} held-out non-members, {next(iter(cells.values()))['n_instances']} "
         f"instances per cell, seed {summary['seed']}. Checkpoint "
         f"{'reused' if manifest['checkpoint']['reused'] else 'trained'} "

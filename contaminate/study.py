@@ -273,7 +273,7 @@ def contaminate(cfg, sampled: Sampled, placement: Placement, out_dir: Path) -> C
         if model is None:
             return None
     else:  # exposures 0: the contaminated model is the control
-        model, folder, reused = control[0], control[1], True
+        model, folder, reused = control[0], control[1], control[2]
     seconds = time.time() - started
     record = json.loads((folder / "lab_checkpoint.json").read_text())
     return Contaminated(base, model, folder, reused, record, regime, template, hyperparameters, seconds, backend.api,

@@ -1,0 +1,78 @@
+"""Markdown tables of finished studies side by side: the regime, each detector's verdict on the members under the
+contaminated model and under the control, the blind baseline and the study's time; each logit score's AUC.
+
+    python bench/regimes_table.py runs/regimes/exposures_*        # one row per study folder, sorted by exposures
+
+Reads each folder's summary.json and manifest.json; writes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def instance_aucs(folder: Path) -> dict[str, float]:
+    """Each logit score's AUC of the members against the non-members under the contaminated model (its guided rows:
+    sample.n_detect instances each, so a coarse number)."""
+    from sklearn.metrics import roc_auc_score
+
+    from detect.detectors import instance_scores
+
+    rows = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
+    guided = [r for r in rows if r["instruction"] == "guided" and r["checkpoint"] == "contaminated"
+              and r["cell"] in ("contaminated_x_members", "contaminated_x_non_members")]
+    truth = [r["cell"] == "contaminated_x_members" for r in guided]
+    return {score: roc_auc_score(truth, [r[score] for r in guided]) for score in instance_scores()
+            if all(r.get(score) is not None for r in guided)}
+
+
+def row(folder: Path) -> tuple[tuple, dict]:
+    from detect.run import verdicts
+
+    summary = json.loads((folder / "summary.json").read_text())
+    manifest = json.loads((folder / "manifest.json").read_text())
+    regime = manifest.get("regime", {})
+    members = verdicts(summary["cells"]["contaminated_x_members"])
+    control = verdicts(summary["cells"]["clean_x_members"])
+    blind = summary.get("blind_baseline")
+    checkpoint = manifest["checkpoint"]
+    return (regime.get("exposures") or 0, folder.name), {
+        "exposures": regime.get("exposures", regime.get("epochs")),
+        "share": f"{regime.get('members_token_share', 1):.1%}",
+        "tokens": f"{regime.get('training_tokens', checkpoint.get('trained_tokens', 0)):,}",
+        "loss": f"{checkpoint['first_loss']:.2f} -> {checkpoint['final_loss']:.2f}",
+        "verdicts": {name: (members[name], control[name]) for name in members}, "aucs": instance_aucs(folder),
+        "blind": f"{blind['auc']:.2f} [{blind['low']:.2f}, {blind['high']:.2f}]" if blind else "-",
+        "train_s": manifest["timings"].get("train_s"), "total_s": manifest["timings"]["total_s"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folders", nargs="+", type=Path)
+    args = parser.parse_args()
+    rows = [values for _, values in sorted(row(folder) for folder in args.folders)]
+    detectors = list(rows[0]["verdicts"])
+    print("| exposures | members' share of tokens | training tokens | loss | "
+          + " | ".join(detectors) + " | blind AUC | train s | study s |")
+    print("|---" * (len(detectors) + 7) + "|")
+    for values in rows:
+        cells = [f"{'C' if on_members else '-'} / {'C' if on_control else '-'}"
+                 for on_members, on_control in values["verdicts"].values()]
+        print(f"| {values['exposures']} | {values['share']} | {values['tokens']} | {values['loss']} | "
+              + " | ".join(cells) + f" | {values['blind']} | {values['train_s']:.0f} | {values['total_s']:.0f} |")
+    print("\nEach detector: its verdict on the members under the contaminated model / under the control "
+          "(C: contaminated, -: clean).\n")
+    scores = list(rows[0]["aucs"])
+    print("| exposures | " + " | ".join(f"{score} AUC" for score in scores) + " |")
+    print("|---" * (len(scores) + 1) + "|")
+    for values in rows:
+        print(f"| {values['exposures']} | " + " | ".join(f"{values['aucs'][score]:.2f}" for score in scores) + " |")
+    print("\nLogit scores: AUC of the members against the non-members under the contaminated model "
+          "(its guided rows, sample.n_detect of each).")
+
+
+if __name__ == "__main__":
+    main()
