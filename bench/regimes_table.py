@@ -1,5 +1,5 @@
 """Markdown tables of finished studies side by side: the regime, each detector's verdict on the members under the
-contaminated model and under the control, the blind baseline and the study's time; each logit score's AUC.
+contaminated model and under the control (and on the non-members), the blind baseline and the study's time; each logit score's AUC.
 
     python bench/regimes_table.py runs/regimes/exposures_*        # one row per study folder, sorted by exposures
 
@@ -35,6 +35,7 @@ def row(folder: Path) -> tuple[tuple, dict]:
     manifest = json.loads((folder / "manifest.json").read_text())
     regime = manifest.get("regime", {})
     members = verdicts(summary["cells"]["contaminated_x_members"])
+    non_members = verdicts(summary["cells"]["contaminated_x_non_members"])
     control = verdicts(summary["cells"]["clean_x_members"])
     blind = summary.get("blind_baseline")
     checkpoint = manifest["checkpoint"]
@@ -43,7 +44,7 @@ def row(folder: Path) -> tuple[tuple, dict]:
         "share": f"{regime.get('members_token_share', 1):.1%}",
         "tokens": f"{regime.get('training_tokens', checkpoint.get('trained_tokens', 0)):,}",
         "loss": f"{checkpoint['first_loss']:.2f} -> {checkpoint['final_loss']:.2f}",
-        "verdicts": {name: (members[name], control[name]) for name in members}, "aucs": instance_aucs(folder),
+        "verdicts": {name: (members[name], non_members[name], control[name]) for name in members}, "aucs": instance_aucs(folder),
         "blind": f"{blind['auc']:.2f} [{blind['low']:.2f}, {blind['high']:.2f}]" if blind else "-",
         "train_s": manifest["timings"].get("train_s"), "total_s": manifest["timings"]["total_s"],
     }
@@ -59,12 +60,12 @@ def main() -> None:
           + " | ".join(detectors) + " | blind AUC | train s | study s |")
     print("|---" * (len(detectors) + 7) + "|")
     for values in rows:
-        cells = [f"{'C' if on_members else '-'} / {'C' if on_control else '-'}"
-                 for on_members, on_control in values["verdicts"].values()]
+        cells = [" / ".join("C" if flagged else "-" for flagged in three) for three in values["verdicts"].values()]
         print(f"| {values['exposures']} | {values['share']} | {values['tokens']} | {values['loss']} | "
               + " | ".join(cells) + f" | {values['blind']} | {values['train_s']:.0f} | {values['total_s']:.0f} |")
-    print("\nEach detector: its verdict on the members under the contaminated model / under the control "
-          "(C: contaminated, -: clean).\n")
+    print("\nEach detector: its verdict on the members under the contaminated model / the non-members under the "
+          "contaminated model / the members under the control (C: contaminated, -: clean; right is C / - / - at "
+          "exposures >= 1, - / - / - at 0).\n")
     scores = list(rows[0]["aucs"])
     print("| exposures | " + " | ".join(f"{score} AUC" for score in scores) + " |")
     print("|---" * (len(scores) + 1) + "|")
