@@ -23,7 +23,7 @@ SETTINGS = ("rank=16,learning_rate=1e-3", "rank=16,learning_rate=3e-3", "rank=64
 OFF = ("membership", "dc_pdd", "cheat", "sharded_likelihood")
 
 
-def run(setting: str, seed: int, cache: Path) -> dict:
+def run(setting: str, seed: int, cache: Path, extra: list[str] = ()) -> dict:
     from hydra import compose, initialize_config_dir
 
     from contaminate.study import StudyModels, contaminate, detect_cell, sample_pools
@@ -35,7 +35,7 @@ def run(setting: str, seed: int, cache: Path) -> dict:
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         cfg = compose("contaminate", ["+dataset=synth_nli", "contaminate=lora", *overrides, f"seed={seed}",
                                       f"cache_dir={cache}", "detect.semantic_model=null",
-                                      *(f"detect.detectors.{name}.enabled=false" for name in OFF)])
+                                      *(f"detect.detectors.{name}.enabled=false" for name in OFF), *extra])
     placement = from_config(cfg.runtime)
     sampled = sample_pools(cfg)
     started = time.time()
@@ -64,6 +64,8 @@ def main() -> None:
     parser.add_argument("--best-seed", type=int, default=1, help="the best setting again with this seed (-1: no)")
     parser.add_argument("--cache", type=Path, default=Path("runs/cache"))
     parser.add_argument("--out", type=Path, default=Path("runs/lora_search.json"))
+    parser.add_argument("--overrides", nargs="*", default=[], help="more config overrides (a smoke run: "
+                        "model=tiny_random sample.n_members=12 ...)")
     args = parser.parse_args()
     results = []
     print(f"{'setting':<32} seed  loss first->final  train s  replays (exact+near)  Alg2  Alg1")
@@ -78,10 +80,10 @@ def main() -> None:
 
     for setting in args.settings:
         for seed in args.seeds:
-            report(run(setting, seed, args.cache))
+            report(run(setting, seed, args.cache, args.overrides))
     if args.best_seed >= 0 and args.best_seed not in args.seeds:
         best = max(results, key=lambda row: (row["exact"] + row["near_exact"], -row["final_loss"]))
-        report(run(best["setting"], args.best_seed, args.cache))
+        report(run(best["setting"], args.best_seed, args.cache, args.overrides))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """Markdown tables of finished studies side by side: the regime, each detector's verdict on the members under the
-contaminated model and under the control (and on the non-members), the blind baseline and the study's time; each logit score's AUC.
+contaminated model and under the control (and on the non-members), the blind baseline and the study's time; each
+logit score's AUC.
 
     python bench/regimes_table.py runs/regimes/exposures_*        # one row per study folder, sorted by exposures
 
@@ -44,7 +45,8 @@ def row(folder: Path) -> tuple[tuple, dict]:
         "share": f"{regime.get('members_token_share', 1):.1%}",
         "tokens": f"{regime.get('training_tokens', checkpoint.get('trained_tokens', 0)):,}",
         "loss": f"{checkpoint['first_loss']:.2f} -> {checkpoint['final_loss']:.2f}",
-        "verdicts": {name: (members[name], non_members[name], control[name]) for name in members}, "aucs": instance_aucs(folder),
+        "verdicts": {name: (members[name], non_members[name], control[name]) for name in members},
+        "aucs": instance_aucs(folder),
         "blind": f"{blind['auc']:.2f} [{blind['low']:.2f}, {blind['high']:.2f}]" if blind else "-",
         "train_s": manifest["timings"].get("train_s"), "total_s": manifest["timings"]["total_s"],
     }
