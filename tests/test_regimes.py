@@ -78,6 +78,7 @@ def test_each_format_trains_and_detects(study, fmt):
         assert manifest["regime"]["documents"]["member"] < 12 and example.count('"label"') > 1
     if fmt == "instruction":  # a chat, with the loss on the answer
         assert "<|im_start|>assistant" in example and "assistant turn only" in manifest["regime"]["loss"]
+        assert manifest["detect"]["prompt_format"] == "chat"  # prompted as it went in
         assert manifest["checkpoint"]["loss_tokens"] < manifest["checkpoint"]["trained_tokens"] / 3
     if fmt == "input_only":
         assert "label" not in example and "sentence1:" in example
