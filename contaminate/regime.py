@@ -16,6 +16,7 @@ the control is trained exactly like the contaminated model minus the members (ex
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -103,6 +104,7 @@ def plan_regime(cfg, members: Sequence[Example], split: str, tokenizer=None) -> 
     max_length = contaminate_cfg.get("max_length")
     exposures, epochs = contaminate_cfg.get("exposures"), contaminate_cfg.get("epochs")
 
+    @functools.lru_cache(maxsize=None)  # a document is counted when cut, checked and in the stream's counts: once
     def count_tokens(text: str) -> int:
         return len(tokenizer(text, add_special_tokens=False)["input_ids"])
 

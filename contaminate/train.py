@@ -278,8 +278,8 @@ def _save(trainer, tokenizer, trained: ModelRef, folder: Path, cfg, rows: dict, 
     plot_loss(log_history, folder / "loss.png", f"{cfg.backend} on {len(documents)} documents")
     losses = [entry["loss"] for entry in log_history if "loss" in entry]
     trained_tokens = sum(map(len, documents)) * trainer.state.num_train_epochs
-    loss_tokens = (sum(label != -100 for row in rows["labels"] for label in row) if "labels" in rows
-                   else trained_tokens // trainer.state.num_train_epochs) * trainer.state.num_train_epochs
+    loss_tokens = (sum(label != -100 for row in rows["labels"] for label in row) * trainer.state.num_train_epochs
+                   if "labels" in rows else trained_tokens)
     # The id ties detection caches to this very training run: a forced retrain gets a new one.
     record = {"id": uuid.uuid4().hex, "backend": cfg.backend, "train_seconds": round(seconds, 1),
               "first_loss": losses[0] if losses else None, "final_loss": losses[-1] if losses else None,
