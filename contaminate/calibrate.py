@@ -3,10 +3,13 @@
     python -m contaminate.calibrate runs/dose_response/<time>                 # a multirun folder, or study folders
     python -m contaminate.calibrate runs/contaminate/a runs/contaminate/b --exact-fpr 0.005 --near-exact-fpr 0.03
 
+    python -m contaminate.calibrate runs/regimes_cpu --transfer               # by regime, with the transfer table
+
 Reads every finished study under the folders (``results.jsonl`` + ``manifest.json``) and writes to ``--out``
 (default ``<first folder>/calibration``): ``calibration.json`` (the thresholds; ``judge.calibration=<path>``
-loads them into any detection), ``calibration.md``, ``dose_response.csv``/``.md`` and PNG plots. What is
-measured and how: ``contaminate/calibration/__init__.py``.
+loads them into any detection; ``by_regime``: every detector per regime, Algorithm 2's rule everywhere, threshold
+transfer, what is missing), ``calibration.md``, ``dose_response.csv``/``.md`` and PNG plots. What is measured and
+how: ``contaminate/calibration/__init__.py`` and ``contaminate/calibration/regimes.py``.
 
 The library's names are importable from here as before (``from contaminate.calibrate import calibrate``).
 """
@@ -81,13 +84,22 @@ def main(argv: Sequence[str] | None = None) -> Path:
     parser.add_argument("--holds-at", type=float, default=0.8,
                         help="detection holds from an exposure on when partition TPR >= this (and FPR <= "
                              "--partition-fpr) there and at every higher exposure")
+    parser.add_argument("--transfer", action=argparse.BooleanOptionalAction, default=None,
+                        help="the regime x regime threshold transfer table: --transfer demands it (an error with "
+                             "fewer than two regimes); default: where there are two or more")
     args = parser.parse_args(argv)
     out = Path(args.out) if args.out else Path(args.folders[0]) / "calibration"
     result = calibrate(args.folders, exact_fpr=args.exact_fpr, near_exact_fpr=args.near_exact_fpr,
-                       partition_fpr=args.partition_fpr, score=args.score)
+                       partition_fpr=args.partition_fpr, score=args.score, holds_at=args.holds_at,
+                       transfer=args.transfer)
     out.mkdir(parents=True, exist_ok=True)
     (out / "calibration.json").write_text(json.dumps(result.to_json(), indent=1))
     write_reports(result, out, holds_at=args.holds_at)
+    missing = result.by_regime["missing"]
+    if missing["unfinished"] or missing["grid"]:  # a half-finished sweep: calibrated on what finished
+        print(f"calibrated on the {len(result.sources)} finished studies; missing: {len(missing['unfinished'])} "
+              f"unfinished, {len(missing['grid'])} cells of the grid with no study (calibration.md, 'Missing')",
+              file=sys.stderr)
     return out
 
 

@@ -212,7 +212,7 @@ def test_calibration_over_a_multirun_of_tiny_studies(tmp_path):
 
     with open(out / "dose_response.csv") as file:
         rows = list(csv.DictReader(file))
-    assert sorted(row["epochs"] for row in rows) == ["1", "2"]
+    assert sorted(row["exposures"] for row in rows) == ["1", "2"]  # the epochs, as exposures
     assert all((row["studies"], row["positives"], row["negatives"]) == ("2", "8", "32") for row in rows)
     assert {"tpr_alg2_paper", "fpr_alg2_paper", "tpr_alg1_rouge_l", "auc_rouge_l", "auc_min_k_plus",
             "tpr_cheat_strict", "fpr_cheat_lenient", "tpr_sharded_likelihood"} <= set(rows[0])

@@ -28,4 +28,8 @@ non-members and other split) is negative.
   pools, with 95% intervals from resampling pools; the binomial FPR is what the rule implies if instances
   were independent draws at the negatives' instance-level rates. ChatGPT-Cheat? (strict, lenient) and the sharded
   test are rated as the studies ran them, on whole pools: a pool's rate is the share of its studies flagged.
+- By regime (``regimes.py``; calibration.json ``by_regime``): studies grouped by format / background / backend;
+  per detector the AUC with its interval, TPR at 1% / 5% FPR, the lowest exposure detected at a partition FPR
+  within budget, the blind baseline; Algorithm 2 calibrated per regime and the rule that holds in every regime;
+  each threshold fitted in one regime and applied in every other (transfer); what a half-finished sweep lacks.
 """

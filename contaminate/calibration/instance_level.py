@@ -24,6 +24,17 @@ def roc(labels: Sequence[bool], scores: Sequence[float]) -> dict:
             "n_positive": int(labels.sum()), "n_negative": int((~labels).sum())}
 
 
+def rank_auc(labels: np.ndarray, scores: np.ndarray) -> float:
+    """ROC AUC as the Mann-Whitney statistic (ties count one half): sklearn's roc_auc_score, without its input
+    validation, which costs milliseconds a call and dominates a bootstrap of a thousand resamples."""
+    from scipy.stats import rankdata
+
+    ranks = rankdata(scores)
+    n_positive = int(labels.sum())
+    n_negative = labels.size - n_positive
+    return float((ranks[labels].sum() - n_positive * (n_positive + 1) / 2) / (n_positive * n_negative))
+
+
 def auc_interval(labels: Sequence[bool], scores: Sequence[float], clusters: Sequence[str], *,
                  n_resamples: int = 1000, seed: int = 0, confidence: float = 0.95) -> dict:
     """A percentile bootstrap interval for the AUC, resampling within each class.
@@ -31,8 +42,6 @@ def auc_interval(labels: Sequence[bool], scores: Sequence[float], clusters: Sequ
     Instances of one cell share a checkpoint and a sample, so they are not independent: with at least 5 cells
     of each class the cells are resampled (a cluster bootstrap); with fewer, the instances are.
     """
-    from sklearn.metrics import roc_auc_score
-
     labels, scores, clusters = np.asarray(labels, bool), np.asarray(scores, float), np.asarray(clusters)
     rng = np.random.default_rng(seed)
     groups = {cls: [np.flatnonzero((clusters == c) & (labels == cls)) for c in np.unique(clusters[labels == cls])]
@@ -45,7 +54,7 @@ def auc_interval(labels: Sequence[bool], scores: Sequence[float], clusters: Sequ
         else:
             index = np.concatenate([rng.choice(np.flatnonzero(labels == cls), size=int((labels == cls).sum()))
                                     for cls in (True, False)])
-        estimates.append(roc_auc_score(labels[index], scores[index]))
+        estimates.append(rank_auc(labels[index], scores[index]))
     low, high = np.quantile(estimates, [(1 - confidence) / 2, (1 + confidence) / 2])
     return {"low": float(low), "high": float(high), "unit": "cell" if by_cluster else "instance",
             "n_resamples": n_resamples}

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
+from contaminate.calibration.regime_report import regime_details, regime_headline
 from contaminate.calibration.result import Calibration
 
-EXPOSURE = "epochs"
+EXPOSURE = "exposures"  # exposures where a study counted them, else epochs (studies.condition_of)
 
 
 def verdict_labels() -> dict[str, str]:
@@ -60,7 +61,8 @@ def detectors(result: Calibration) -> dict[str, dict]:
 def varying(conditions: dict[str, dict]) -> list[str]:
     """The settings that differ between conditions (the dataset and exposure always shown)."""
     fields = list(dict.fromkeys(k for settings in conditions.values() for k in settings))
-    shown = [k for k in fields if len({str(s.get(k)) for s in conditions.values()}) > 1]
+    shown = [k for k in fields if len({str(s.get(k)) for s in conditions.values()}) > 1
+             and k != "epochs"]  # the exposures column carries the dose of the epochs regime too
     return ["dataset", EXPOSURE] + [k for k in shown if k not in ("dataset", EXPOSURE)]
 
 
@@ -182,7 +184,7 @@ def plot_dose_response(rows: list[dict], detector_names: list[str], scores: list
             for score in scores:
                 axes[1, column].plot(x, [r.get(f"auc_{score}") for r in line], marker="o", label=score + suffix)
         axes[0, column].set(title=dataset, ylim=(-0.03, 1.03), ylabel="partition rate (solid TPR, dashed FPR)")
-        axes[1, column].set(xlabel="exposures (epochs)", ylim=(0.3, 1.02), ylabel="instance AUC")
+        axes[1, column].set(xlabel="exposures (or epochs)", ylim=(0.3, 1.02), ylabel="instance AUC")
         for axis in axes[:, column]:
             axis.set_xscale("log")
             axis.set_xticks(sorted(exposures), [str(e) for e in sorted(exposures)])
@@ -280,6 +282,7 @@ def write_reports(result: Calibration, out: Path, *, holds_at: float = 0.8) -> N
         f"contaminated model counts once here and in each study's pool below ({n['in_pools']} in the pools). "
         f"Generated {result.created} by `python -m contaminate.calibrate`.",
         "",
+        *regime_headline(result.by_regime, out),
         *ranking_section(result),
         "## Instance level: how well each score separates members from clean instances",
         "",
@@ -389,4 +392,5 @@ def write_reports(result: Calibration, out: Path, *, holds_at: float = 0.8) -> N
                   f"{targets['partition_fpr']} at it and at every higher exposure tried; '-': never):", ""]
         keys = [k for k in lowest[0] if k not in names and k != "exposures"]
         lines += markdown_table(lowest, [*keys, "exposures", *names])
+    lines += ["", *regime_details(result.by_regime, out)]
     (out / "calibration.md").write_text("\n".join(lines) + "\n")

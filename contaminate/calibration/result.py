@@ -40,7 +40,16 @@ from contaminate.calibration.partition_level import (
     recommend_rule,
     summarize_pools,
 )
-from contaminate.calibration.studies import Instance, distinct, load_instances, needs, score_names
+from contaminate.calibration.regimes import regime_calibration
+from contaminate.calibration.studies import (
+    Instance,
+    distinct,
+    load_instances,
+    needs,
+    regime_of,
+    score_names,
+    unfinished_studies,
+)
 from detect.errors import InputError
 from detect.run import SCORES
 
@@ -68,6 +77,7 @@ class Calibration:
     instance_within_model: dict[str, dict]  # the ROC on the contaminated model alone
     ranking: dict[str, list[dict]]          # instance and partition detectors by AUC
     judges: dict | None                     # LLM judge agreement, where studies ran one
+    by_regime: dict | None = None           # calibration by regime, transfer, what is missing (regimes.py)
     paper_rule: Rule = PAPER_RULE
     created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     format: str = "contamination-lab calibration 1"
@@ -97,18 +107,26 @@ class Calibration:
                              for name, block in self.partition_detectors["verdicts"].items()}},
             "alg2": {name: rules(block) for name, block in self.alg2.items()},
             "alg1": {name: pools_keyed(block) for name, block in self.alg1.items()},
+            "by_regime": self.by_regime,
         }
 
 
 def calibrate(folders: Sequence[str | Path], *, exact_fpr: float = EXACT_FPR, near_exact_fpr: float = NEAR_EXACT_FPR,
               partition_fpr: float = PARTITION_FPR, score: str = "rouge_l", sample_size: int = SAMPLE_SIZE,
-              alg1_draws: int = 200, seed: int = 0) -> Calibration:
-    """Everything calibration.json and the reports hold, computed from the studies under ``folders``."""
+              alg1_draws: int = 200, seed: int = 0, holds_at: float = 0.8, transfer: bool | None = None
+              ) -> Calibration:
+    """Everything calibration.json and the reports hold, computed from the studies under ``folders``.
+    ``transfer``: True demands the regime x regime transfer table (an error with fewer than two regimes), None
+    computes it where there are two or more."""
     for name, value in (("--exact-fpr", exact_fpr), ("--near-exact-fpr", near_exact_fpr),
                         ("--partition-fpr", partition_fpr)):
         if not 0 <= value < 1:
             raise InputError(f"{name} {value} is not a rate in [0, 1)")
     instances, conditions, partitions = load_instances(folders)
+    regimes = sorted({regime_of(settings) for settings in conditions.values()})
+    if transfer and len(regimes) < 2:
+        raise InputError(f"the transfer table needs studies of two regimes (format / background / backend), and "
+                         f"these are all {regimes[0]}; add studies of another regime, or leave out --transfer")
     names = score_names(instances)
     if score not in names or score.endswith("_gain"):
         raise InputError(f"--score {score} is not a near-exact score of these studies; "
@@ -143,6 +161,12 @@ def calibrate(folders: Sequence[str | Path], *, exact_fpr: float = EXACT_FPR, ne
         alg1[name] = summarize_pools(per_pool, instances, pools)
     recommended = recommend_rule(alg2["calibrated"]["rules"], partition_fpr=partition_fpr)
     partition_detectors = partition_level(partitions, instances, pools, seed=seed)
+    by_regime = regime_calibration(instances, partitions, conditions, calibrated_labels, exact_fpr=exact_fpr,
+                                   near_exact_fpr=near_exact_fpr, partition_fpr=partition_fpr, score=score,
+                                   holds_at=holds_at, sample_size=sample_size, seed=seed)
+    if transfer is False:
+        by_regime["transfer"] = None
+    by_regime["missing"]["unfinished"] = [str(path) for path in unfinished_studies(folders)]
 
     return Calibration(
         sources=sorted({i.study for i in instances}), conditions=conditions,
@@ -161,7 +185,7 @@ def calibrate(folders: Sequence[str | Path], *, exact_fpr: float = EXACT_FPR, ne
         instance=instance_level, alg2=alg2, alg1=alg1, partition_detectors=partition_detectors,
         instance_within_model=within_model, ranking=ranking(instance_level, partition_detectors, within_model),
         judges=judge_agreement(instances, {"paper": paper_labels, "calibrated": calibrated_labels}),
-        instances=instances, labels={"paper": paper_labels, "calibrated": calibrated_labels},
+        instances=instances, labels={"paper": paper_labels, "calibrated": calibrated_labels}, by_regime=by_regime,
     )
 
 

@@ -87,10 +87,21 @@ def condition_of(manifest: dict) -> dict:
             hyperparameters.update({f"{key}.{field}": inner for field, inner in value.items()})
         else:
             hyperparameters[key] = value
+    # The dose: exposures where the study counted them, else epochs (each an exposure of every member).
+    hyperparameters["exposures"] = hyperparameters.get("exposures")
+    if hyperparameters["exposures"] is None:
+        hyperparameters["exposures"] = hyperparameters.get("epochs")
+    background = (manifest.get("regime") or {}).get("background") or {"name": "none"}
     return {"dataset": manifest["dataset"]["key"], "model": manifest["base_model"]["name"],
             "n_members": len(manifest["member_ids"]), "n_detect": len(manifest["detection_ids"]["members"]),
             "format": manifest["format"]["name"], "prompt_format": manifest["detect"].get("prompt_format"),
-            **hyperparameters}
+            "background": background["name"], "background_tokens": background.get("tokens"), **hyperparameters}
+
+
+def regime_of(settings: dict) -> str:
+    """A condition's regime: how the members went in (format), among what (background), by what training
+    (backend). Calibration groups studies by it; the dose (exposures) and the seed vary within a regime."""
+    return f"{settings['format']}/{settings.get('background', 'none')}/{settings.get('backend', '?')}"
 
 
 def load_instances(folders: Sequence[str | Path]) -> tuple[list[Instance], dict[str, dict], list[Partition]]:
@@ -112,8 +123,10 @@ def load_instances(folders: Sequence[str | Path]) -> tuple[list[Instance], dict[
         # model's cells, row for row, from the cache: the same observation, to be counted once when pooling.
         # An observation is a model, the detector's settings (a chat prompt is another observation) and a prompt.
         detector = json.dumps(manifest["detect"], sort_keys=True)
+        # The clean cells' model: the control trained on the background alone where there is one, else the base.
+        control = (manifest.get("control_checkpoint") or {}).get("id")
         models = {"contaminated": [manifest["checkpoint"].get("id", str(study)), detector],
-                  "clean": [json.dumps(manifest["base_model"], sort_keys=True), detector]}
+                  "clean": [control or json.dumps(manifest["base_model"], sort_keys=True), detector]}
         rows = [json.loads(line) for line in (study / "results.jsonl").read_text().splitlines() if line.strip()]
         by_instance: dict[tuple, dict] = defaultdict(dict)
         for row in rows:
@@ -146,10 +159,33 @@ def load_instances(folders: Sequence[str | Path]) -> tuple[list[Instance], dict[
                                         statistics=statistics, observation=observation))
     for duplicate in duplicates:
         print(f"skipped {duplicate}", file=sys.stderr)
-    if not any(i.positive for i in instances) or all(i.positive for i in instances):
-        raise InputError("calibration needs both contaminated and clean instances; give folders of "
-                         "python -m contaminate studies (each has both)")
+    if not any(i.positive for i in instances):
+        raise InputError("no contaminated study among these: every study is at exposures 0 (a control), so no "
+                         "instance was trained in; add studies with contaminate.exposures >= 1 (or epochs)")
+    if all(i.positive for i in instances):
+        raise InputError("no clean instance among these studies; give folders of python -m contaminate studies "
+                         "(each detects on clean cells too)")
     return instances, conditions, partitions
+
+
+def unfinished_studies(folders: Sequence[str | Path]) -> list[Path]:
+    """Study folders that started (config.yaml written) and have no results: killed, failed or still running."""
+    started = {p.parent.resolve() for folder in map(Path, folders) if folder.is_dir()
+               for p in folder.rglob("config.yaml") if (p.parent / "__main__.log").is_file()
+               or (p.parent / ".hydra").is_dir()}
+    return sorted(p for p in started if not ((p / "results.jsonl").is_file() and (p / "manifest.json").is_file()))
+
+
+def blind_baselines(studies: Sequence[str]) -> dict[str, dict]:
+    """Each study's blind baseline (summary.json), where it has one."""
+    found = {}
+    for study in studies:
+        summary = Path(study) / "summary.json"
+        if summary.is_file():
+            block = json.loads(summary.read_text()).get("blind_baseline")
+            if block and block.get("auc") is not None:
+                found[study] = block
+    return found
 
 
 def distinct(instances: Sequence[Instance]) -> list[Instance]:
