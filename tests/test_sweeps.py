@@ -31,3 +31,16 @@ def test_launchers_compose(launcher, target, settings):
     cfg = _compose(["+experiment=dose_response", f"hydra/launcher={launcher}"])
     assert cfg.hydra.launcher._target_ == target
     assert {key: cfg.hydra.launcher[key] for key in settings} == settings
+
+
+@pytest.mark.parametrize("experiment, members, top_dose", [("regimes_cpu", 10, "16"), ("regimes_gpu", 100, "64")])
+def test_regime_experiments_sweep_every_regime_axis(experiment, members, top_dose):
+    import contaminate  # noqa: F401  (registers the lab's config resolvers)
+
+    cfg = _compose([f"+experiment={experiment}"])
+    params = cfg.hydra.sweeper.params
+    assert params["contaminate"] == "full,lora" and params["format"] == "metadata,dump,instruction,input_only"
+    doses = params["contaminate.exposures"].split(",")
+    assert params["background"] == "offline" and doses[0] == "0" and doses[-1] == top_dose  # 0: the control
+    assert len(params["seed"].split(",")) >= 2
+    assert cfg.sample.n_members == members and cfg.hydra.mode.name == "MULTIRUN"

@@ -205,7 +205,7 @@ def plot_dose_response(by_regime: dict, path: Path) -> bool:
     rows = sorted({(b["background"], b["backend"]) for b in regimes.values()})
     names = sorted({n for b in regimes.values() for n in b["detection"]["statistics"]})
     colors = {name: plt.get_cmap("tab20")(k % 20) for k, name in enumerate(names)}
-    figure, axes = plt.subplots(len(rows), len(formats), figsize=(3.6 * len(formats), 2.9 * len(rows)),
+    figure, axes = plt.subplots(len(rows), len(formats), figsize=(3.6 * len(formats), 2.9 * len(rows) + 1.2),
                                 squeeze=False, sharex=True, sharey=True)
     for (row, (background, backend)), (column, fmt) in ((r, c) for r in enumerate(rows) for c in enumerate(formats)):
         axis = axes[row, column]
@@ -219,21 +219,24 @@ def plot_dose_response(by_regime: dict, path: Path) -> bool:
         for name, detected in block["detection"]["statistics"].items():
             points = sorted((float(d), r) for d, r in detected["rate_by_exposures"].items()
                             if d != "-" and r is not None)
-            if points:
-                axis.plot(*zip(*points), marker="o", markersize=3, color=colors[name], label=name)
+            if points:  # each line nudged up or down a little, so that lines on top of each other stay visible
+                nudge = 0.008 * (names.index(name) - len(names) / 2)
+                axis.plot([x for x, _ in points], [y + nudge for _, y in points], marker="o", markersize=3,
+                          color=colors[name], linestyle="-" if names.index(name) < 10 else "--", label=name)
         axis.set_xscale("log")
     for axis in axes[-1]:
         axis.set_xlabel("exposures")
     for axis in axes[:, 0]:
         axis.set_ylabel("detection rate\n(5% FPR threshold)")
-    axes[0, 0].set_ylim(-0.03, 1.03)
+    axes[0, 0].set_ylim(-0.08, 1.08)
     handles, labels = axes[0, 0].get_legend_handles_labels()
     for axis in axes.flat:  # the first panel with every line gives the legend
         more = axis.get_legend_handles_labels()
         if len(more[0]) > len(handles):
             handles, labels = more
+    legend_rows = math.ceil(len(labels) / 6)
     figure.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), fontsize=7)
-    figure.tight_layout(rect=(0, 0.05 + 0.015 * (len(labels) // 6), 1, 1))
+    figure.tight_layout(rect=(0, (0.25 * legend_rows + 0.1) / figure.get_figheight(), 1, 1))
     figure.savefig(path, dpi=110)
     plt.close(figure)
     return True
@@ -258,23 +261,31 @@ def plot_transfer(by_regime: dict, path: Path) -> bool:
     size = max(2.6, 0.28 * len(regimes) + 1.2)
     figure, axes = plt.subplots(rows, columns, figsize=(size * columns, size * rows + 0.6), squeeze=False)
     image = None
-    for axis, name in zip(axes.flat, names):
+    for position, (axis, name) in enumerate(zip(axes.flat, names)):
         matrix = np.full((len(regimes), len(regimes)), np.nan)
+        over = []
         for i, source in enumerate(regimes):
             for j, target in enumerate(regimes):
                 cell = table[name].get(source, {}).get("to", {}).get(target)
                 if cell and cell["fpr"] is not None:
                     matrix[i, j] = cell["fpr"]
                     if cell["over"]:
-                        axis.plot(j, i, marker="x", color="black", markersize=4)
+                        over.append((j, i))
         image = axis.imshow(matrix, vmin=0, vmax=0.5, cmap="Reds")
+        if over:
+            axis.scatter(*zip(*over), marker="x", color="black", s=12, linewidths=0.8)
         axis.set_title(name, fontsize=9)
-        axis.set_xticks(range(len(regimes)), regimes, rotation=90, fontsize=5)
-        axis.set_yticks(range(len(regimes)), regimes, fontsize=5)
+        # regime names on the outer panels only: a long label would run into the neighbouring panel
+        bottom, left = position + columns >= len(names), position % columns == 0
+        axis.set_xticks(range(len(regimes)), regimes if bottom else [], rotation=90, fontsize=6)
+        axis.set_yticks(range(len(regimes)), regimes if left else [], fontsize=6)
+        axis.set_xlim(-0.5, len(regimes) - 0.5)
+        axis.set_ylim(len(regimes) - 0.5, -0.5)
     for axis in list(axes.flat)[len(names):]:
         axis.axis("off")
     if image is not None:
-        figure.colorbar(image, ax=axes, shrink=0.6, label="FPR in the column regime (x: over budget)")
+        figure.colorbar(image, ax=axes, shrink=0.6,
+                        label="FPR in the column regime at the row regime's threshold (x: over budget)")
     figure.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(figure)
     return True
