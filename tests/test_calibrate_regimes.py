@@ -197,3 +197,18 @@ def test_a_tiny_regime_multirun_over_two_formats_and_two_seeds_then_calibrate(tm
     report = (out / "calibration.md").read_text()
     assert "## Threshold transfer" in report and "blind baseline (texts alone)" in report
     assert (out / "transfer.png").stat().st_size > 0
+
+
+def test_the_pooled_dose_plot_is_skipped_when_regimes_crowd_it(tmp_path):
+    from contaminate.calibration.report import MAX_DOSE_VARIANTS, plot_dose_response
+
+    def rows(n_regimes: int) -> list[dict]:
+        return [{"dataset": "synth_nli", "exposures": e, "format": f"format_{i}", "tpr_alg2": 0.5, "fpr_alg2": 0.0,
+                 "auc_loss": 0.9} for i in range(n_regimes) for e in (1, 4)]
+
+    assert plot_dose_response(rows(MAX_DOSE_VARIANTS), ["alg2"], ["loss"], tmp_path / "few.png")
+    assert (tmp_path / "few.png").stat().st_size > 0
+    # one line per detector and regime: the per-regime panels (regimes_dose_response.png) draw these instead
+    assert not plot_dose_response(rows(MAX_DOSE_VARIANTS + 1), ["alg2"], ["loss"], tmp_path / "many.png")
+    assert not (tmp_path / "many.png").exists()
+    assert not plot_dose_response(rows(1)[:1], ["alg2"], ["loss"], tmp_path / "one_dose.png")  # nothing varies

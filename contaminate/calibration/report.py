@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import csv
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +19,7 @@ from contaminate.calibration.regime_report import regime_details, regime_headlin
 from contaminate.calibration.result import Calibration
 
 EXPOSURE = "exposures"  # exposures where a study counted them, else epochs (studies.condition_of)
+MAX_DOSE_VARIANTS = 3  # conditions per dose beyond which the pooled dose-response plot is skipped
 
 
 def verdict_labels() -> dict[str, str]:
@@ -157,9 +158,10 @@ def plot_roc(result: Calibration, path: Path) -> None:
 
 def plot_dose_response(rows: list[dict], detector_names: list[str], scores: list[str], path: Path) -> bool:
     """Detection rate (top) and instance AUC (bottom) against exposure, one column per dataset. False (and no
-    file) if the exposure does not vary."""
+    file) if the exposure does not vary, or if more than MAX_DOSE_VARIANTS conditions share an exposure (a sweep over
+    regimes: one line per detector and regime is unreadable here, and regimes_dose_response.png draws a panel each)."""
     exposures = {r[EXPOSURE] for r in rows if r.get(EXPOSURE) is not None}
-    if len(exposures) < 2:
+    if len(exposures) < 2 or max(Counter((r["dataset"], r.get(EXPOSURE)) for r in rows).values()) > MAX_DOSE_VARIANTS:
         return False
     import matplotlib
 
@@ -388,6 +390,12 @@ def write_reports(result: Calibration, out: Path, *, holds_at: float = 0.8) -> N
               "level within the condition. FPRs are in dose_response.csv."]
     if has_dose_plot:
         lines += ["", "![dose response](dose_response.png)"]
+    else:
+        (out / "dose_response.png").unlink(missing_ok=True)  # not a stale one from an earlier calibration
+        if len({r.get(EXPOSURE) for r in rows} - {None}) > 1:
+            lines += ["", "More conditions than one plot can tell apart share each exposure: regimes_dose_response.png "
+                      "(at the top) draws each regime on its own panel."]
+    if len({r.get(EXPOSURE) for r in rows} - {None}) > 1:
         lines += ["", f"Lowest exposure from which detection holds (partition TPR >= {holds_at} with FPR <= "
                   f"{targets['partition_fpr']} at it and at every higher exposure tried; '-': never):", ""]
         keys = [k for k in lowest[0] if k not in names and k != "exposures"]
