@@ -16,6 +16,7 @@ from contaminate.calibrate import (
     recommend_rule,
     roc,
 )
+from contaminate.calibration.report import markdown_table
 from detect.errors import InputError
 from detect.judge import ThresholdJudge
 
@@ -110,6 +111,12 @@ def test_alg2_binomial_rate_by_hand():
     # no exact (0.99^10 overall) and at most one near-exact among the other draws
     no_flag = sum(math.comb(10, y) * 0.1 ** y * 0.89 ** (10 - y) for y in range(2))
     assert both == pytest.approx(1 - no_flag)
+
+
+def test_markdown_tables_keep_small_settings_readable():
+    # a learning rate of 3e-4 once printed as 0.00 in dose_response.md
+    lines = markdown_table([{"learning_rate": 0.0003, "auc": 0.87654, "dropout": 0.0, "rank": None}])
+    assert lines[2] == "| 0.0003 | 0.88 | 0.00 | - |"
 
 
 def test_recommend_rule_takes_the_best_tpr_within_the_fpr_budget():

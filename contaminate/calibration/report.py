@@ -127,7 +127,8 @@ def _format(value) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
     if isinstance(value, float):
-        return f"{value:.2f}"
+        # rates and AUCs read best at 2 decimals; a learning rate of 3e-4 must not print as 0.00
+        return f"{value:.2g}" if 0 < abs(value) < 0.005 else f"{value:.2f}"
     return str(value)
 
 
