@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from contaminate.calibration.instance_level import rank_auc
-from contaminate.calibration.regimes import lowest_exposure, partition_threshold
+from contaminate.calibration.regimes import lowest_exposure, partition_threshold, refit_noise_count
 from detect.errors import InputError
 
 BASE = {"name": "tiny", "path": "/nowhere", "adapter": None}
@@ -82,6 +82,32 @@ def test_partition_threshold_and_lowest_exposure_by_hand():
     assert lowest_exposure({1: 1.0, 4: 1.0, 16: 0.0}, holds_at=0.8) is None
 
 
+def test_refit_noise_count_by_hand_and_by_enumeration():
+    assert refit_noise_count(3, 3, 0.05) == 3        # P(X >= x) = C(3, x) / C(6, x): 1/2, 1/5, 1/20
+    assert refit_noise_count(16, 16, 0.05) == 5      # C(16, 4) / C(32, 4) = 0.0506, C(16, 5) / C(32, 5) = 0.0217
+    # 20 fitted cells flag 1 (f = 1): P(X >= x) = (C(10, 1 + x) + 20 C(10, x)) / C(30, 1 + x): x = 3 0.095, 4 0.031
+    assert refit_noise_count(20, 10, 0.05) == 4
+    assert refit_noise_count(2, 1, 0.05) is None     # one applied cell is flagged with probability 1/3
+    # every way 5 fitted and 4 applied clean values can interleave, fitted with the calibration's own threshold rule
+    # at 20% (flags 1 of 5). Where the regime has a value just above the 2nd-largest fitted one (a member cell, say)
+    # the threshold sits right above it and the tail of X is the formula's; halfway to the largest fitted value
+    # (no other value between), fewer applied cells pass it, so the formula's bound is conservative
+    import itertools
+    n_fitted, n_applied, budget = 5, 4, 0.2
+    exact, halfway = [], []
+    for applied_ranks in itertools.combinations(range(9), n_applied):
+        fitted = [r for r in range(9) if r not in applied_ranks]
+        for counts, every in ((exact, fitted + [r + 0.01 for r in fitted]), (halfway, fitted)):
+            threshold = partition_threshold(fitted, every, budget)
+            counts.append(sum(r >= threshold for r in applied_ranks))
+    for alpha in (0.5, 0.2, 0.1, 0.05, 0.01):
+        bound = refit_noise_count(n_fitted, n_applied, budget, alpha)
+        tails = {x: np.mean([c >= x for c in exact]) for x in range(1, n_applied + 1)}
+        assert bound == next((x for x, tail in tails.items() if tail <= alpha + 1e-12), None)
+        if bound is not None:
+            assert np.mean([c >= bound for c in halfway]) <= alpha + 1e-12
+
+
 def test_calibration_by_regime_on_hand_built_studies(tmp_path):
     from contaminate.calibrate import main
 
@@ -104,12 +130,15 @@ def test_calibration_by_regime_on_hand_built_studies(tmp_path):
     assert regime_a["instance"]["loss"]["auc"] == 1.0
     assert regime_b["instance"]["loss"]["auc"] == pytest.approx((2 * 2 / 6 + 2 * 1) / 4)
     assert regime_b["auc_at_top"]["loss"] == 1.0  # only the 4-exposure members against every clean instance
-    # transfer: A's -2.75 in B flags the non-member cells -2.5 and -2.0 (FPR 2/3, over budget) and the -0.5 member
+    # transfer: A's -2.75 in B flags the non-member cells -2.5 and -2.0 (FPR 2/3, over budget) and the -0.5 member;
+    # 3 clean cells a side: a same-distribution refit flags x of 3 with P = C(3, x) / C(6, x) = 1/2, 1/5, 1/20, so
+    # only 3 of 3 (FPR 1.0) is beyond noise and 2/3 is not
     transfer = block["transfer"]["loss"]
-    assert transfer[a]["to"][b] == {"fpr": pytest.approx(2 / 3), "tpr": 0.5, "over": True}
+    noise = {"noise_fpr": 1.0, "beyond_noise": False}
+    assert transfer[a]["to"][b] == {"fpr": pytest.approx(2 / 3), "tpr": 0.5, "over": True, **noise}
     # B's -1.25 in A: no clean cell, and the -1 member only
-    assert transfer[b]["to"][a] == {"fpr": 0.0, "tpr": 0.5, "over": False}
-    assert transfer[a]["to"][a] == {"fpr": 0.0, "tpr": 1.0, "over": False}
+    assert transfer[b]["to"][a] == {"fpr": 0.0, "tpr": 0.5, "over": False, **noise}
+    assert transfer[a]["to"][a] == {"fpr": 0.0, "tpr": 1.0, "over": False, **noise}
     # Algorithm 2 with the paper's thresholds: the 4-exposure members replay exactly, nothing clean does, so the
     # paper's rule keeps FPR 0 in both regimes, detecting the 4-exposure pools only
     paper = block["alg2_everywhere"]["paper"]
@@ -126,6 +155,28 @@ def test_calibration_by_regime_on_hand_built_studies(tmp_path):
     assert "## Threshold transfer" in report and "**0.67** / 0.50" in report
     assert "blind baseline (texts alone) |" in report
     assert (out / "transfer.png").stat().st_size > 0 and (out / "regimes_dose_response.png").stat().st_size > 0
+
+
+def test_the_readme_headline_tables_read_calibration_json(tmp_path, capsys):
+    import importlib.util
+    from pathlib import Path
+
+    from contaminate.calibrate import main
+
+    spec = importlib.util.spec_from_file_location(
+        "headline_tables", Path(__file__).resolve().parents[1] / "bench" / "headline_tables.py")
+    headline = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(headline)
+    _sweep(tmp_path / "sweep")
+    out = main([str(tmp_path / "sweep"), "--transfer", "--out", str(tmp_path / "out")])
+    capsys.readouterr()
+    headline.main([str(out)])
+    printed = capsys.readouterr().out
+    # B (dump) detected by loss from 4 exposures, AUC 1 at the top dose; the as-run Algorithm 2 from 4 (replicas)
+    assert "| dump/none/full | 4 · 1.00 |" in printed and "| metadata/none/full | 1 · 1.00 |" in printed
+    # loss transfer: A -> B over budget (2/3) but within refit noise with 3 clean cells a side; the two regimes
+    # differ in the format only
+    assert "| loss | 1 of 2 | 0 | 1 of 2 | 0 | 0 of 2 / 0 of 0 / 0 of 0 |" in printed
 
 
 def test_a_half_finished_sweep_is_calibrated_on_what_finished_and_says_what_is_missing(tmp_path, capsys):

@@ -146,14 +146,20 @@ def transfer_section(by_regime: dict) -> list[str]:
     lines = ["## Threshold transfer", "",
              f"Each detector's threshold (at most {budget:.0%} of clean cells flagged) fitted in the row's regime and "
              f"applied in the column's: FPR / TPR over the column regime's cells (every dose pooled); **bold**: FPR "
-             f"over {budget:.0%}. Algorithm 2 carries its calibrated thresholds and rule together.", "",
-             "| detector | off-diagonal pairs over budget | worst FPR (fitted in -> applied to) |", "|---|---|---|"]
+             f"over {budget:.0%}; †: beyond sampling noise, an FPR that a threshold refitted on as few clean cells "
+             f"of the column regime's own distribution reaches with probability under 5% (with 16 clean cells on "
+             f"each side that is 5 of 16 flagged: below it, over budget is what chance alone gives). Algorithm 2 "
+             f"carries its calibrated thresholds and rule together (a rate over instance pools: no noise bound).", "",
+             "| detector | off-diagonal pairs over budget | of them beyond noise † "
+             "| worst FPR (fitted in -> applied to) |", "|---|---|---|---|"]
     for name, rows in table.items():
         pairs = [(source, target, cell) for source, row in rows.items() for target, cell in row["to"].items()
                  if source != target and cell["fpr"] is not None]
         over = [p for p in pairs if p[2]["over"]]
+        beyond = "-" if any(p[2].get("beyond_noise") is None for p in over) else \
+            str(sum(bool(p[2]["beyond_noise"]) for p in over))
         worst = max(pairs, key=lambda p: p[2]["fpr"], default=None)
-        lines.append(f"| {name} | {len(over)} of {len(pairs)} | " + ("-" if worst is None else
+        lines.append(f"| {name} | {len(over)} of {len(pairs)} | {beyond} | " + ("-" if worst is None else
                      f"{worst[2]['fpr']:.2f} ({worst[0]} -> {worst[1]})") + " |")
     for name, rows in table.items():
         lines += ["", f"### {name}", "", "| fitted in \\ applied to | " + " | ".join(regimes) + " |",
@@ -168,6 +174,7 @@ def transfer_section(by_regime: dict) -> list[str]:
                     cells.append("-")
                     continue
                 fpr = f"**{cell['fpr']:.2f}**" if cell["over"] else f"{cell['fpr']:.2f}"
+                fpr += "†" if cell.get("beyond_noise") else ""
                 cells.append(f"{fpr} / {_num(cell['tpr'])}")
             lines.append(f"| {source} | " + " | ".join(cells) + " |")
     return lines + ["", "![transfer](transfer.png)", ""]
@@ -244,7 +251,8 @@ def plot_dose_response(by_regime: dict, path: Path) -> bool:
 
 def plot_transfer(by_regime: dict, path: Path) -> bool:
     """One heatmap per detector: the FPR of its threshold fitted in the row regime applied in the column regime,
-    crosses where it exceeds the budget. False (no file) without a transfer table."""
+    small crosses where it exceeds the budget, large rings where it is beyond sampling noise. False (no file)
+    without a transfer table."""
     table = by_regime.get("transfer")
     if not table:
         return False
@@ -263,17 +271,19 @@ def plot_transfer(by_regime: dict, path: Path) -> bool:
     image = None
     for position, (axis, name) in enumerate(zip(axes.flat, names)):
         matrix = np.full((len(regimes), len(regimes)), np.nan)
-        over = []
+        over, beyond = [], []
         for i, source in enumerate(regimes):
             for j, target in enumerate(regimes):
                 cell = table[name].get(source, {}).get("to", {}).get(target)
                 if cell and cell["fpr"] is not None:
                     matrix[i, j] = cell["fpr"]
                     if cell["over"]:
-                        over.append((j, i))
+                        (beyond if cell.get("beyond_noise") else over).append((j, i))
         image = axis.imshow(matrix, vmin=0, vmax=0.5, cmap="Reds")
         if over:
             axis.scatter(*zip(*over), marker="x", color="black", s=12, linewidths=0.8)
+        if beyond:
+            axis.scatter(*zip(*beyond), marker="o", facecolors="none", edgecolors="black", s=30, linewidths=0.9)
         axis.set_title(name, fontsize=9)
         # regime names on the outer panels only: a long label would run into the neighbouring panel
         bottom, left = position + columns >= len(names), position % columns == 0
@@ -285,7 +295,8 @@ def plot_transfer(by_regime: dict, path: Path) -> bool:
         axis.axis("off")
     if image is not None:
         figure.colorbar(image, ax=axes, shrink=0.6,
-                        label="FPR in the column regime at the row regime's threshold (x: over budget)")
+                        label="FPR in the column regime at the row regime's threshold\n"
+                              "(x: over budget; o: beyond sampling noise)")
     figure.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(figure)
     return True
