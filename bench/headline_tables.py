@@ -24,6 +24,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from contaminate.calibration.regime_report import auc_of
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from regimes_table import instance_aucs  # noqa: E402
 
@@ -46,15 +48,12 @@ def detectors_by_regime(by_regime: dict) -> list[str]:
             detected = block["detection"]["statistics"].get(name)
             lowest = "-" if detected is None or detected["lowest_exposures"] is None \
                 else f"{detected['lowest_exposures']:g}"
-            auc = block["auc_at_top"].get(name, block["partition"].get(name, {}).get("auc"))
-            cells.append(f"{lowest} · {_auc_text(auc)}")
+            cells.append(f"{lowest} · {_auc_text(auc_of(block, name))}")
         alg2 = block["detection"]["verdicts"].get("alg2")
-        if alg2 is None or (alg2["lowest_exposures"] is None and not alg2["fpr"]):
-            as_run = "-"
-        elif alg2["fpr"] and alg2["fpr"] > by_regime["targets"]["partition_fpr"] + 1e-12:
+        if alg2 is not None and alg2["fpr"] and alg2["fpr"] > by_regime["targets"]["partition_fpr"] + 1e-12:
             as_run = f"FPR {alg2['fpr']:.2f}"
         else:
-            as_run = "-" if alg2["lowest_exposures"] is None else f"{alg2['lowest_exposures']:g}"
+            as_run = "-" if alg2 is None or alg2["lowest_exposures"] is None else f"{alg2['lowest_exposures']:g}"
         blind = block["blind_baseline"]
         lines.append(f"| {regime} | " + " | ".join(cells) + f" | {as_run} | "
                      + ("-" if blind is None else f"{blind['auc']:.2f}") + " |")

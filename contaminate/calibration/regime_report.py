@@ -35,7 +35,7 @@ def _lowest(value) -> str:
     return "none" if value is None else f"{value:g}"
 
 
-def _auc_of(block: dict, name: str) -> float | None:
+def auc_of(block: dict, name: str) -> float | None:
     """A detector's AUC at the regime's highest exposure (instance scores) or over cells (partition statistics)."""
     if name in block["auc_at_top"]:
         return block["auc_at_top"][name]
@@ -56,7 +56,7 @@ def headline(by_regime: dict) -> list[str]:
         for block in regimes.values():
             detected = block["detection"]["statistics"].get(name)
             lowest = "-" if detected is None else _lowest(detected["lowest_exposures"])
-            cells.append(f"{lowest} · {_num(_auc_of(block, name))}")
+            cells.append(f"{lowest} · {_num(auc_of(block, name))}")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     for name in verdicts:
         cells = []

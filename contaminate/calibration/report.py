@@ -389,14 +389,15 @@ def write_reports(result: Calibration, out: Path, *, holds_at: float = 0.8) -> N
               "", "## Dose response", "", *markdown_table(rows, table_columns), "",
               "TPR columns: partition detection rate of each detector on the condition's members; AUC: instance "
               "level within the condition. FPRs are in dose_response.csv."]
+    dose_varies = len({r.get(EXPOSURE) for r in rows} - {None}) > 1
     if has_dose_plot:
         lines += ["", "![dose response](dose_response.png)"]
     else:
         (out / "dose_response.png").unlink(missing_ok=True)  # not a stale one from an earlier calibration
-        if len({r.get(EXPOSURE) for r in rows} - {None}) > 1:
+        if dose_varies:
             lines += ["", "More conditions than one plot can tell apart share each exposure: regimes_dose_response.png "
                       "(at the top) draws each regime on its own panel."]
-    if len({r.get(EXPOSURE) for r in rows} - {None}) > 1:
+    if dose_varies:
         lines += ["", f"Lowest exposure from which detection holds (partition TPR >= {holds_at} with FPR <= "
                   f"{targets['partition_fpr']} at it and at every higher exposure tried; '-': never):", ""]
         keys = [k for k in lowest[0] if k not in names and k != "exposures"]
