@@ -180,6 +180,8 @@ def run_study(cfg, out_dir: Path) -> dict:
 
 def check_study(cfg) -> None:
     """The study's config checked before any work: each failure one line naming the key to set."""
+    count(cfg.seed, "seed", minimum=0, hint=" (training, cut points, bootstrap)")
+    count(cfg.sample.draw, "sample.draw", minimum=0, hint=" (which draw of members; default: the seed)")
     for key in ("n_members", "n_non_members"):
         count(cfg.sample[key], f"sample.{key}", hint=" (the study trains members in and holds non-members out)")
     for key in ("n_members", "n_non_members"):
@@ -197,7 +199,7 @@ def check_study(cfg) -> None:
 
 def sample_pools(cfg) -> Sampled:
     """Members and non-members, disjoint and label-balanced from one split, and the other split as a control."""
-    dataset, seed = cfg.dataset, cfg.seed
+    dataset, seed = cfg.dataset, cfg.sample.draw  # the draw: the training seed unless set apart
     split = cfg.split or dataset.default_split
     others = [name for name in dataset.splits if name != split]
     if not others:
@@ -394,7 +396,7 @@ def summarize_study(cfg, sampled: Sampled, contaminated: Contaminated, cell_rows
     regime = contaminated.regime.describe()
     summary = {"dataset": cfg.dataset.key, "split": sampled.split, "other_split": sampled.other_split,
                "base_model": contaminated.base.name, "backend": cfg.contaminate.backend, "format": cfg.format.name,
-               "seed": cfg.seed,
+               "seed": cfg.seed, "draw": cfg.sample.draw,
                "regime": {key: regime[key] for key in ("name", "format", "exposures", "epochs", "control",
                                                        "members_token_share") if key in regime}
                | {"background": regime["background"]["name"]}, "cells": {}}
@@ -409,7 +411,7 @@ def summarize_study(cfg, sampled: Sampled, contaminated: Contaminated, cell_rows
     # Can the texts alone, with no model, tell the members from the non-members? (contaminate/blind_baseline.py)
     if min(len(sampled.members), len(sampled.non_members)) >= 2:
         summary["blind_baseline"] = blind_baseline([e.full_text for e in sampled.members],
-                                                   [e.full_text for e in sampled.non_members], seed=cfg.seed)
+                                                   [e.full_text for e in sampled.non_members], seed=cfg.sample.draw)
     summary["accuracy"] = {name: sum(c["correct"][name] for c in summary["cells"].values()) / len(cells)
                            for name in detectors}
     return summary
@@ -429,7 +431,7 @@ def build_manifest(cfg, sampled: Sampled, contaminated: Contaminated, judge, pla
                    "example": contaminated.regime.members[0].text},
         "regime": contaminated.regime.describe(),
         "contaminate": contaminated.hyperparameters,
-        "seeds": {"sampling": seed, "training": seed, "cuts": seed, "bootstrap": seed},
+        "seeds": {"sampling": cfg.sample.draw, "training": seed, "cuts": seed, "bootstrap": seed},
         "checkpoint": {"folder": str(contaminated.folder.resolve()), "reused": contaminated.reused,
                        **contaminated.record},
         "control_checkpoint": None if contaminated.control is None else {
