@@ -9,7 +9,8 @@ Reads every finished study under the folders (``results.jsonl`` + ``manifest.jso
 (default ``<first folder>/calibration``): ``calibration.json`` (the thresholds; ``judge.calibration=<path>``
 loads them into any detection; ``by_regime``: every detector per regime, Algorithm 2's rule everywhere, threshold
 transfer, what is missing), ``calibration.md``, ``dose_response.csv``/``.md`` and PNG plots. What is measured and
-how: ``contaminate/calibration/__init__.py`` and ``contaminate/calibration/regimes.py``.
+how: ``contaminate/calibration/__init__.py``, ``membership.py`` and ``regimes.py``. ``--keep-studies`` also writes
+``<out>/studies``: each study's manifest, summary and rows, compressed, from which the calibration recomputes.
 
 The library's names are importable from here as before (``from contaminate.calibrate import calibrate``).
 """
@@ -23,14 +24,15 @@ from pathlib import Path
 from typing import Sequence
 
 from contaminate.calibration.constants import (  # noqa: F401  (the library's names, public here as before)
+    DEFAULT_JUDGE,
     EXACT_FPR,
     FPR_POINTS,
     NEAR_EXACT_FPR,
-    PAPER_JUDGE,
     PAPER_RULE,
     PARTITION_FPR,
     RULE_GRID,
     SAMPLE_SIZE,
+    TRANSFER_TOLERANCE,
 )
 from contaminate.calibration.instance_level import (  # noqa: F401
     auc_interval,
@@ -63,6 +65,7 @@ from contaminate.calibration.studies import (  # noqa: F401
     condition_of,
     distinct,
     find_studies,
+    keep_studies,
     load_instances,
     needs,
     score_names,
@@ -81,20 +84,25 @@ def main(argv: Sequence[str] | None = None) -> Path:
     parser.add_argument("--partition-fpr", type=float, default=PARTITION_FPR,
                         help="partition FPR a recommended rule keeps")
     parser.add_argument("--score", default="rouge_l", help="the near-exact score of the calibrated judge")
-    parser.add_argument("--holds-at", type=float, default=0.8,
-                        help="detection holds from an exposure on when partition TPR >= this (and FPR <= "
-                             "--partition-fpr) there and at every higher exposure")
+    parser.add_argument("--tolerance", type=float, default=TRANSFER_TOLERANCE,
+                        help="a threshold transfers when its FPR in the other regime is within --partition-fpr + this "
+                             "(an equivalence test)")
+    parser.add_argument("--keep-studies", action="store_true",
+                        help="also write what calibration reads of each study, gzip-compressed, to <out>/studies, so "
+                             "that python -m contaminate.calibrate <out>/studies recomputes this calibration")
     parser.add_argument("--transfer", action=argparse.BooleanOptionalAction, default=None,
                         help="the regime x regime threshold transfer table: --transfer demands it (an error with "
                              "fewer than two regimes); default: where there are two or more")
     args = parser.parse_args(argv)
     out = Path(args.out) if args.out else Path(args.folders[0]) / "calibration"
     result = calibrate(args.folders, exact_fpr=args.exact_fpr, near_exact_fpr=args.near_exact_fpr,
-                       partition_fpr=args.partition_fpr, score=args.score, holds_at=args.holds_at,
+                       partition_fpr=args.partition_fpr, score=args.score, tolerance=args.tolerance,
                        transfer=args.transfer)
     out.mkdir(parents=True, exist_ok=True)
     (out / "calibration.json").write_text(json.dumps(result.to_json(), indent=1))
-    write_reports(result, out, holds_at=args.holds_at)
+    write_reports(result, out)
+    if args.keep_studies:
+        keep_studies(result.sources, out)
     missing = result.by_regime["missing"]
     if missing["unfinished"] or missing["grid"]:  # a half-finished sweep: calibrated on what finished
         print(f"calibrated on the {len(result.sources)} finished studies; missing: {len(missing['unfinished'])} "

@@ -60,12 +60,12 @@ def test_lowest_threshold_counts_what_is_already_flagged():
     assert result["threshold"] == pytest.approx(0.7) and result["fpr"] == 0.5
 
 
-def _instance(score: float, positive: bool, seed: int = 0, general: float = 0.0) -> Instance:
+def _instance(score: float, positive: bool, seed: int = 0, general: float = 0.0, draw: int | None = None) -> Instance:
     guided = {"reference": "the reference text", "completion": f"completion {score}", "rouge_l": score,
               "semantic": score, "ground_truth": "contaminated" if positive else "clean"}
     return Instance(study=f"s{seed}", seed=seed, condition="c", cell="contaminated_x_members" if positive else "x",
                     positive=positive, guided=guided, general={**guided, "rouge_l": general, "semantic": general},
-                    scores={"rouge_l": score, "semantic": score})
+                    scores={"rouge_l": score, "semantic": score}, draw=draw)
 
 
 def test_fit_thresholds_meet_their_targets():
@@ -82,14 +82,19 @@ def test_fit_thresholds_meet_their_targets():
         fit_thresholds(negatives + positives, exact_fpr=0.1, near_exact_fpr=0.05)
 
 
-def test_cross_fitting_labels_each_seed_with_the_other_seeds_thresholds():
+def test_cross_fitting_labels_each_model_with_the_other_models_thresholds():
     # Seed 1's negatives reach 0.7, so thresholds fitted there sit above 0.7 and the 0.65 member of seed 0 is
-    # not near-exact; fitted on seed 0 alone (negatives <= 0.3) it would be.
+    # not near-exact; fitted on seed 0 alone (negatives <= 0.3) it would be. Studies whose draw follows the seed
+    # have one draw per seed: the folds are draws.
     seed0 = [_instance(s, False, 0) for s in (0.1, 0.2, 0.3)] + [_instance(0.65, True, 0)]
     seed1 = [_instance(s, False, 1) for s in (0.1, 0.5, 0.7)] + [_instance(0.9, True, 1)]
     labels, how = cross_fitted_labels(seed0 + seed1, exact_fpr=0.0, near_exact_fpr=0.0, score="rouge_l")
-    assert "cross-fitted over 2 seeds" in how
+    assert "cross-fitted over 2 draws" in how
     assert labels[3] == "none"
+    # one draw, two training seeds: leave one seed out, with the same labels
+    same_draw = [_instance(i.scores["rouge_l"], i.positive, i.seed, draw=0) for i in seed0 + seed1]
+    labels_by_seed, how = cross_fitted_labels(same_draw, exact_fpr=0.0, near_exact_fpr=0.0, score="rouge_l")
+    assert "cross-fitted over 2 seeds" in how and labels_by_seed == labels
     in_sample, how = cross_fitted_labels(seed0, exact_fpr=0.0, near_exact_fpr=0.0, score="rouge_l")
     assert how.startswith("in-sample") and in_sample[3] != "none"
 
@@ -252,15 +257,20 @@ def test_partition_level_roc_and_pool_rates_by_hand():
                   # a clean cell shared by both studies: one observation for the ROC, two votes for its pool
                   partition("s0", "clean", False, 0.1, False, "shared"),
                   partition("s1", "clean", False, 0.1, False, "shared")]
-    instances = [Instance("s0", 0, "c", cell, cell == "members", {}, None) for cell in ("members", "other", "clean")]
-    pools = {("c", "members"): [0], ("c", "other"): [1], ("c", "clean"): [2]}
+    instances = [Instance(f"s{seed}", seed, "c", cell, cell == "members", {}, None)
+                 for seed in (0, 1) for cell in ("members", "other", "clean")]
+    pools = {("c", i.cell, f"d{i.seed}s{i.seed}"): [p] for p, i in enumerate(instances)}  # a pool per model's cell
     result = partition_level(partitions, instances, pools)
     block = result["roc"]["cheat"]
     # positives 0.9, 0.5 against negatives 0.6, 0.2, 0.1: 5 of 6 pairs ordered right
     assert block["auc"] == pytest.approx(5 / 6) and (block["n_positive"], block["n_negative"]) == (2, 3)
     rates = result["verdicts"]["cheat_strict"]
-    assert rates["per_pool"] == {("c", "members"): 0.5, ("c", "other"): 0.5, ("c", "clean"): 0.0}
+    assert rates["per_pool"] == {("c", "members", "d0s0"): 1.0, ("c", "members", "d1s1"): 0.0,
+                                 ("c", "other", "d0s0"): 1.0, ("c", "other", "d1s1"): 0.0,
+                                 ("c", "clean", "d0s0"): 0.0, ("c", "clean", "d1s1"): 0.0}
+    # each pool is one model's verdict: 1 of 2 member pools, 1 of 4 clean pools, with exact intervals
     assert rates["tpr"]["mean"] == 0.5 and rates["fpr"]["mean"] == 0.25
+    assert rates["tpr"]["interval"] == "clopper-pearson" and rates["tpr"]["low"] == pytest.approx(0.0126, abs=1e-4)
     instance_roc = {"a": {"auc": 0.6, "auc_ci": {"low": 0.5, "high": 0.7}, "tpr_at_fpr": {"0.01": 0, "0.05": 0.1},
                           "n_positive": 1, "n_negative": 1}}
     instance_roc["loss"] = {**instance_roc["a"], "auc": 0.9}

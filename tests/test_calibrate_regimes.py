@@ -1,160 +1,180 @@
-"""Calibration by regime (contaminate/calibration/regimes.py) on hand-built study folders whose scores give known
-thresholds, transfer cells and lowest exposures; its bad inputs; and a real tiny-model multirun over two formats
-and two seeds."""
+"""Calibration by regime (contaminate/calibration/regimes.py, membership.py) on hand-built study folders whose scores
+give known within-model AUCs, held-out thresholds, per-model verdict rates and transfer verdicts; its bad inputs;
+and a real tiny-model multirun over two formats and two seeds."""
 
 import json
-import math
 
-import numpy as np
 import pytest
 
 from contaminate.calibration.instance_level import rank_auc
-from contaminate.calibration.regimes import lowest_exposure, partition_threshold, refit_noise_count
 from detect.errors import InputError
 
 BASE = {"name": "tiny", "path": "/nowhere", "adapter": None}
 
 
-def _study(folder, *, fmt: str, exposures: int, cells: dict, seed: int = 0, backend: str = "full",
-           background: str = "none", blind: float = 0.5) -> None:
-    """A finished study: ``cells`` maps a cell name to (ground truth, losses of its instances); every instance
-    of the clean model's cell has the same id and prompt in every study, so that cell is shared between them."""
+def _study(folder, *, fmt: str, exposures: int, cells: dict, seed: int = 0, draw: int | None = None,
+           backend: str = "full", background: str = "none", blind: float = 0.5) -> None:
+    """A finished study: ``cells`` maps a cell name to (ground truth, losses of its instances); the clean model's
+    cell has the same ids and prompts in every study of a draw (the draw's instances), so studies share it. A member
+    cell at 4 exposures or more replays exactly (Algorithm 2 flags it)."""
+    draw = seed if draw is None else draw
     folder.mkdir(parents=True)
     rows, summary_cells = [], {}
     for cell, (truth, losses) in cells.items():
         checkpoint = "clean" if cell.startswith("clean") else "contaminated"
+        exact = truth == "contaminated" and exposures >= 4
         for k, loss in enumerate(losses):
-            exact = truth == "contaminated" and exposures >= 4  # the members replay from 4 exposures on
-            rows.append({"cell": cell, "instance_id": k if checkpoint == "clean" else f"{cell}-{k}",
+            rows.append({"cell": cell, "instance_id": f"{draw}-{k}" if checkpoint == "clean" else f"{cell}-{k}",
                          "instruction": "guided", "checkpoint": checkpoint, "split": "test",
-                         "prompt": f"{cell if checkpoint != 'clean' else 'clean'} {k}", "ground_truth": truth,
+                         "prompt": f"{cell if checkpoint != 'clean' else 'clean'} {draw} {k}", "ground_truth": truth,
                          "reference": f"reference {k}", "completion": f"reference {k}" if exact else "other",
                          "rouge_l": 1.0 if exact else 0.1, "loss": loss})
-        summary_cells[cell] = {"checkpoint": checkpoint, "ground_truth": truth, "n_instances": len(losses)}
+        summary_cells[cell] = {"checkpoint": checkpoint, "ground_truth": truth, "n_instances": len(losses),
+                               "split": "test", "instances": cell.split("_x_")[1],
+                               "alg2": {"exact": len(losses) if exact else 0, "near_exact": 0, "unparseable": 0,
+                                        "contaminated": exact, "min_exact": 1, "min_near_exact": 2}}
     manifest = {"base_model": BASE, "dataset": {"key": "synth_nli"}, "member_ids": [0, 1],
                 "detection_ids": {"members": [0, 1]}, "format": {"name": fmt}, "detect": {"prompt_format": "raw"},
                 "contaminate": {"backend": backend, "exposures": exposures, "epochs": None, "learning_rate": 3e-4},
-                "seeds": {"sampling": seed}, "checkpoint": {"id": f"{fmt}-{backend}-{exposures}-{seed}"},
+                "seeds": {"sampling": draw, "training": seed},
+                "checkpoint": {"id": f"{fmt}-{backend}-{exposures}-{draw}-{seed}"},
                 "judge": {"name": "threshold"}, "regime": {"background": {"name": background}},
                 "control_checkpoint": None}
     (folder / "manifest.json").write_text(json.dumps(manifest))
     (folder / "results.jsonl").write_text("\n".join(json.dumps(row) for row in rows) + "\n")
     (folder / "summary.json").write_text(json.dumps({"cells": summary_cells, "blind_baseline": {
-        "auc": blind, "low": blind - 0.2, "high": blind + 0.2, "biased": False}}))
+        "auc": blind, "low": blind - 0.2, "high": blind + 0.2, "biased": False, "draw": draw}}))
+
+
+# Cell losses (members, non-members) per regime, dose and draw; the clean model's cell is -5 in every draw.
+SWEEP = {"metadata": {1: {0: (-2.0, -4.0), 1: (-3.0, -2.5)}, 4: {0: (-1.0, -3.5), 1: (-1.0, -3.5)}},
+         "dump": {1: {0: (-3.2, -2.5), 1: (-3.2, -2.5)}, 4: {0: (-0.5, -2.0), 1: (-0.5, -2.0)}}}
 
 
 def _sweep(root, *, with_b4: bool = True):
-    """Two regimes, metadata/none/full (A) and dump/none/full (B), at exposures 1 and 4 (cell means of loss):
-
-    A: members -2 (x1), -1 (x4); non-members -4, -3.5; the shared clean cell -5.
-    B: members -3.2 (x1), -0.5 (x4); non-members -2.5, -2.0; the shared clean cell -5.
-    """
-    for fmt, doses, blind in (("metadata", {1: (-2, -4), 4: (-1, -3.5)}, 0.5),
-                              ("dump", {1: (-3.2, -2.5), 4: (-0.5, -2.0)}, 0.6)):
-        for exposures, (member, non_member) in doses.items():
+    """Two regimes, metadata/none/full (A) and dump/none/full (B), at exposures 1 and 4, two member draws (seed 0):
+    four models a regime, two a dose. Each cell's two instances share its loss (SWEEP)."""
+    for fmt, doses in SWEEP.items():
+        for exposures, draws in doses.items():
             if fmt == "dump" and exposures == 4 and not with_b4:
                 continue
-            _study(root / f"{fmt}_x{exposures}", fmt=fmt, exposures=exposures, blind=blind,
-                   cells={"contaminated_x_members": ("contaminated", [member, member]),
-                          "contaminated_x_non_members": ("clean", [non_member, non_member]),
-                          "clean_x_members": ("clean", [-5.0, -5.0])})
+            for draw, (member, non_member) in draws.items():
+                _study(root / f"{fmt}_x{exposures}_d{draw}", fmt=fmt, exposures=exposures, draw=draw,
+                       blind=0.5 if fmt == "metadata" else 0.6,
+                       cells={"contaminated_x_members": ("contaminated", [member, member]),
+                              "contaminated_x_non_members": ("clean", [non_member, non_member]),
+                              "clean_x_members": ("clean", [-5.0, -5.0])})
 
 
 def test_rank_auc_is_sklearns_roc_auc_with_ties():
+    import numpy as np
     from sklearn.metrics import roc_auc_score
 
     rng = np.random.default_rng(0)
-    for _ in range(50):
-        labels = rng.random(30) < 0.4
-        labels[:2] = True, False
-        scores = rng.integers(0, 4, 30).astype(float)  # many ties
-        assert rank_auc(labels, scores) == pytest.approx(roc_auc_score(labels, scores))
-
-
-def test_partition_threshold_and_lowest_exposure_by_hand():
-    # clean -4, -3.5, -5: the lowest value flagging none of them is -2, halfway to -3.5 below it
-    assert partition_threshold([-4, -3.5, -5], [-5, -4, -3.5, -2, -1], 0.05) == -2.75
-    # one of 3 clean may be flagged at a 34% budget: -3.5 is the lowest that flags only it, halfway to -4
-    assert partition_threshold([-4, -3.5, -5], [-5, -4, -3.5, -2, -1], 0.34) == -3.75
-    assert partition_threshold([1.0], [1.0], 0.05) == math.inf  # nothing separates: never flag
-    assert lowest_exposure({1: 0.5, 4: 1.0, 16: 1.0}, holds_at=0.8) == 4
-    assert lowest_exposure({1: 1.0, 4: 0.5, 16: 1.0}, holds_at=0.8) == 16  # must hold at every higher dose
-    assert lowest_exposure({1: 1.0, 4: 1.0, 16: 0.0}, holds_at=0.8) is None
-
-
-def test_refit_noise_count_by_hand_and_by_enumeration():
-    assert refit_noise_count(3, 3, 0.05) == 3        # P(X >= x) = C(3, x) / C(6, x): 1/2, 1/5, 1/20
-    assert refit_noise_count(16, 16, 0.05) == 5      # C(16, 4) / C(32, 4) = 0.0506, C(16, 5) / C(32, 5) = 0.0217
-    # 20 fitted cells flag 1 (f = 1): P(X >= x) = (C(10, 1 + x) + 20 C(10, x)) / C(30, 1 + x): x = 3 0.095, 4 0.031
-    assert refit_noise_count(20, 10, 0.05) == 4
-    assert refit_noise_count(2, 1, 0.05) is None     # one applied cell is flagged with probability 1/3
-    # every way 5 fitted and 4 applied clean values can interleave, fitted with the calibration's own threshold rule
-    # at 20% (flags 1 of 5). Where the regime has a value just above the 2nd-largest fitted one (a member cell, say)
-    # the threshold sits right above it and the tail of X is the formula's; halfway to the largest fitted value
-    # (no other value between), fewer applied cells pass it, so the formula's bound is conservative
-    import itertools
-    n_fitted, n_applied, budget = 5, 4, 0.2
-    exact, halfway = [], []
-    for applied_ranks in itertools.combinations(range(9), n_applied):
-        fitted = [r for r in range(9) if r not in applied_ranks]
-        for counts, every in ((exact, fitted + [r + 0.01 for r in fitted]), (halfway, fitted)):
-            threshold = partition_threshold(fitted, every, budget)
-            counts.append(sum(r >= threshold for r in applied_ranks))
-    for alpha in (0.5, 0.2, 0.1, 0.05, 0.01):
-        bound = refit_noise_count(n_fitted, n_applied, budget, alpha)
-        tails = {x: np.mean([c >= x for c in exact]) for x in range(1, n_applied + 1)}
-        assert bound == next((x for x, tail in tails.items() if tail <= alpha + 1e-12), None)
-        if bound is not None:
-            assert np.mean([c >= bound for c in halfway]) <= alpha + 1e-12
+    labels = rng.random(40) < 0.4
+    scores = rng.integers(0, 5, size=40).astype(float)  # many ties
+    assert rank_auc(labels, scores) == pytest.approx(roc_auc_score(labels, scores))
 
 
 def test_calibration_by_regime_on_hand_built_studies(tmp_path):
     from contaminate.calibrate import main
 
     _sweep(tmp_path / "sweep")
-    out = main([str(tmp_path / "sweep"), "--transfer", "--out", str(tmp_path / "out")])
+    # a 50% budget, so that the conformal rule can flag with 1-3 clean cells: k = ceil(0.5 (n + 1))
+    out = main([str(tmp_path / "sweep"), "--transfer", "--partition-fpr", "0.5", "--out", str(tmp_path / "out")])
     block = json.loads((out / "calibration.json").read_text())["by_regime"]
     a, b = "metadata/none/full", "dump/none/full"
     assert set(block["regimes"]) == {a, b}
     regime_a, regime_b = block["regimes"][a], block["regimes"][b]
-    # the clean model's cell is shared by the two studies of a regime: 2 contaminated + 3 clean cells
-    assert regime_a["n_cells"] == {"positive": 2, "clean": 3}
-    loss_a, loss_b = regime_a["detection"]["statistics"]["loss"], regime_b["detection"]["statistics"]["loss"]
-    # A: clean cells -4, -3.5, -5 -> threshold halfway between -3.5 and -2; both doses detected
-    assert loss_a["threshold"] == pytest.approx(-2.75) and loss_a["fpr"] == 0
-    assert loss_a["rate_by_exposures"] == {"1": 1.0, "4": 1.0} and loss_a["lowest_exposures"] == 1
-    # B: clean cells -2.5, -2.0, -5 -> halfway between -2.0 and -0.5; the member cell at 1 exposure (-3.2) missed
-    assert loss_b["threshold"] == pytest.approx(-1.25)
-    assert loss_b["rate_by_exposures"] == {"1": 0.0, "4": 1.0} and loss_b["lowest_exposures"] == 4
-    # instance AUC: A separates perfectly; in B each -3.2 member beats 2 of 6 clean instances, each -0.5 all 6
-    assert regime_a["instance"]["loss"]["auc"] == 1.0
-    assert regime_b["instance"]["loss"]["auc"] == pytest.approx((2 * 2 / 6 + 2 * 1) / 4)
-    assert regime_b["auc_at_top"]["loss"] == 1.0  # only the 4-exposure members against every clean instance
-    # transfer: A's -2.75 in B flags the non-member cells -2.5 and -2.0 (FPR 2/3, over budget) and the -0.5 member;
-    # 3 clean cells a side: a same-distribution refit flags x of 3 with P = C(3, x) / C(6, x) = 1/2, 1/5, 1/20, so
-    # only 3 of 3 (FPR 1.0) is beyond noise and 2/3 is not
-    transfer = block["transfer"]["loss"]
-    noise = {"noise_fpr": 1.0, "beyond_noise": False}
-    assert transfer[a]["to"][b] == {"fpr": pytest.approx(2 / 3), "tpr": 0.5, "over": True, **noise}
-    # B's -1.25 in A: no clean cell, and the -1 member only
-    assert transfer[b]["to"][a] == {"fpr": 0.0, "tpr": 0.5, "over": False, **noise}
-    assert transfer[a]["to"][a] == {"fpr": 0.0, "tpr": 1.0, "over": False, **noise}
-    # Algorithm 2 with the paper's thresholds: the 4-exposure members replay exactly, nothing clean does, so the
-    # paper's rule keeps FPR 0 in both regimes, detecting the 4-exposure pools only
-    paper = block["alg2_everywhere"]["paper"]
-    assert "1/2" in paper["safe_rules"]
-    assert paper["paper_rule_by_regime"][a] == {"tpr": 0.5, "fpr": 0.0}
-    assert "alg2_calibrated" in block["transfer"]
-    # the blind baseline: one member / non-member sample per regime (every study drew the same)
+    assert regime_a["draws"] == [0, 1] and regime_a["seeds"] == [0]
+    # a draw's clean-model cell is shared by its two studies: 4 contaminated + 4 non-member + 2 clean-model cells
+    assert regime_a["n_cells"] == {"positive": 4, "clean": 6}
+
+    # Membership within each model: at x1 draw 0 separates (-2 vs -4), draw 1 inverts (-3 vs -2.5): mean 0.5
+    at1 = regime_a["membership"]["1"]
+    assert at1["unit"] == "2 models (2 draws x 1 seed)" and at1["members_per_model"] == [2]
+    assert at1["scores"]["loss"]["auc"]["estimate"] == 0.5
+    assert at1["scores"]["loss"]["auc"]["per_unit"] == {"d0s0": 1.0, "d1s0": 0.0}
+    assert at1["scores"]["loss"]["tpr_at_0.01"]["estimate"] == 0.5
+    assert regime_a["membership"]["4"]["scores"]["loss"]["auc"]["estimate"] == 1.0
+    assert regime_b["membership"]["1"]["scores"]["loss"]["auc"]["estimate"] == 0.0
+
+    # Held-out thresholds at the cell level, leave one draw out. Practitioner: the other draw's clean cells are
+    # its one clean-model cell (-5), k = 1, so t = -5 flags every cell. Oracle, draw 0 held out: fitted on
+    # -5, -3.5, -2.5 (draw 1's non-members), k = 2, t = -3.5: draw 0's members (-2, -1) flagged, its non-members
+    # (-4, -3.5) not; draw 1 held out: fitted on -5, -4, -3.5, t = -4: all of draw 1 flagged.
+    held = regime_a["thresholds"]["cell"]
+    assert held["folds"] == "draw" and held["n_folds"] == 2
+    practitioner, oracle = held["detectors"]["loss"]["practitioner"], held["detectors"]["loss"]["oracle"]
+    assert practitioner["fitted_on"] == [1, 1] and oracle["fitted_on"] == [3, 3]
+    for dose in ("1", "4"):
+        assert (practitioner["by_dose"][dose]["tpr"]["k"], practitioner["by_dose"][dose]["fpr"]["k"]) == (2, 2)
+        assert (oracle["by_dose"][dose]["tpr"]["k"], oracle["by_dose"][dose]["fpr"]["k"]) == (2, 1)
+        assert oracle["by_dose"][dose]["fpr"]["n"] == 2
+    # at the instance level the same thresholds, on instances: the oracle's FPR is a mean over models, 0.5
+    instance = regime_a["thresholds"]["instance"]["detectors"]["loss"]["oracle"]["by_dose"]["1"]
+    assert instance["fpr"]["estimate"] == 0.5 and instance["tpr"]["estimate"] == 1.0
+
+    # the studies' Algorithm 2, per model: the x4 members replay (2 of 2 models), nothing clean does
+    alg2 = regime_a["verdicts"]["alg2"]
+    assert alg2["by_dose"]["4"]["tpr"]["k"] == 2 and alg2["by_dose"]["1"]["tpr"]["k"] == 0
+    assert alg2["by_dose"]["4"]["tpr"]["low"] == pytest.approx(0.1581, abs=1e-4)  # 2 of 2: [0.16, 1]
+    assert alg2["fpr_by_role"]["non_member"] == {"rate": 0.0, "low": 0.0, "high": pytest.approx(0.6024, abs=1e-4),
+                                                 "k": 0, "n": 4}
+    assert alg2["fpr_by_role"]["clean_model"]["n"] == 2  # a draw's clean cell counts once, not once per dose
+
+    # Transfer: A's oracle threshold (every clean cell of A: -5, -5, -4, -3.5, -3.5, -2.5 -> k = 4 of 6, t = -3.5)
+    # on B's non-member cells (-2.5 x2, -2.0 x2): 4 of 4 flagged, the lower bound far above 50%? no: 4 of 4 at a
+    # 50% budget + 5% tolerance is "over" only if the one-sided lower bound (0.05^(1/4) = 0.47) exceeds 0.5: it
+    # does not, and 4 cells cannot show "within": not enough data
+    cell = block["transfer"]["thresholds"]["loss"][a]["to"][b]
+    assert block["transfer"]["thresholds"]["loss"][a]["threshold"] == -3.5
+    assert (cell["k"], cell["n"], cell["verdict"]) == (4, 4, "not enough data")
+    assert cell["tpr"]["k"] == 4  # B's members -3.2 and -0.5 are all above -3.5
+    assert a not in block["transfer"]["thresholds"]["loss"][a]["to"]  # no diagonal: the held-out numbers cover it
+    assert set(block["transfer"]["calibrated"]["loss"][a]) == {b}
+
+    # Algorithm 2 with the default thresholds: the 4-exposure members replay exactly, nothing clean does
+    default = block["alg2_everywhere"]["default"]
+    assert "1/2" in default["safe_rules"]
+    assert default["paper_rule_by_regime"][a] == {"tpr": 0.5, "fpr": 0.0}
+    # the blind baseline: one draw per sample, pooled over the regime's two draws (no scores: no interval)
     assert regime_a["blind_baseline"]["auc"] == 0.5 and regime_b["blind_baseline"]["auc"] == 0.6
-    assert regime_a["blind_baseline"]["n_samples"] == 1
+    assert regime_a["blind_baseline"]["n_draws"] == 2 and regime_a["blind_baseline"]["low"] is None
     assert block["missing"] == {"grid": [], "unfinished": []}
+
     report = (out / "calibration.md").read_text()
-    # detector x regime (columns dump, metadata): the lowest exposure detected, then the AUC at the top dose
-    assert "## Detectors across regimes" in report and "| loss | 4 · 1.00 | 1 · 1.00 |" in report
-    assert "## Threshold transfer" in report and "**0.67** / 0.50" in report
-    assert "blind baseline (texts alone) |" in report
-    assert (out / "transfer.png").stat().st_size > 0 and (out / "regimes_dose_response.png").stat().st_size > 0
+    assert "# Calibration from 8 studies: 2 models (2 draws x 1 seed)" in report
+    assert "## Membership within each model" in report and "| loss | 0.50 [" in report
+    assert "## Held-out thresholds: practitioner and oracle" in report
+    assert "| loss | oracle | 3-3 | 2/2 [0.16, 1.00] | 1/2 [0.01, 0.99] |" in report
+    assert "| Alg. 2 (default thresholds, paper's rule) | 0/2 [0.00, 0.84] |" in report
+    assert "4/4 (?) · 4/4" in report and "# Cross-model numbers (not membership)" in report
+    assert report.index("## Membership within each model") < report.index("# Cross-model numbers")
+    assert (out / "transfer.png").stat().st_size > 0 and (out / "membership.png").stat().st_size > 0
+
+
+def test_per_model_algorithm_2_rates_never_pool_two_models():
+    """Each of two models has one near-exact replica among its 10 members: no model has two, so the paper's rule
+    (>= 2 near-exact) flags neither; a pool mixing both models' cells would flag a sample holding both."""
+    from contaminate.calibration.partition_level import alg2_flag_rate, partition_rates, pools_of
+    from contaminate.calibration.studies import Instance
+
+    instances = [Instance(study=f"s{draw}", seed=0, condition="c", cell="contaminated_x_members", positive=True,
+                          guided={}, general=None, draw=draw) for draw in (0, 1) for _ in range(10)]
+    instances += [Instance(study=f"s{draw}", seed=0, condition="c", cell="clean_x_members", positive=False,
+                           guided={}, general=None, draw=draw) for draw in (0, 1) for _ in range(10)]
+    labels = (["near_exact"] + ["none"] * 9) * 2 + ["none"] * 20
+    pools = pools_of(instances)
+    assert len(pools) == 4 and all(len(positions) == 10 for positions in pools.values())
+    rates = partition_rates(instances, labels, pools)["rules"][(1, 2)]
+    assert rates["tpr"]["mean"] == 0.0 and rates["tpr"]["interval"] == "clopper-pearson"
+    # pooled over the two models (the calibration before per-model pools): a 10-sample of the 20 holds both
+    # replicas with probability 9/38
+    pooled = {("c", cell): [p for p, i in enumerate(instances) if i.cell == cell]
+              for cell in ("contaminated_x_members", "clean_x_members")}
+    assert partition_rates(instances, labels, pooled)["rules"][(1, 2)]["tpr"]["mean"] == pytest.approx(9 / 38)
+    assert alg2_flag_rate(0, 2, 18, (1, 2)) == pytest.approx(9 / 38)
 
 
 def test_the_readme_headline_tables_read_calibration_json(tmp_path, capsys):
@@ -172,37 +192,59 @@ def test_the_readme_headline_tables_read_calibration_json(tmp_path, capsys):
     capsys.readouterr()
     headline.main([str(out)])
     printed = capsys.readouterr().out
-    # B (dump) detected by loss from 4 exposures, AUC 1 at the top dose; the as-run Algorithm 2 from 4 (replicas)
-    assert "| dump/none/full | 4 · 1.00 |" in printed and "| metadata/none/full | 1 · 1.00 |" in printed
-    # loss transfer: A -> B over budget (2/3) but within refit noise with 3 clean cells a side; the two regimes
-    # differ in the format only
-    assert "| loss | 1 of 2 | 0 | 1 of 2 | 0 | 0 of 2 / 0 of 0 / 0 of 0 |" in printed
+    # within-model AUC of loss, per regime and dose: dump inverts at x1 and separates at x4
+    assert "| loss | dump/none/full | 0.00 [0.00, 0.00] | 1.00 [1.00, 1.00] |" in printed
+    assert "2 models (2 draws x 1 seed)" in printed
 
 
 def test_a_half_finished_sweep_is_calibrated_on_what_finished_and_says_what_is_missing(tmp_path, capsys):
     from contaminate.calibrate import main
 
     _sweep(tmp_path / "sweep", with_b4=False)
-    started = tmp_path / "sweep" / "dump_x4"  # killed after it wrote its config
+    started = tmp_path / "sweep" / "dump_x4_d0"  # killed after it wrote its config
     (started / ".hydra").mkdir(parents=True)
     (started / "config.yaml").write_text("seed: 0\n")
     out = main([str(tmp_path / "sweep")])
     block = json.loads((out / "calibration.json").read_text())["by_regime"]
     assert block["missing"]["unfinished"] == [str(started.resolve())]
-    assert block["missing"]["grid"] == ["dump/none/full synth_nli exposures 4 seed 0"]
-    assert "1 unfinished, 1 cells of the grid" in capsys.readouterr().err
+    assert block["missing"]["grid"] == ["dump/none/full synth_nli exposures 4 draw 0 seed 0",
+                                        "dump/none/full synth_nli exposures 4 draw 1 seed 0"]
+    assert "1 unfinished, 2 cells of the grid" in capsys.readouterr().err
     report = (out / "calibration.md").read_text()
-    assert "## Missing" in report and "dump/none/full synth_nli exposures 4 seed 0" in report
-    # what finished is calibrated: B has its 1-exposure study, where loss misses
-    assert block["regimes"]["dump/none/full"]["detection"]["statistics"]["loss"]["lowest_exposures"] is None
+    assert "## Missing" in report and "dump/none/full synth_nli exposures 4 draw 0 seed 0" in report
+    # what finished is calibrated: B has its 1-exposure studies, where loss inverts
+    assert block["regimes"]["dump/none/full"]["membership"]["1"]["scores"]["loss"]["auc"]["estimate"] == 0.0
+    assert "4" not in block["regimes"]["dump/none/full"]["membership"]
+
+
+def test_kept_studies_recompute_the_same_calibration(tmp_path):
+    from contaminate.calibrate import main
+
+    _sweep(tmp_path / "sweep")
+    out = main([str(tmp_path / "sweep"), "--out", str(tmp_path / "out"), "--keep-studies"])
+    kept = sorted(p.relative_to(out / "studies") for p in (out / "studies").rglob("*.gz"))
+    assert len(kept) == 8 * 3 and str(kept[0]) == "dump_x1_d0/manifest.json.gz"
+    first_report, first = (out / "calibration.md").read_text(), json.loads((out / "calibration.json").read_text())
+    # as the committed folders are recomputed: from <out>/studies into <out> itself
+    main([str(out / "studies"), "--out", str(out)])
+
+    def without_timestamp(text):
+        return [line for line in text.splitlines() if "Generated" not in line]
+
+    assert without_timestamp((out / "calibration.md").read_text()) == without_timestamp(first_report)
+    second = json.loads((out / "calibration.json").read_text())
+    assert first["by_regime"] == second["by_regime"] and first["thresholds"] == second["thresholds"]
 
 
 def test_calibrate_bad_regimes_are_one_line(tmp_path):
     from contaminate.calibrate import main
 
-    _study(tmp_path / "only_a" / "x1", fmt="metadata", exposures=1,
-           cells={"contaminated_x_members": ("contaminated", [-1.0, -1.0]),
-                  "clean_x_members": ("clean", [-5.0, -5.0])})
+    cells = {"contaminated_x_members": ("contaminated", [-1.0, -1.0]),
+             "contaminated_x_non_members": ("clean", [-3.0, -3.0]), "clean_x_members": ("clean", [-5.0, -5.0])}
+    _study(tmp_path / "only_a" / "x1", fmt="metadata", exposures=1, cells=cells)
+    with pytest.raises(InputError, match="one model \\(draw 0, seed 0\\).*seed=0,1,2.*sample.draw=0,1,2"):
+        main([str(tmp_path / "only_a")])  # one draw and one seed: no interval can be had
+    _study(tmp_path / "only_a" / "x1_s1", fmt="metadata", exposures=1, seed=1, cells=cells)
     with pytest.raises(InputError, match="transfer table needs studies of two regimes.*all metadata/none/full"):
         main([str(tmp_path / "only_a"), "--transfer"])
     main([str(tmp_path / "only_a")])  # without --transfer one regime calibrates
@@ -239,14 +281,16 @@ def test_a_tiny_regime_multirun_over_two_formats_and_two_seeds_then_calibrate(tm
     regimes = ["input_only/none/full", "metadata/none/full"]
     assert sorted(block["regimes"]) == regimes
     for regime in regimes:
-        assert block["regimes"][regime]["seeds"] == [0, 1]
-        assert 0 <= block["regimes"][regime]["blind_baseline"]["auc"] <= 1
-        assert "cross-fitted over 2 seeds" in block["regimes"][regime]["alg2"]["labels"]
-    for detector in ("loss", "min_k", "alg2_calibrated"):
-        table = block["transfer"][detector]
-        assert all(set(table[source]["to"]) == set(regimes) for source in table)
+        assert block["regimes"][regime]["seeds"] == [0, 1] and block["regimes"][regime]["draws"] == [0, 1]
+        blind = block["regimes"][regime]["blind_baseline"]
+        assert 0 <= blind["auc"] <= 1 and blind["low"] <= blind["auc"] <= blind["high"]  # pooled over 2 draws
+        assert "cross-fitted over 2 draws" in block["regimes"][regime]["alg2"]["labels"]
+        assert block["regimes"][regime]["membership"]["2"]["unit"] == "2 models (2 draws x 2 seeds)"
+    for detector in ("loss", "min_k"):
+        table = block["transfer"]["thresholds"][detector]
+        assert all(set(table[source]["to"]) == set(regimes) - {source} for source in table)
     report = (out / "calibration.md").read_text()
-    assert "## Threshold transfer" in report and "blind baseline (texts alone)" in report
+    assert "## Transfer" in report and "Blind baseline (a classifier on the texts alone" in report
     assert (out / "transfer.png").stat().st_size > 0
 
 

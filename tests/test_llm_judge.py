@@ -115,8 +115,8 @@ def test_a_study_judged_by_an_llm_gets_an_agreement_report(served_model, compose
     calibration = json.loads((calibrate_main([str(tmp_path / "study")]) / "calibration.json").read_text())
     judges = calibration["judges"]
     assert judges["n"] == 5 * 4  # every guided completion of the five cells
-    assert {"llm_vs_paper", "llm_vs_calibrated", "llm_vs_truth", "paper_vs_truth"} <= set(judges)
-    assert sum(map(sum, judges["llm_vs_paper"]["confusion"])) == 20
+    assert {"llm_vs_default", "llm_vs_calibrated", "llm_vs_truth", "default_vs_truth"} <= set(judges)
+    assert sum(map(sum, judges["llm_vs_default"]["confusion"])) == 20
     report = (tmp_path / "study" / "calibration" / "calibration.md").read_text()
     assert "## Judges: the LLM judge, the threshold judges and the truth" in report
 

@@ -13,4 +13,7 @@ FPR_POINTS = (0.01, 0.05)             # TPR reported at these instance-level FPR
 RULE_GRID = [(k_exact, k_near) for k_exact in (1, 2, 3, None) for k_near in (1, 2, 3, 4, 5, None)
              if (k_exact, k_near) != (None, None)]    # None: that count never flags
 PAPER_RULE = (1, 2)
-PAPER_JUDGE = ThresholdJudge()        # exact 0.95, near-exact 0.75 on ROUGE-L
+# The lab's threshold judge at its defaults (exact >= 0.95, near-exact >= 0.75 ROUGE-L): "default thresholds". Not
+# the paper's judge: Time Travel labelled replicas with a GPT-4 few-shot judge (judge=llm), not score thresholds.
+DEFAULT_JUDGE = ThresholdJudge()
+TRANSFER_TOLERANCE = 0.05             # a transferred threshold holds if its FPR is within budget + this (equivalence)

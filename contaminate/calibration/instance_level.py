@@ -137,19 +137,23 @@ def label(judge: ThresholdJudge, instance: Instance) -> str:
 
 def cross_fitted_labels(instances: Sequence[Instance], *, exact_fpr: float, near_exact_fpr: float,
                         score: str) -> tuple[list[str], str]:
-    """Each instance labelled with thresholds fitted without its seed (in-sample if there is one seed)."""
-    seeds = sorted({i.seed for i in instances})
-    if len(seeds) < 2:
+    """Each instance labelled with thresholds fitted without its model: leave one draw out (models of a draw share
+    their members), or one seed where there is one draw; in-sample where there is one model."""
+    from contaminate.calibration.membership import folds_of
+
+    kind, folds = folds_of([i.unit for i in instances])
+    if len(folds) < 2:
         fitted = fit_thresholds(distinct(instances), exact_fpr=exact_fpr, near_exact_fpr=near_exact_fpr)
         judge = judges_from(fitted)[score]
-        return [label(judge, i) for i in instances], "in-sample (one seed)"
+        return [label(judge, i) for i in instances], "in-sample (one model)"
     labels: list[str | None] = [None] * len(instances)
-    for seed in seeds:
-        rest = distinct([i for i in instances if i.seed != seed])
+    for fold in folds:
+        rest = distinct([i for i in instances if i.unit not in fold])
         if not any(i.positive for i in rest) or all(i.positive for i in rest):
-            raise InputError(f"seed {seed}: the other seeds lack positives or negatives; cannot cross-fit")
+            raise InputError(f"the models outside {kind} {fold[0][0 if kind == 'draw' else 1]} lack positives or "
+                             f"negatives; cannot cross-fit")
         judge = judges_from(fit_thresholds(rest, exact_fpr=exact_fpr, near_exact_fpr=near_exact_fpr))[score]
         for position, instance in enumerate(instances):
-            if instance.seed == seed:
+            if instance.unit in fold:
                 labels[position] = label(judge, instance)
-    return labels, f"cross-fitted over {len(seeds)} seeds (thresholds from the other seeds)"
+    return labels, f"cross-fitted over {len(folds)} {kind}s (thresholds from the other {kind}s)"

@@ -21,7 +21,7 @@ def agreement(a: Sequence[str], b: Sequence[str], classes: Sequence[str]) -> dic
 
 
 def judge_agreement(instances: Sequence[Instance], threshold_labels: dict[str, list[str]]) -> dict | None:
-    """For studies run with judge=llm: the LLM judge against the threshold judges (paper and calibrated
+    """For studies run with judge=llm: the LLM judge against the threshold judges (default and calibrated
     thresholds; labels exact / near_exact / none / unparseable) and each against ground truth (replica claimed:
     exact or near-exact, vs member of the contaminated model). None if no study used an LLM judge."""
     judged = [(p, i) for p, i in enumerate(instances) if i.judge == "llm" and i.guided.get("judge")]

@@ -57,23 +57,37 @@ def alg1_flag_rate(pool: Sequence[Instance], score: str, *, sample_size: int = S
     return significant / n_draws
 
 
-def pools_of(instances: Sequence[Instance]) -> dict[tuple[str, str], list[int]]:
-    """Instance positions by (condition, cell): the pools partition samples are drawn from."""
-    pools: dict[tuple[str, str], list[int]] = defaultdict(list)
+def unit_label(unit: tuple[int, int]) -> str:
+    return f"d{unit[0]}s{unit[1]}"
+
+
+def pools_of(instances: Sequence[Instance]) -> dict[tuple[str, str, str], list[int]]:
+    """Instance positions by (condition, cell, model): the pools partition samples are drawn from. A pool is one
+    model's cell: a sample never mixes instances of two models (two models' single near-exact replicas are no
+    model's two)."""
+    pools: dict[tuple[str, str, str], list[int]] = defaultdict(list)
     for position, instance in enumerate(instances):
-        pools[(instance.condition, instance.cell)].append(position)
+        pools[(instance.condition, instance.cell, unit_label(instance.unit))].append(position)
     return dict(pools)
 
 
 def rate_summary(rates: Sequence[float], *, n_resamples: int = 2000, seed: int = 0) -> dict:
-    """Mean of per-pool rates with a percentile bootstrap interval over pools."""
+    """Mean of per-pool rates with an interval: exact (Clopper-Pearson) where every pool's rate is 0 or 1 (a pool
+    the size of the sample: its one verdict), else a percentile bootstrap over pools."""
+    from contaminate.calibration.statistics import clopper_pearson
+
     rates = np.asarray(rates, float)
     if rates.size == 0:
         return {"mean": None, "low": None, "high": None, "n_pools": 0}
+    if np.isin(rates, (0.0, 1.0)).all():
+        exact = clopper_pearson(int(rates.sum()), rates.size)
+        return {"mean": exact["rate"], "low": exact["low"], "high": exact["high"], "n_pools": int(rates.size),
+                "interval": "clopper-pearson"}
     rng = np.random.default_rng(seed)
     means = rates[rng.integers(0, rates.size, size=(n_resamples, rates.size))].mean(axis=1)
     low, high = np.quantile(means, [0.025, 0.975])
-    return {"mean": float(rates.mean()), "low": float(low), "high": float(high), "n_pools": int(rates.size)}
+    return {"mean": float(rates.mean()), "low": float(low), "high": float(high), "n_pools": int(rates.size),
+            "interval": "bootstrap over pools"}
 
 
 def partition_rates(instances: Sequence[Instance], labels: Sequence[str], pools: dict, *,
@@ -128,7 +142,7 @@ def partition_level(partitions: Sequence[Partition], instances: Sequence[Instanc
                     seed: int = 0) -> dict:
     """Every partition-level detector as the studies ran it on their cells (n_detect-instance samples for
     Algorithms 1 and 2, whole pools for Cheat? and the sharded test): a ROC over partitions of each statistic
-    (a clean cell shared by studies once), and each verdict's flag rate per pool (pooled over seeds)."""
+    (a clean cell shared by studies once), and each verdict's flag rate per pool (one model's cell)."""
     observed = list({p.observation: p for p in reversed(partitions)}.values())[::-1]
     positive = [p.positive for p in observed]
     result = {"roc": {}, "verdicts": {}}
@@ -140,10 +154,11 @@ def partition_level(partitions: Sequence[Partition], instances: Sequence[Instanc
                 result["roc"][name] = roc_with_interval(labels, [p.statistics[name] for p in chosen],
                                                         [f"{p.study}:{p.cell}" for p in chosen], seed=seed)
     for name in sorted({v for p in partitions for v in p.verdicts}):
-        per_pool: dict[tuple[str, str], list[bool]] = defaultdict(list)
+        per_pool: dict[tuple[str, str, str], list[bool]] = defaultdict(list)
         for p in partitions:
-            if name in p.verdicts and (p.condition, p.cell) in pools:
-                per_pool[(p.condition, p.cell)].append(p.verdicts[name])
+            pool = (p.condition, p.cell, unit_label(p.unit))
+            if name in p.verdicts and pool in pools:
+                per_pool[pool].append(p.verdicts[name])
         rates = {pool: float(np.mean(flags)) for pool, flags in per_pool.items()}
         result["verdicts"][name] = summarize_pools(rates, instances, {pool: pools[pool] for pool in rates})
     return result

@@ -1,16 +1,19 @@
-"""calibration.md's regime sections and their two plots, from calibration.json's ``by_regime`` block
-(``contaminate/calibration/regimes.py``): the headline (lowest exposure detected and AUC at the highest exposure,
-detector x regime, with the blind baseline), one table per regime, Algorithm 2's rule per regime and everywhere,
-threshold transfer (regime x regime FPR / TPR, over-budget cells in bold), and what is missing."""
+"""calibration.md's regime sections and their plots, from calibration.json's ``by_regime`` block
+(``contaminate/calibration/regimes.py`` and ``membership.py``): membership within each model (the headline), held-out
+thresholds (practitioner and oracle), the studies' verdicts per model, calibrated scores, Algorithm 2's rule
+everywhere, transfer as an equivalence test, and what is missing. Every table says how many models it rests on."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
-VERDICT_NAMES = {"alg1_rouge_l": "Alg. 1 (ROUGE-L), as run", "alg1_semantic": "Alg. 1 (semantic), as run",
-                 "alg2": "Alg. 2 (paper rule and thresholds), as run", "cheat_strict": "Cheat? strict, as run",
-                 "cheat_lenient": "Cheat? lenient, as run", "sharded_likelihood": "sharded test, as run"}
+VERDICT_NAMES = {"alg1_rouge_l": "Alg. 1 (ROUGE-L)", "alg1_semantic": "Alg. 1 (semantic)",
+                 "alg2": "Alg. 2 (default thresholds, paper's rule)", "cheat_strict": "Cheat? strict",
+                 "cheat_lenient": "Cheat? lenient", "sharded_likelihood": "sharded test"}
+# Detector families, one panel each in the membership plot: few lines a panel.
+FAMILIES = {"likelihood": ("loss", "zlib", "min_k", "min_k_plus"), "reference": ("reference_ratio", "dc_pdd"),
+            "Time Travel (guided completion)": ("rouge_l", "semantic", "rouge_l_gain", "semantic_gain")}
 
 
 def _num(value, digits: int = 2) -> str:
@@ -18,113 +21,162 @@ def _num(value, digits: int = 2) -> str:
         return "-"
     if isinstance(value, float) and math.isinf(value):
         return "never"
-    if isinstance(value, float) and value.is_integer() and digits == 0:
-        return str(int(value))
     return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
 
 
-def _dose(value) -> str:
-    return "-" if value is None else f"{value:g}"
+def interval(block: dict | None, digits: int = 2) -> str:
+    """"0.81 [0.62, 0.95]" for a bootstrap block, "0.81" with no interval (one unit)."""
+    if not block or block.get("estimate") is None:
+        return "-"
+    if block.get("low") is None:
+        return _num(block["estimate"], digits)
+    return f"{_num(block['estimate'], digits)} [{_num(block['low'], digits)}, {_num(block['high'], digits)}]"
+
+
+def fraction(block: dict | None) -> str:
+    """"3/6 [0.12, 0.88]" for a Clopper-Pearson block (k of n models)."""
+    if not block or not block.get("n"):
+        return "-"
+    return f"{block['k']}/{block['n']} [{block['low']:.2f}, {block['high']:.2f}]"
 
 
 def _rule_text(rule: dict) -> str:
     return f">= {rule['min_exact'] or 'never'} exact or >= {rule['min_near_exact'] or 'never'} near-exact"
 
 
-def _lowest(value) -> str:
-    return "none" if value is None else f"{value:g}"
+def _doses(block: dict) -> list[str]:
+    return [f"{d:g}" for d in block["exposures"] if d]
 
 
-def auc_of(block: dict, name: str) -> float | None:
-    """A detector's AUC at the regime's highest exposure (instance scores) or over cells (partition statistics)."""
-    if name in block["auc_at_top"]:
-        return block["auc_at_top"][name]
-    return block["partition"].get(name, {}).get("auc")
-
-
-def headline(by_regime: dict) -> list[str]:
-    """Detector x regime: the lowest exposure detected at partition FPR <= budget, and the AUC at the highest."""
-    regimes = by_regime["regimes"]
-    if not regimes:
-        return []
-    names = sorted({n for block in regimes.values() for n in block["detection"]["statistics"]})
-    verdicts = sorted({n for block in regimes.values() for n in block["detection"]["verdicts"]})
-    budget = by_regime["targets"]["partition_fpr"]
-    lines = ["| detector | " + " | ".join(regimes) + " |", "|---|" + "---|" * len(regimes)]
-    for name in names:
-        cells = []
-        for block in regimes.values():
-            detected = block["detection"]["statistics"].get(name)
-            lowest = "-" if detected is None else _lowest(detected["lowest_exposures"])
-            cells.append(f"{lowest} · {_num(auc_of(block, name))}")
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    for name in verdicts:
-        cells = []
-        for block in regimes.values():
-            verdict = block["detection"]["verdicts"].get(name)
-            if verdict is None:
-                cells.append("-")
-            elif verdict["fpr"] is not None and verdict["fpr"] > budget + 1e-12:
-                cells.append(f"FPR **{verdict['fpr']:.2f}**")
-            else:
-                cells.append(_lowest(verdict["lowest_exposures"]))
-        lines.append(f"| {VERDICT_NAMES.get(name, name)} | " + " | ".join(cells) + " |")
-    blind = [block["blind_baseline"] for block in regimes.values()]
-    lines.append("| blind baseline (texts alone) | " + " | ".join(
-        "-" if b is None else f"AUC {b['auc']:.2f} [{b['low']:.2f}, {b['high']:.2f}]" for b in blind) + " |")
-    holds_at = by_regime["targets"]["holds_at"]
-    return ["## Detectors across regimes", "",
-            f"Each cell: the lowest exposure from which the detector flags >= {holds_at:.0%} of the contaminated "
-            f"partitions at every higher dose, with its threshold set so that at most {budget:.0%} of the regime's "
-            f"clean partitions (study cells: the clean model's, the contaminated model's non-members and other "
-            f"split, every cell at exposures 0) are flagged ('none': not at the doses tried), then the AUC at the "
-            f"regime's highest exposure (instance scores: its members against the regime's clean instances; "
-            f"partition statistics: over cells, every dose). 'As run' rows are the studies' own verdicts; where "
-            f"their FPR exceeds {budget:.0%} it is shown instead. A detector whose AUC does not beat the blind "
-            f"baseline found nothing the texts alone do not show.", "", *lines, ""]
-
-
-def regime_tables(by_regime: dict) -> list[str]:
-    lines = []
+def membership_section(by_regime: dict) -> list[str]:
+    """The headline: per regime, each instance score's AUC within each model per dose, and TPR at 1% FPR."""
+    lines = ["## Membership within each model", "",
+             "Each contaminated model's members against its own non-members (same split, same model): the AUC and "
+             "the TPR at 1% FPR, averaged over models, with 95% intervals from the hierarchical bootstrap (member "
+             "draws, then training seeds, then instances). With n non-members per model an FPR below 1/n flags none "
+             "of them, so with 10 the TPR at 1% (and at 0.1%) is the share of members above the top non-member.", ""]
     for regime, block in by_regime["regimes"].items():
-        detection = block["detection"]
-        doses = [d for d in block["exposures"] if d]
+        doses = [d for d in _doses(block) if d in block["membership"]]
+        if not doses:
+            continue
+        units = "; ".join(f"x{d}: {block['membership'][d]['unit']}, {block['membership'][d]['members_per_model']} "
+                          f"members and {block['membership'][d]['non_members_per_model']} non-members per model"
+                          for d in doses)
+        lines += [f"### {regime}", "", f"Rests on {units}.", "",
+                  "| score | " + " | ".join(f"AUC at x{d}" for d in doses) + " | " +
+                  " | ".join(f"TPR at 1% FPR, x{d}" for d in doses) + " |", "|---|" + "---|" * (2 * len(doses))]
+        names = sorted({n for d in doses for n in block["membership"][d]["scores"]})
+        for name in names:
+            aucs = [interval(block["membership"][d]["scores"].get(name, {}).get("auc")) for d in doses]
+            tprs = [interval(block["membership"][d]["scores"].get(name, {}).get("tpr_at_0.01")) for d in doses]
+            lines.append(f"| {name} | " + " | ".join(aucs + tprs) + " |")
+        lines += ["", blind_text(block["blind_baseline"]), ""]
+    return lines
+
+
+def blind_text(blind: dict | None) -> str:
+    if blind is None:
+        return "Blind baseline: not in these studies' summaries."
+    auc = f"{blind['auc']:.2f}" + ("" if blind["low"] is None else f" [{blind['low']:.2f}, {blind['high']:.2f}]")
+    critical = [c for c in blind["critical_auc"] if c is not None]
+    rejectable = "" if not critical else (
+        f"; the smallest AUC a draw's sample could have rejected at p < 0.05 (its permutation null's 95th percentile): "
+        f"{min(critical):.2f}-{max(critical):.2f}")
+    interval_note = "" if blind["low"] is not None else " (no interval: these summaries hold no per-text scores)"
+    texts = ", ".join(map(str, sorted(set(blind["n_texts"]))))
+    biased = " (**biased**: the split is separable without a model)" if blind["biased"] else ""
+    return (f"Blind baseline (a classifier on the texts alone, members vs non-members): AUC {auc} over "
+            f"{blind['n_draws']} draw{'s' * (blind['n_draws'] != 1)} of {texts} texts{interval_note}{rejectable}"
+            f"{biased}.")
+
+
+def thresholds_section(by_regime: dict) -> list[str]:
+    budget = by_regime["targets"]["partition_fpr"]
+    lines = ["## Held-out thresholds: practitioner and oracle", "",
+             f"Each detector's threshold fitted on the other draws' models (one draw: the other seeds') with the "
+             f"split-conformal rule at {budget:.0%} (the k-th smallest of n clean scores, k = ceil(0.95 (n + 1)): a "
+             f"clean score exchangeable with them is flagged with probability <= {budget:.0%}; with fewer than 19 "
+             f"clean scores nothing can be flagged), then scored on the held-out models: TPR on their members, FPR on "
+             f"their own non-members. Practitioner: fitted on what a user has without ground truth (clean models' "
+             f"cells, the other split); oracle: the contaminated models' non-members too. A practitioner FPR far over "
+             f"{budget:.0%} is the contaminated model scoring its own non-members higher than any clean model does.",
+             ""]
+    for regime, block in by_regime["regimes"].items():
+        doses = _doses(block)
+        for level, text in (("cell", "cell level (one statistic per 10-instance cell; k of n models)"),
+                            ("instance", "instance level (share of instances flagged, mean over models)")):
+            held = block["thresholds"][level]
+            if not held["detectors"]:
+                continue
+            lines += [f"### {regime}: {text}", "",
+                      f"Folds: leave one {held['folds']} out ({held['n_folds']} folds).", "",
+                      "| detector | setting | clean scores fitted on | " +
+                      " | ".join(f"TPR x{d} | FPR x{d}" for d in doses) + " |",
+                      "|---|---|---|" + "---|---|" * len(doses)]
+            for name, settings in held["detectors"].items():
+                for setting, result in settings.items():
+                    fitted = result["fitted_on"]
+                    cells = []
+                    for d in doses:
+                        rates = result["by_dose"].get(d, {})
+                        show = fraction if level == "cell" else interval
+                        cells += [show(rates.get("tpr")), show(rates.get("fpr"))]
+                    lines.append(f"| {name} | {setting} | {min(fitted)}-{max(fitted)} | " + " | ".join(cells) + " |")
+            lines.append("")
+    return lines
+
+
+def verdicts_section(by_regime: dict) -> list[str]:
+    lines = ["## The studies' verdicts, per model", "",
+             "Each partition-level verdict as the studies ran it on their 10-instance cells: k of n models flagged "
+             "with exact (Clopper-Pearson) 95% intervals; TPR on the member cells, FPR on the same models' "
+             "non-member cells per dose, then over every other-split cell and every clean model's cell.", ""]
+    for regime, block in by_regime["regimes"].items():
+        doses = _doses(block)
         lines += [f"### {regime}", "",
-                  f"{block['studies']} studies, exposures {', '.join(_dose(d) for d in block['exposures'])}, seeds "
-                  f"{', '.join(map(str, block['seeds']))}; {block['n_instances']['positive']} member instances "
-                  f"against {block['n_instances']['negative']} clean; {block['n_cells']['positive']} contaminated "
-                  f"and {block['n_cells']['clean']} clean cells.", "",
-                  "| detector | AUC [95% CI] | TPR at 1% / 5% FPR | AUC at top dose | threshold at 5% cell FPR | "
-                  + " | ".join(f"rate at {_dose(d)}" for d in doses) + " | lowest exposure |",
-                  "|---|---|---|---|---|" + "---|" * len(doses) + "---|"]
-        for name, detected in detection["statistics"].items():
-            roc = block["instance"].get(name) or block["partition"].get(name)
-            auc = "-" if roc is None else f"{roc['auc']:.2f} [{roc['auc_ci']['low']:.2f}, {roc['auc_ci']['high']:.2f}]"
-            tpr = "-" if roc is None else f"{roc['tpr_at_fpr']['0.01']:.2f} / {roc['tpr_at_fpr']['0.05']:.2f}"
-            rates = [_num(detected["rate_by_exposures"].get(_dose(d))) for d in doses]
-            lines.append(f"| {name} | {auc} | {tpr} | {_num(block['auc_at_top'].get(name))} | "
-                         f"{_num(detected['threshold'], 3)} | " + " | ".join(rates) + " | "
-                         f"{_lowest(detected['lowest_exposures'])} |")
-        for name, verdict in detection["verdicts"].items():
-            rates = [_num(verdict["rate_by_exposures"].get(_dose(d))) for d in doses]
-            lines.append(f"| {VERDICT_NAMES.get(name, name)} | - | - | - | FPR {_num(verdict['fpr'])} | "
-                         + " | ".join(rates) + f" | {_lowest(verdict['lowest_exposures'])} |")
-        blind, alg2 = block["blind_baseline"], block["alg2"]
+                  "| verdict | " + " | ".join(f"TPR x{d} | FPR x{d}" for d in doses) +
+                  " | FPR other split | FPR clean models |", "|---|" + "---|---|" * len(doses) + "---|---|"]
+        for name, rates in block["verdicts"].items():
+            cells = []
+            for d in doses:
+                at = rates["by_dose"].get(d, {})
+                cells += [fraction(at.get("tpr")), fraction(at.get("fpr"))]
+            role = rates["fpr_by_role"]
+            lines.append(f"| {VERDICT_NAMES.get(name, name)} | " + " | ".join(cells) +
+                         f" | {fraction(role['other_split'])} | {fraction(role['clean_model'])} |")
+        alg2 = block["alg2"]
         rule = "none keeps the budget" if alg2["rule"] is None else _rule_text(alg2["rule"])
-        lines += ["", "Blind baseline: " + ("-" if blind is None else
-                  f"AUC {blind['auc']:.2f} [{blind['low']:.2f}, {blind['high']:.2f}] over {blind['n_samples']} "
-                  f"member / non-member samples" + (" (**biased**)" if blind["biased"] else "")) + ".",
-                  f"Algorithm 2 calibrated here ({alg2['labels']}): exact >= {alg2['exact_threshold']:.3f}, "
+        lines += ["", f"Algorithm 2 calibrated here ({alg2['labels']}): exact >= {alg2['exact_threshold']:.3f}, "
                   f"near-exact >= {alg2['near_exact_threshold']:.3f} ({alg2['score']}); rule: {rule}; TPR "
-                  f"{_num(alg2['tpr'])}, FPR {_num(alg2['fpr'])} (the paper's rule with these thresholds: TPR "
-                  f"{_num(alg2['paper_rule']['tpr'])}, FPR {_num(alg2['paper_rule']['fpr'])}).", ""]
+                  f"{_num(alg2['tpr'])}, FPR {_num(alg2['fpr'])} over each model's cells (the paper's rule with these "
+                  f"thresholds: TPR {_num(alg2['paper_rule']['tpr'])}, FPR {_num(alg2['paper_rule']['fpr'])}).", ""]
+    return lines
+
+
+def calibrated_section(by_regime: dict) -> list[str]:
+    lines = ["## Calibrated scores (Platt scaling)", "",
+             "Each instance score mapped to a probability of membership by a logistic fit on planted examples (the "
+             "other folds' members and non-members), scored on the held-out models by Brier score (lower is better; "
+             "0.25 is a constant 0.5 on these balanced sets).", ""]
+    for regime, block in by_regime["regimes"].items():
+        scores = block["calibrated"]["scores"]
+        if not scores:
+            continue
+        lines += [f"### {regime}", "", "| score | Brier (held out) | mean p, members | mean p, non-members | n |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {name} | {r['brier']:.3f} | {r['mean_member']:.2f} | {r['mean_non_member']:.2f} | {r['n']} |"
+                  for name, r in sorted(scores.items(), key=lambda item: item[1]["brier"])]
+        lines.append("")
     return lines
 
 
 def everywhere_section(by_regime: dict) -> list[str]:
     budget = by_regime["targets"]["partition_fpr"]
-    lines = ["## Algorithm 2's rule in every regime", ""]
-    for which, text in (("calibrated", "thresholds calibrated over every study"), ("paper", "the paper's thresholds")):
+    lines = ["## Algorithm 2's rule in every regime", "",
+             "Over each model's cells. The default thresholds are the lab's threshold judge (ROUGE-L 0.95 / 0.75), "
+             "not the paper's judge (GPT-4, few-shot).", ""]
+    for which, text in (("calibrated", "thresholds calibrated over every study"),
+                        ("default", "the default thresholds")):
         block = by_regime["alg2_everywhere"][which]
         if block["rule"] is None:
             lines.append(f"- With {text}: **no rule** (>= k exact or >= k near-exact, k <= 5) keeps partition FPR "
@@ -137,46 +189,50 @@ def everywhere_section(by_regime: dict) -> list[str]:
     return lines + [""]
 
 
+VERDICT_MARK = {"within": "=", "over": "✗", "not enough data": "?", "no data": ""}
+
+
 def transfer_section(by_regime: dict) -> list[str]:
     table = by_regime.get("transfer")
     if not table:
-        return ["## Threshold transfer", "", "Needs studies of two regimes; these have one.", ""]
-    budget = by_regime["targets"]["partition_fpr"]
+        return ["## Transfer", "", "Needs studies of two regimes; these have one.", ""]
+    budget, tolerance = table["budget"], table["tolerance"]
+    lines = ["## Transfer: thresholds and calibrated scores fitted in one regime, used in another", "",
+             f"Each detector's oracle threshold (split conformal at {budget:.0%} on every clean cell of the row "
+             f"regime) applied to the column regime's models. The question is equivalence: is the FPR on their own "
+             f"non-member cells within {budget:.0%} + {tolerance:.0%}? '=' within (exact one-sided binomial test, "
+             f"p <= 0.05), '✗' over budget beyond chance (one-sided lower bound > {budget:.0%}), '?' not enough data "
+             f"to tell. Power: the chance of concluding '=' if the true FPR were {budget:.0%}, at that many cells.",
+             "", "| detector | = within | ✗ over | ? not enough data | largest power |", "|---|---|---|---|---|"]
+    for name, rows in table["thresholds"].items():
+        cells = [cell for row in rows.values() for cell in row["to"].values()]
+        counts = {v: sum(c["verdict"] == v for c in cells) for v in ("within", "over", "not enough data")}
+        lines.append(f"| {name} | {counts['within']} | {counts['over']} | {counts['not enough data']} | "
+                     f"{max((c['power'] for c in cells), default=0):.2f} |")
     regimes = list(by_regime["regimes"])
-    lines = ["## Threshold transfer", "",
-             f"Each detector's threshold (at most {budget:.0%} of clean cells flagged) fitted in the row's regime and "
-             f"applied in the column's: FPR / TPR over the column regime's cells (every dose pooled); **bold**: FPR "
-             f"over {budget:.0%}; †: beyond sampling noise, an FPR that a threshold refitted on as few clean cells "
-             f"of the column regime's own distribution reaches with probability under 5% (with 16 clean cells on "
-             f"each side that is 5 of 16 flagged: below it, over budget is what chance alone gives). Algorithm 2 "
-             f"carries its calibrated thresholds and rule together (a rate over instance pools: no noise bound).", "",
-             "| detector | off-diagonal pairs over budget | of them beyond noise † "
-             "| worst FPR (fitted in -> applied to) |", "|---|---|---|---|"]
-    for name, rows in table.items():
-        pairs = [(source, target, cell) for source, row in rows.items() for target, cell in row["to"].items()
-                 if source != target and cell["fpr"] is not None]
-        over = [p for p in pairs if p[2]["over"]]
-        beyond = "-" if any(p[2].get("beyond_noise") is None for p in over) else \
-            str(sum(bool(p[2]["beyond_noise"]) for p in over))
-        worst = max(pairs, key=lambda p: p[2]["fpr"], default=None)
-        lines.append(f"| {name} | {len(over)} of {len(pairs)} | {beyond} | " + ("-" if worst is None else
-                     f"{worst[2]['fpr']:.2f} ({worst[0]} -> {worst[1]})") + " |")
-    for name, rows in table.items():
-        lines += ["", f"### {name}", "", "| fitted in \\ applied to | " + " | ".join(regimes) + " |",
-                  "|---|" + "---|" * len(regimes)]
+    for name, rows in table["thresholds"].items():
+        lines += ["", f"### {name}: FPR k/n (verdict) · TPR k/n", "",
+                  "| fitted in \\ applied to | " + " | ".join(regimes) + " |", "|---|" + "---|" * len(regimes)]
         for source in regimes:
             if source not in rows:
                 continue
             cells = []
             for target in regimes:
                 cell = rows[source]["to"].get(target)
-                if cell is None or cell["fpr"] is None:
+                if cell is None or not cell["n"]:
                     cells.append("-")
                     continue
-                fpr = f"**{cell['fpr']:.2f}**" if cell["over"] else f"{cell['fpr']:.2f}"
-                fpr += "†" if cell.get("beyond_noise") else ""
-                cells.append(f"{fpr} / {_num(cell['tpr'])}")
+                tpr = cell["tpr"]
+                cells.append(f"{cell['k']}/{cell['n']} ({VERDICT_MARK[cell['verdict']]}) · "
+                             + ("-" if not tpr["n"] else f"{tpr['k']}/{tpr['n']}"))
             lines.append(f"| {source} | " + " | ".join(cells) + " |")
+    if table["calibrated"]:
+        lines += ["", "Platt-calibrated scores fitted on the row regime's planted examples, Brier score on the "
+                  "column regime's models (compare each regime's held-out Brier above):", ""]
+        for name, rows in table["calibrated"].items():
+            pairs = ", ".join(f"{source} -> {target} {cell['brier']:.3f}" for source, row in rows.items()
+                              for target, cell in row.items())
+            lines.append(f"- {name}: {pairs}")
     return lines + ["", "![transfer](transfer.png)", ""]
 
 
@@ -189,70 +245,64 @@ def missing_section(by_regime: dict) -> list[str]:
         lines += [f"Started and not finished (killed, failed or running): {len(missing['unfinished'])} studies", "",
                   *(f"- {path}" for path in missing["unfinished"]), ""]
     if missing["grid"]:
-        lines += [f"Cells of the grid (every combination of the formats, backgrounds, backends, datasets, exposures "
-                  f"and seeds above) with no finished study: {len(missing['grid'])}", "",
+        lines += [f"Cells of the grid (every combination of the formats, backgrounds, backends, datasets, exposures, "
+                  f"draws and seeds above) with no finished study: {len(missing['grid'])}", "",
                   *(f"- {cell}" for cell in missing["grid"]), ""]
     if skipped:
         lines += ["Regimes not calibrated:", "", *(f"- {regime}: {why}" for regime, why in skipped.items()), ""]
     return lines
 
 
-def plot_dose_response(by_regime: dict, path: Path) -> bool:
-    """Detection rate at the 5%-FPR threshold against exposures: one panel per format (columns) and background +
-    backend (rows), one line per detector. False (no file) when no regime has two doses."""
-    regimes = by_regime["regimes"]
-    if not any(len([d for d in b["exposures"] if d]) >= 2 for b in regimes.values()):
+def plot_membership(by_regime: dict, path: Path) -> bool:
+    """Within-model AUC against exposures with 95% intervals: a row per regime, a column per detector family, at
+    most four lines a panel. False (no file) when no regime has a membership block."""
+    regimes = {r: b for r, b in by_regime["regimes"].items() if b["membership"]}
+    if not regimes:
         return False
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    formats = sorted({b["format"] for b in regimes.values()})
-    rows = sorted({(b["background"], b["backend"]) for b in regimes.values()})
-    names = sorted({n for b in regimes.values() for n in b["detection"]["statistics"]})
-    colors = {name: plt.get_cmap("tab20")(k % 20) for k, name in enumerate(names)}
-    figure, axes = plt.subplots(len(rows), len(formats), figsize=(3.6 * len(formats), 2.9 * len(rows) + 1.2),
-                                squeeze=False, sharex=True, sharey=True)
-    for (row, (background, backend)), (column, fmt) in ((r, c) for r in enumerate(rows) for c in enumerate(formats)):
-        axis = axes[row, column]
-        block = next((b for b in regimes.values() if (b["format"], b["background"], b["backend"]) ==
-                      (fmt, background, backend)), None)
-        axis.set_title(f"{fmt} / {background} / {backend}", fontsize=9)
-        axis.grid(alpha=0.3)
-        if block is None:
-            axis.text(0.5, 0.5, "no studies", ha="center", va="center", transform=axis.transAxes, color="grey")
-            continue
-        for name, detected in block["detection"]["statistics"].items():
-            points = sorted((float(d), r) for d, r in detected["rate_by_exposures"].items()
-                            if d != "-" and r is not None)
-            if points:  # each line nudged up or down a little, so that lines on top of each other stay visible
-                nudge = 0.008 * (names.index(name) - len(names) / 2)
-                axis.plot([x for x, _ in points], [y + nudge for _, y in points], marker="o", markersize=3,
-                          color=colors[name], linestyle="-" if names.index(name) < 10 else "--", label=name)
-        axis.set_xscale("log")
+    families = {family: names for family, names in FAMILIES.items()
+                if any(n in m["scores"] for b in regimes.values() for m in b["membership"].values() for n in names)}
+    figure, axes = plt.subplots(len(regimes), len(families), figsize=(3.8 * len(families), 2.8 * len(regimes) + 0.8),
+                                squeeze=False, sharey=True)
+    for row, (regime, block) in enumerate(regimes.items()):
+        doses = sorted(float(d) for d in block["membership"] if d != "-")
+        for column, (family, names) in enumerate(families.items()):
+            axis = axes[row, column]
+            for k, name in enumerate(names):
+                points = [(d, block["membership"][f"{d:g}"]["scores"].get(name, {}).get("auc")) for d in doses]
+                points = [(d * (1 + 0.04 * (k - 1.5)), a) for d, a in points if a and a["estimate"] is not None]
+                if not points:
+                    continue
+                x = [d for d, _ in points]
+                y = [a["estimate"] for _, a in points]
+                low = [a["estimate"] - (a["low"] if a["low"] is not None else a["estimate"]) for _, a in points]
+                high = [(a["high"] if a["high"] is not None else a["estimate"]) - a["estimate"] for _, a in points]
+                axis.errorbar(x, y, yerr=[low, high], marker="o", markersize=3, capsize=2, label=name)
+            axis.axhline(0.5, color="grey", linestyle=":", linewidth=1)
+            axis.set_xscale("log")
+            axis.set_xticks(doses, [f"{d:g}" for d in doses])
+            axis.minorticks_off()
+            axis.set_ylim(-0.02, 1.02)
+            axis.grid(alpha=0.3)
+            axis.set_title(f"{regime}\n{family}" if column == 0 or row == 0 else regime, fontsize=8)
+            if row == 0:
+                axis.legend(fontsize=7, loc="lower right")
+        axes[row, 0].set_ylabel(f"AUC within model\n({next(iter(block['membership'].values()))['unit']})", fontsize=8)
     for axis in axes[-1]:
         axis.set_xlabel("exposures")
-    for axis in axes[:, 0]:
-        axis.set_ylabel("detection rate\n(5% FPR threshold)")
-    axes[0, 0].set_ylim(-0.08, 1.08)
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    for axis in axes.flat:  # the first panel with every line gives the legend
-        more = axis.get_legend_handles_labels()
-        if len(more[0]) > len(handles):
-            handles, labels = more
-    legend_rows = math.ceil(len(labels) / 6)
-    figure.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), fontsize=7)
-    figure.tight_layout(rect=(0, (0.25 * legend_rows + 0.1) / figure.get_figheight(), 1, 1))
+    figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
     return True
 
 
 def plot_transfer(by_regime: dict, path: Path) -> bool:
-    """One heatmap per detector: the FPR of its threshold fitted in the row regime applied in the column regime,
-    small crosses where it exceeds the budget, large rings where it is beyond sampling noise. False (no file)
-    without a transfer table."""
+    """One heatmap per detector: the FPR of its threshold fitted in the row regime on the column regime's
+    non-member cells, marked with the equivalence verdict. False (no file) without a transfer table."""
     table = by_regime.get("transfer")
     if not table:
         return False
@@ -263,59 +313,57 @@ def plot_transfer(by_regime: dict, path: Path) -> bool:
     import numpy as np
 
     regimes = list(by_regime["regimes"])
-    names = list(table)
+    names = list(table["thresholds"])
     columns = min(4, len(names))
     rows = math.ceil(len(names) / columns)
-    size = max(2.6, 0.28 * len(regimes) + 1.2)
+    size = max(2.6, 0.28 * len(regimes) + 1.4)
     figure, axes = plt.subplots(rows, columns, figsize=(size * columns, size * rows + 0.6), squeeze=False)
     image = None
     for position, (axis, name) in enumerate(zip(axes.flat, names)):
         matrix = np.full((len(regimes), len(regimes)), np.nan)
-        over, beyond = [], []
         for i, source in enumerate(regimes):
             for j, target in enumerate(regimes):
-                cell = table[name].get(source, {}).get("to", {}).get(target)
-                if cell and cell["fpr"] is not None:
-                    matrix[i, j] = cell["fpr"]
-                    if cell["over"]:
-                        (beyond if cell.get("beyond_noise") else over).append((j, i))
+                cell = table["thresholds"][name].get(source, {}).get("to", {}).get(target)
+                if cell and cell["n"]:
+                    matrix[i, j] = cell["rate"]
+                    axis.text(j, i, VERDICT_MARK[cell["verdict"]], ha="center", va="center", fontsize=8)
         image = axis.imshow(matrix, vmin=0, vmax=0.5, cmap="Reds")
-        if over:
-            axis.scatter(*zip(*over), marker="x", color="black", s=12, linewidths=0.8)
-        if beyond:
-            axis.scatter(*zip(*beyond), marker="o", facecolors="none", edgecolors="black", s=30, linewidths=0.9)
         axis.set_title(name, fontsize=9)
-        # regime names on the outer panels only: a long label would run into the neighbouring panel
         bottom, left = position + columns >= len(names), position % columns == 0
         axis.set_xticks(range(len(regimes)), regimes if bottom else [], rotation=90, fontsize=6)
         axis.set_yticks(range(len(regimes)), regimes if left else [], fontsize=6)
-        axis.set_xlim(-0.5, len(regimes) - 0.5)
-        axis.set_ylim(len(regimes) - 0.5, -0.5)
     for axis in list(axes.flat)[len(names):]:
         axis.axis("off")
     if image is not None:
-        figure.colorbar(image, ax=axes, shrink=0.6,
-                        label="FPR in the column regime at the row regime's threshold\n"
-                              "(x: over budget; o: beyond sampling noise)")
+        figure.colorbar(image, ax=axes, shrink=0.6, label="FPR on the column regime's non-members at the row regime's "
+                                                          "threshold\n(= within budget + tolerance; ✗ over; ? not "
+                                                          "enough data)")
     figure.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(figure)
     return True
 
 
 def regime_headline(by_regime: dict | None, out: Path) -> list[str]:
-    """calibration.md's first section: detectors x regimes; writes regimes_dose_response.png beside it."""
+    """calibration.md's first sections: membership within each model (writes membership.png), held-out thresholds,
+    the verdicts per model."""
     if not by_regime or not by_regime["regimes"]:
         return []
-    plotted = plot_dose_response(by_regime, out / "regimes_dose_response.png")
-    return [*headline(by_regime), *(["![dose response by regime](regimes_dose_response.png)", ""] if plotted else [])]
+    plotted = plot_membership(by_regime, out / "membership.png")
+    return [*membership_section(by_regime), *(["![membership within each model](membership.png)", ""] if plotted
+                                              else []),
+            *thresholds_section(by_regime), *verdicts_section(by_regime)]
 
 
 def regime_details(by_regime: dict | None, out: Path) -> list[str]:
-    """calibration.md's last sections: per regime, Algorithm 2 everywhere, transfer (transfer.png), missing."""
+    """calibration.md's later sections: calibrated scores, Algorithm 2 everywhere, transfer (transfer.png),
+    missing."""
     if not by_regime:
         return []
     if not by_regime["regimes"]:
         return missing_section(by_regime)
-    plot_transfer(by_regime, out / "transfer.png")
-    return ["## By regime", "", *regime_tables(by_regime), *everywhere_section(by_regime),
-            *transfer_section(by_regime), *missing_section(by_regime)]
+    for stale in ("regimes_dose_response.png",):  # written by calibrations before the within-model statistics
+        (out / stale).unlink(missing_ok=True)
+    if not plot_transfer(by_regime, out / "transfer.png"):
+        (out / "transfer.png").unlink(missing_ok=True)
+    return [*calibrated_section(by_regime), *everywhere_section(by_regime), *transfer_section(by_regime),
+            *missing_section(by_regime)]

@@ -1,37 +1,31 @@
-"""Calibration by regime: each detector's power per (format, background, backend), its dose response, Algorithm 2's
-rule per regime and everywhere, and whether a threshold fitted in one regime holds in another.
+"""Calibration by regime: within each (format, background, backend), the within-model numbers of ``membership.py``
+per dose; across regimes, whether a threshold or a calibrated score fitted in one holds in another.
 
-    by_regime = regime_calibration(result, partitions, partition_fpr=0.05, holds_at=0.8)   # -> dict (JSON-ready)
+    by_regime = regime_calibration(instances, partitions, conditions, labels, partition_fpr=0.05, ...)  # JSON-ready
 
 A regime is how the members went in: the format (metadata, dump, instruction, input_only...), the background they
 were diluted in (none, offline...) and the backend that trained them (full, lora). Within a regime the dose
-(exposures; epochs in the members-alone regime) and the seed vary. Every number here is over study cells as
-partitions (the detector's n_detect-instance sample of one cell), except the instance-level AUCs:
+(exposures; epochs in the members-alone regime), the member draw and the training seed vary; the independent unit
+is a model, one (draw, seed) pair. Per regime:
 
-- ``instance``: per instance score, ROC AUC with a 95% bootstrap interval and TPR at 1% / 5% FPR over the regime's
-  instances (members trained in against every clean instance); ``auc_at_top``, the same with only the members of
-  the regime's highest dose as positives.
-- ``partition``: per partition statistic (Algorithm 1's 1 - p, Algorithm 2's replica count, ChatGPT-Cheat?'s best
-  ROUGE-L, the sharded test's 1 - p) and per instance score averaged over the cell, the ROC over cells.
-- ``detection``: each of those with the threshold at which at most ``partition_fpr`` of the regime's clean cells
-  are flagged; its detection rate per dose, and the lowest exposure from which it holds (rate >= ``holds_at`` at
-  that dose and every higher one). ``verdicts``: the studies' own decisions (Alg. 1 p <= 0.05, Alg. 2's rule,
-  Cheat? strict / lenient, the sharded test), per dose, with their FPR; a lowest exposure only where FPR <= budget.
-- ``alg2``: thresholds and rule calibrated within the regime (cross-fitted over seeds where there are several).
-- ``blind_baseline``: the text-only classifier's AUC on the regime's member / non-member samples: a detector whose
-  AUC does not beat it found nothing the texts alone do not show.
+- ``membership``, ``thresholds``, ``verdicts``, ``calibrated``: ``membership.py`` (within-model AUC and TPR at
+  1% / 0.1% FPR; held-out conformal thresholds, practitioner and oracle; the studies' verdicts per model, k of n
+  with exact intervals; Platt-calibrated scores).
+- ``alg2``: Algorithm 2's thresholds and rule calibrated within the regime (cross-fitted over draws or seeds).
+- ``blind_baseline``: the text-only classifier's AUC on the regime's member / non-member samples, pooled over draws
+  by the hierarchical bootstrap, with the smallest AUC each sample could have rejected.
 
 Across regimes: ``alg2_everywhere`` (which rule, with the thresholds calibrated over all studies and with the
-paper's, keeps partition FPR <= budget in every regime), ``transfer`` (each detector's threshold, and Algorithm 2's
-thresholds + rule, fitted in regime A and applied in regime B: FPR and TPR per pair, the pairs over budget marked,
-and those beyond what refitting on as few clean cells from one distribution gives by chance)
-and ``missing`` (started studies with no results, and the cells of the sweep's grid with no study).
+default thresholds, keeps partition FPR <= budget in every regime), ``transfer`` (each detector's oracle threshold
+fitted on regime A's clean cells, applied to regime B's models: is B's within-model FPR within budget + tolerance?
+an exact equivalence test with its power, "not enough data" where it has none; and each Platt-calibrated score
+fitted on A's planted examples, scored on B's) and ``missing`` (started studies with no results, grid cells with no
+study).
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass
@@ -39,16 +33,32 @@ from typing import Sequence
 
 import numpy as np
 
-from contaminate.calibration.constants import PAPER_JUDGE, PAPER_RULE, RULE_GRID, SAMPLE_SIZE
+from contaminate.calibration.constants import DEFAULT_JUDGE, PAPER_RULE, RULE_GRID, SAMPLE_SIZE, TRANSFER_TOLERANCE
 from contaminate.calibration.instance_level import (
     cross_fitted_labels,
     fit_thresholds,
     judges_from,
     label,
-    roc_with_interval,
+)
+from contaminate.calibration.membership import (
+    SETTINGS,
+    Scored,
+    distinct,
+    regime_units,
+    role_of,
 )
 from contaminate.calibration.partition_level import alg2_flag_rate, partition_rates, pools_of, recommend_rule
-from contaminate.calibration.studies import Instance, Partition, blind_baselines, distinct, regime_of
+from contaminate.calibration.statistics import (
+    auc_matrix,
+    brier,
+    clopper_pearson,
+    conformal_threshold,
+    equivalence,
+    hierarchical_bootstrap,
+    platt,
+)
+from contaminate.calibration.studies import Instance, Partition, blind_baselines, regime_of
+from contaminate.calibration.studies import distinct as distinct_instances
 from detect.errors import InputError
 
 
@@ -58,13 +68,20 @@ class Cell:
     instance scores averaged over the cell's instances) and every verdict the study reached on it."""
     regime: str
     exposures: float | None
-    seed: int
+    unit: tuple[int, int]
+    model: str                  # the study's condition: with the unit, which contaminated model
     study: str
     cell: str
     positive: bool
     observation: str
     statistics: dict[str, float]
     verdicts: dict[str, bool]
+
+    @property
+    def scored(self) -> Scored:
+        checkpoint = "clean" if self.cell.startswith("clean") else "contaminated"
+        return Scored(self.unit, self.exposures, role_of(self.cell, self.positive, checkpoint, self.exposures),
+                      self.observation, self.statistics, self.model)
 
 
 def regime_cells(instances: Sequence[Instance], partitions: Sequence[Partition],
@@ -85,83 +102,27 @@ def regime_cells(instances: Sequence[Instance], partitions: Sequence[Partition],
         means = {name: float(np.mean([i.scores[name] for i in members])) for name in sorted(names)}
         statistics = {name: value for name, value in {**means, **p.statistics}.items()
                       if value is not None and math.isfinite(value)}
-        cells.append(Cell(regime, settings.get("exposures"), p.seed, p.study, p.cell, p.positive, p.observation,
-                          statistics, dict(p.verdicts)))
+        cells.append(Cell(regime, settings.get("exposures"), p.unit, p.condition, p.study, p.cell, p.positive,
+                          p.observation, statistics, dict(p.verdicts)))
     return cells
 
 
-def partition_threshold(clean: Sequence[float], every: Sequence[float], budget: float) -> float:
-    """The lowest threshold t (flag: statistic >= t) that flags at most ``budget`` of the clean values, halfway
-    between the lowest value it flags and the next lower one; inf (flags nothing) when only that meets it."""
-    clean = np.asarray(clean, float)
-    candidates = np.unique(np.asarray(every, float))
-    for position, candidate in enumerate(candidates):
-        if (clean >= candidate).mean() <= budget + 1e-12:
-            return float(candidate if position == 0 else (candidate + candidates[position - 1]) / 2)
-    return math.inf
+def scored_instances(instances: Sequence[Instance], conditions: dict[str, dict]) -> list[Scored]:
+    """The instances as ``membership.py`` reads them: unit, dose, role, observation, scores."""
+    found = []
+    for i in instances:
+        dose = conditions[i.condition].get("exposures")
+        found.append(Scored(i.unit, dose, role_of(i.cell, i.positive, i.guided.get("checkpoint", "contaminated"),
+                                                  dose), i.observation, i.scores, i.condition))
+    return found
 
 
 def _rate(flags: Sequence[bool]) -> float | None:
     return float(np.mean(flags)) if len(flags) else None
 
 
-def lowest_exposure(rates: dict, *, holds_at: float) -> float | None:
-    """The lowest dose from which the detection rate stays >= holds_at at every higher dose (None: never)."""
-    lowest = None
-    for dose in sorted(rates, reverse=True):
-        if rates[dose] is None or rates[dose] < holds_at:
-            break
-        lowest = dose
-    return lowest
-
-
-def _dose_rates(cells: Sequence[Cell], flagged) -> dict:
-    """Detection rate over the positive cells of each dose (exposures >= 1)."""
-    by_dose = defaultdict(list)
-    for cell in cells:
-        if cell.positive:
-            by_dose[cell.exposures].append(bool(flagged(cell)))
-    return {dose: _rate(flags) for dose, flags in sorted(by_dose.items(), key=lambda item: item[0])}
-
-
-def detection(cells: Sequence[Cell], *, budget: float, holds_at: float) -> dict:
-    """Per statistic: the threshold at partition FPR <= budget in these cells, its rate per dose and the lowest
-    exposure detected; per verdict as the studies ran it: its FPR, rate per dose, lowest exposure (if FPR ok)."""
-    found = {"statistics": {}, "verdicts": {}}
-    for name in sorted({s for c in cells for s in c.statistics}):
-        chosen = [c for c in cells if name in c.statistics]
-        clean = [c.statistics[name] for c in chosen if not c.positive]
-        if not clean or not any(c.positive for c in chosen):
-            continue
-        threshold = partition_threshold(clean, [c.statistics[name] for c in chosen], budget)
-        rates = _dose_rates(chosen, lambda c: c.statistics[name] >= threshold)
-        found["statistics"][name] = {
-            "threshold": threshold, "fpr": _rate([v >= threshold for v in clean]), "n_clean": len(clean),
-            "rate_by_exposures": _by_key(rates), "lowest_exposures": lowest_exposure(rates, holds_at=holds_at)}
-    for name in sorted({v for c in cells for v in c.verdicts}):
-        chosen = [c for c in cells if name in c.verdicts]
-        fpr = _rate([c.verdicts[name] for c in chosen if not c.positive])
-        rates = _dose_rates(chosen, lambda c: c.verdicts[name])
-        found["verdicts"][name] = {
-            "fpr": fpr, "n_clean": sum(not c.positive for c in chosen), "rate_by_exposures": _by_key(rates),
-            "lowest_exposures": None if fpr is None or fpr > budget + 1e-12
-            else lowest_exposure(rates, holds_at=holds_at)}
-    return found
-
-
-def _by_key(rates: dict) -> dict[str, float | None]:
-    return {_dose_name(dose): rate for dose, rate in rates.items()}
-
-
 def _dose_name(dose) -> str:
     return "-" if dose is None else f"{dose:g}"
-
-
-def _roc_block(labels: list[bool], scores: list[float], clusters: list[str], seed: int) -> dict | None:
-    if not 0 < sum(labels) < len(labels):
-        return None
-    block = roc_with_interval(labels, scores, clusters, seed=seed)
-    return {k: v for k, v in block.items() if k not in ("fpr", "tpr")}  # curves stay in the pooled calibration
 
 
 def alg2_in_regime(instances: Sequence[Instance], *, exact_fpr: float, near_exact_fpr: float, score: str,
@@ -230,177 +191,146 @@ def _rule_key(rule: tuple) -> str:
     return f"{rule[0] or '-'}/{rule[1] or '-'}"
 
 
-def refit_noise_count(n_fitted: int, n_applied: int, budget: float, alpha: float = 0.05) -> int | None:
-    """How many of ``n_applied`` clean cells a threshold must flag before sampling noise stops explaining it.
-
-    A threshold fitted to flag at most ``budget`` of ``n_fitted`` clean cells sits above their (f+1)-th largest value,
-    f = floor(budget * n_fitted) (``partition_threshold``: halfway to the regime's next value). Applied to
-    ``n_applied`` clean cells of the *same* distribution (both sets exchangeable, no ties), it flags at most X of them,
-    the ones above that (f+1)-th value, and X >= x exactly when the top f + x of all the values hold at most f fitted
-    ones: P(X >= x) = sum_j<=f C(n_fitted, j) C(n_applied, f + x - j) / C(n_fitted + n_applied, f + x). Exact when the
-    threshold sits right above the (f+1)-th value, conservative (fewer cells called beyond noise) otherwise.
-    Returns the smallest x with P(X >= x) <= alpha (None if none up to n_applied). With 16 and 16 cells at 5%:
-    P(X >= 1) = 0.50, P(X >= 4) = 0.051, so 5 (FPR 0.31): at this size a threshold over budget elsewhere is the rule,
-    not evidence that it fails to transfer."""
-    flagged = math.floor(budget * n_fitted + 1e-9)
-    total = n_fitted + n_applied
-    for x in range(1, n_applied + 1):
-        drawn = flagged + x
-        tail = sum(math.comb(n_fitted, j) * math.comb(n_applied, drawn - j)
-                   for j in range(min(flagged, n_fitted) + 1)) / math.comb(total, drawn)
-        if tail <= alpha:
-            return x
-    return None
-
-
-def transfer(cells_by_regime: dict[str, list[Cell]], detected: dict[str, dict], alg2: dict[str, dict],
-             instances_by_regime: dict[str, list[Instance]], *, budget: float, sample_size: int) -> dict:
-    """Each detector's threshold fitted in one regime (rows) applied in every other (columns): FPR and TPR of the
-    column regime's cells, pooled over its doses; ``over`` marks FPR > budget, ``noise_fpr`` is the FPR a threshold
-    refitted on as many cells of the column regime's own clean distribution would reach with probability <= 5%
-    (``refit_noise_count``), and ``beyond_noise`` marks FPR >= that. Algorithm 2 transfers its thresholds and rule
-    together (the paper's rule where a regime supports none; its FPR is a rate over instance pools, no noise bound)."""
+def transfer(cells_by_regime: dict[str, list[Cell]], instances_by_regime: dict[str, list[Scored]], *,
+             budget: float, tolerance: float = TRANSFER_TOLERANCE) -> dict:
+    """Per cell statistic: the oracle threshold (split conformal at ``budget`` on every clean cell of the row
+    regime) applied to the column regime's models: FPR on their own non-member cells, with the equivalence test of
+    FPR <= budget + tolerance and its power; TPR on their member cells (k of n). Per instance score: Platt scaling
+    fitted on the row regime's planted examples (members vs non-members), its Brier score on the column regime's.
+    The diagonal is left out: a regime's own held-out numbers are in its ``thresholds`` and ``calibrated``."""
     regimes = list(cells_by_regime)
-    table: dict[str, dict] = {}
-    names = sorted({name for block in detected.values() for name in block["statistics"]})
+    names = sorted({n for cells in cells_by_regime.values() for c in cells for n in c.statistics})
+    thresholds: dict[str, dict] = {}
     for name in names:
         rows = {}
         for source in regimes:
-            fitted = detected[source]["statistics"].get(name)
-            if fitted is None:
-                continue
-            n_fitted = sum(1 for c in cells_by_regime[source] if name in c.statistics and not c.positive)
+            clean = [c.values[name] for c in distinct([c.scored for c in cells_by_regime[source]])
+                     if name in c.values and c.role in SETTINGS["oracle"]]
+            fitted = conformal_threshold(clean, budget)
             row = {}
             for target in regimes:
-                chosen = [c for c in cells_by_regime[target] if name in c.statistics]
-                clean = [c for c in chosen if not c.positive]
-                fpr = _rate([c.statistics[name] >= fitted["threshold"] for c in clean])
-                tpr = _rate([c.statistics[name] >= fitted["threshold"] for c in chosen if c.positive])
-                over = fpr is not None and fpr > budget + 1e-12
-                noise = refit_noise_count(n_fitted, len(clean), budget) if clean and n_fitted else None
-                noise_fpr = None if noise is None else noise / len(clean)
-                row[target] = {"fpr": fpr, "tpr": tpr, "over": over, "noise_fpr": noise_fpr,
-                               "beyond_noise": over and noise_fpr is not None and fpr >= noise_fpr - 1e-12}
-            rows[source] = {"threshold": fitted["threshold"], "to": row}
-        table[name] = rows
-    rows = {}
-    for source, block in alg2.items():
-        judge = judges_from({"exact_threshold": block["exact_threshold"],
-                             "near_exact_threshold": {block["score"]: block["near_exact_threshold"]}})[block["score"]]
-        rule = (block["rule"]["min_exact"], block["rule"]["min_near_exact"]) if block["rule"] else PAPER_RULE
-        row = {}
-        for target, chosen in instances_by_regime.items():
-            rates = _alg2_pool_rates(chosen, [label(judge, i) for i in chosen], rule, sample_size=sample_size)
-            row[target] = {**rates, "over": rates["fpr"] is not None and rates["fpr"] > budget + 1e-12,
-                           "noise_fpr": None, "beyond_noise": None}
-        rows[source] = {"threshold": {"exact": block["exact_threshold"], "near_exact": block["near_exact_threshold"],
-                                      "rule": _rule_key(rule)}, "to": row}
-    table["alg2_calibrated"] = rows
-    return table
+                if target == source:
+                    continue
+                chosen = [c.scored for c in cells_by_regime[target] if name in c.statistics]
+                non = [c.values[name] > fitted["threshold"] for c in chosen if c.role == "non_member"]
+                members = [c.values[name] > fitted["threshold"] for c in chosen if c.role == "member"]
+                row[target] = {**equivalence(sum(non), len(non), budget=budget, tolerance=tolerance),
+                               "tpr": clopper_pearson(sum(members), len(members))}
+            rows[source] = {"threshold": fitted["threshold"], "fitted_on": fitted["n"], "to": row}
+        thresholds[name] = rows
+    scores = sorted(set.intersection(*(set(o.values) for group in instances_by_regime.values() for o in group
+                                       if o.role in ("member", "non_member"))) or set())
+    calibrated: dict[str, dict] = {}
+    for name in (s for s in scores if not s.endswith("_gain")):
+        rows = {}
+        for source in regimes:
+            fit = [o for o in instances_by_regime[source] if o.role in ("member", "non_member")]
+            if len({o.role for o in fit}) < 2:
+                continue
+            model = platt([o.values[name] for o in fit], [o.role == "member" for o in fit])
+            row = {}
+            for target in regimes:
+                test = [o for o in instances_by_regime[target] if o.role in ("member", "non_member")]
+                if target == source or not test:
+                    continue
+                probabilities = model([o.values[name] for o in test])
+                row[target] = {"brier": brier(probabilities, [o.role == "member" for o in test]), "n": len(test)}
+            rows[source] = row
+        calibrated[name] = rows
+    return {"tolerance": tolerance, "budget": budget, "thresholds": thresholds, "calibrated": calibrated}
 
 
-def missing_cells(conditions: dict[str, dict], seeds_by_condition: dict[str, set[int]]) -> list[str]:
+def missing_cells(conditions: dict[str, dict], units_by_condition: dict[str, set[tuple[int, int]]]) -> list[str]:
     """The sweep grid's cells with no finished study: every combination of the regimes' axes (format,
-    background, backend, dataset, exposures, seed) seen among the studies, less those seen; background none has
-    no exposures 0 (nothing would be trained)."""
-    seen = {(s["format"], s.get("background", "none"), s.get("backend"), s["dataset"], s.get("exposures"), seed)
-            for key, s in conditions.items() for seed in seeds_by_condition[key]}
+    background, backend, dataset, exposures, draw, seed) seen among the studies, less those seen; background none
+    has no exposures 0 (nothing would be trained)."""
+    seen = {(s["format"], s.get("background", "none"), s.get("backend"), s["dataset"], s.get("exposures"), *unit)
+            for key, s in conditions.items() for unit in units_by_condition[key]}
     axes = [sorted({cell[k] for cell in seen}, key=lambda v: (v is None, str(v) if not isinstance(v, (int, float))
-                                                             else f"{v:012.4f}")) for k in range(6)]
+                                                             else f"{v:012.4f}")) for k in range(7)]
     gaps = []
     for cell in itertools.product(*axes):
         if cell in seen or (cell[1] == "none" and cell[4] == 0):
             continue
-        fmt, background, backend, dataset, exposures, seed = cell
-        gaps.append(f"{fmt}/{background}/{backend} {dataset} exposures {_dose_name(exposures)} seed {seed}")
+        fmt, background, backend, dataset, exposures, draw, seed = cell
+        gaps.append(f"{fmt}/{background}/{backend} {dataset} exposures {_dose_name(exposures)} draw {draw} "
+                    f"seed {seed}")
     return gaps
 
 
 def blind_baseline_of(studies: Sequence[str]) -> dict | None:
-    """The blind baseline over a regime's studies: each distinct member / non-member sample once (the baseline
-    reads texts, not models, so studies on the same sample agree): mean AUC, the widest interval, the samples."""
-    blocks = list({json.dumps(b, sort_keys=True): b for b in blind_baselines(studies).values()}.values())
-    if not blocks:
+    """The blind baseline over a regime's studies: each member / non-member draw once (the baseline reads texts, not
+    models). With the texts' out-of-fold scores stored, the AUC averaged over draws with the hierarchical bootstrap
+    (draws, then texts); the smallest AUC each draw's sample could have rejected (its permutation null's 95th
+    percentile). Summaries from before the scores were stored give the mean alone, no interval."""
+    by_draw = {}
+    for study, block in blind_baselines(studies).items():
+        by_draw.setdefault(block.get("draw", len(by_draw)), block)
+    if not by_draw:
         return None
-    return {"auc": float(np.mean([b["auc"] for b in blocks])), "low": float(min(b["low"] for b in blocks)),
-            "high": float(max(b["high"] for b in blocks)), "n_samples": len(blocks),
-            "biased": any(b.get("biased") for b in blocks)}
+    found = {"auc": float(np.mean([b["auc"] for b in by_draw.values()])), "low": None, "high": None,
+             "n_draws": len(by_draw), "biased": any(b.get("biased") for b in by_draw.values()),
+             "critical_auc": [b.get("critical_auc") for b in by_draw.values()],
+             "null_mean": [b.get("null_mean") for b in by_draw.values()],
+             "n_texts": [b.get("n_members", 0) + b.get("n_non_members", 0) for b in by_draw.values()]}
+    if all("member_scores" in b for b in by_draw.values()):
+        pooled = hierarchical_bootstrap({(draw, 0): [np.array(b["member_scores"]), np.array(b["non_member_scores"])]
+                                         for draw, b in by_draw.items()}, auc_matrix)
+        found.update(auc=pooled["estimate"], low=pooled["low"], high=pooled["high"])
+    return found
 
 
 def regime_calibration(instances: Sequence[Instance], partitions: Sequence[Partition], conditions: dict[str, dict],
                        calibrated_labels: Sequence[str], *, exact_fpr: float, near_exact_fpr: float,
-                       partition_fpr: float, score: str = "rouge_l", holds_at: float = 0.8,
+                       partition_fpr: float, score: str = "rouge_l", tolerance: float = TRANSFER_TOLERANCE,
                        sample_size: int = SAMPLE_SIZE, seed: int = 0) -> dict:
-    """Everything above, for calibration.json's ``regimes`` block (see the module's docstring)."""
+    """Everything above, for calibration.json's ``by_regime`` block (see the module's docstring)."""
     regime_by_condition = {key: regime_of(settings) for key, settings in conditions.items()}
     instances_by_regime: dict[str, list[Instance]] = defaultdict(list)
     for instance in instances:
         instances_by_regime[regime_by_condition[instance.condition]].append(instance)
-    cells = regime_cells(instances, partitions, conditions)
     cells_by_regime: dict[str, list[Cell]] = defaultdict(list)
-    for cell in cells:
+    for cell in regime_cells(instances, partitions, conditions):
         cells_by_regime[cell.regime].append(cell)
 
-    regimes, skipped = {}, {}
+    regimes, skipped, scored = {}, {}, {}
     for regime in sorted(instances_by_regime):
         chosen = instances_by_regime[regime]
-        observed = distinct(chosen)
+        observed = distinct_instances(chosen)
         if not any(i.positive for i in observed):
             skipped[regime] = "no contaminated study (exposures 0 only)"
             continue
         if all(i.positive for i in observed):
             skipped[regime] = "no clean instance"
             continue
-        doses = sorted({conditions[i.condition].get("exposures") for i in chosen if i.positive},
-                       key=lambda d: (d is None, d or 0))
-        top = doses[-1]
-        labels, clusters = [i.positive for i in observed], [f"{i.study}:{i.cell}" for i in observed]
-        at_top = [i for i in observed if not i.positive or conditions[i.condition].get("exposures") == top]
-        instance, auc_at_top = {}, {}
-        for name in sorted(set.intersection(*(set(i.scores) for i in observed))):
-            instance[name] = _roc_block(labels, [i.scores[name] for i in observed], clusters, seed)
-            block = _roc_block([i.positive for i in at_top], [i.scores[name] for i in at_top],
-                               [f"{i.study}:{i.cell}" for i in at_top], seed)
-            auc_at_top[name] = None if block is None else block["auc"]
-        partition = {}
-        regime_cells_ = cells_by_regime[regime]
-        for name in sorted({s for c in regime_cells_ for s in c.statistics} - set(instance)):
-            chosen_cells = [c for c in regime_cells_ if name in c.statistics]
-            partition[name] = _roc_block([c.positive for c in chosen_cells], [c.statistics[name] for c in chosen_cells],
-                                         [f"{c.study}:{c.cell}" for c in chosen_cells], seed)
-        studies = sorted({i.study for i in chosen})
+        scored[regime] = scored_instances(chosen, conditions)
+        cells = cells_by_regime[regime]
         settings = conditions[chosen[0].condition]
         regimes[regime] = {
             "format": settings["format"], "background": settings.get("background", "none"),
-            "backend": settings.get("backend"), "studies": len(studies),
-            "exposures": [d for d in sorted({conditions[i.condition].get("exposures") for i in chosen},
-                                            key=lambda d: (d is None, d or 0))],
-            "seeds": sorted({i.seed for i in chosen}), "top_exposures": top,
-            "n_instances": {"positive": sum(labels), "negative": len(labels) - sum(labels)},
-            "n_cells": {"positive": sum(c.positive for c in regime_cells_),
-                        "clean": sum(not c.positive for c in regime_cells_)},
-            "instance": {k: v for k, v in instance.items() if v is not None},
-            "auc_at_top": auc_at_top,
-            "partition": {k: v for k, v in partition.items() if v is not None},
-            "detection": detection(regime_cells_, budget=partition_fpr, holds_at=holds_at),
+            "backend": settings.get("backend"), "studies": len({i.study for i in chosen}),
+            "exposures": sorted({conditions[i.condition].get("exposures") for i in chosen},
+                                key=lambda d: (d is None, d or 0)),
+            "draws": sorted({i.unit[0] for i in chosen}), "seeds": sorted({i.unit[1] for i in chosen}),
+            "n_cells": {"positive": sum(c.positive for c in cells), "clean": sum(not c.positive for c in cells)},
+            **regime_units(scored[regime], [c.scored for c in cells], {c.observation: c.verdicts for c in cells},
+                           budget=partition_fpr, seed=seed),
             "alg2": alg2_in_regime(chosen, exact_fpr=exact_fpr, near_exact_fpr=near_exact_fpr, score=score,
                                    budget=partition_fpr, sample_size=sample_size),
-            "blind_baseline": blind_baseline_of(studies)}
+            "blind_baseline": blind_baseline_of(sorted({i.study for i in chosen}))}
 
     calibrated = {id(i): lab for i, lab in zip(instances, calibrated_labels)}
-    paper = {id(i): label(PAPER_JUDGE, i) for i in instances}
+    default = {id(i): label(DEFAULT_JUDGE, i) for i in instances}
     kept = {regime: instances_by_regime[regime] for regime in regimes}
-    seeds_by_condition: dict[str, set[int]] = defaultdict(set)
+    units_by_condition: dict[str, set[tuple[int, int]]] = defaultdict(set)
     for instance in instances:
-        seeds_by_condition[instance.condition].add(instance.seed)
+        units_by_condition[instance.condition].add(instance.unit)
     return {
         "regimes": regimes, "skipped": skipped,
-        "targets": {"partition_fpr": partition_fpr, "holds_at": holds_at, "sample_size": sample_size},
-        "alg2_everywhere": alg2_everywhere(kept, {"paper": paper, "calibrated": calibrated}, budget=partition_fpr,
-                                           sample_size=sample_size),
-        "transfer": transfer({r: cells_by_regime[r] for r in regimes},
-                             {r: block["detection"] for r, block in regimes.items()},
-                             {r: block["alg2"] for r, block in regimes.items()}, kept,
-                             budget=partition_fpr, sample_size=sample_size) if len(regimes) >= 2 else None,
-        "missing": {"grid": missing_cells(conditions, seeds_by_condition)},
+        "targets": {"partition_fpr": partition_fpr, "tolerance": tolerance, "sample_size": sample_size},
+        "alg2_everywhere": alg2_everywhere(kept, {"default": default, "calibrated": calibrated},
+                                           budget=partition_fpr, sample_size=sample_size),
+        "transfer": transfer({r: cells_by_regime[r] for r in regimes}, scored, budget=partition_fpr,
+                             tolerance=tolerance) if len(regimes) >= 2 else None,
+        "missing": {"grid": missing_cells(conditions, units_by_condition)},
     }

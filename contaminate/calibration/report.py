@@ -17,6 +17,7 @@ import numpy as np
 
 from contaminate.calibration.regime_report import regime_details, regime_headline
 from contaminate.calibration.result import Calibration
+from contaminate.calibration.statistics import units_text
 
 EXPOSURE = "exposures"  # exposures where a study counted them, else epochs (studies.condition_of)
 MAX_DOSE_VARIANTS = 3  # conditions per dose beyond which the pooled dose-response plot is skipped
@@ -47,7 +48,7 @@ def detectors(result: Calibration) -> dict[str, dict]:
     """Per detector: its per-pool flag rates, keyed (condition, cell). The names are the table's columns."""
     paper_rule = result.paper_rule
     found = {f"alg1_{score}": block["per_pool"] for score, block in result.alg1.items()}
-    found["alg2_paper"] = result.alg2["paper"]["rules"][paper_rule]["per_pool"]
+    found["alg2_default"] = result.alg2["default"]["rules"][paper_rule]["per_pool"]
     found["alg2_calibrated"] = result.alg2["calibrated"]["rules"][paper_rule]["per_pool"]
     if result.rule is not None:
         rule = (result.rule["min_exact"], result.rule["min_near_exact"])
@@ -83,6 +84,7 @@ def dose_response_rows(result: Calibration) -> list[dict]:
         members = by_condition[key]
         row = {column: settings.get(column) for column in columns}
         row["studies"] = len({i.study for i in members})
+        row["models"] = len({i.unit for i in members})
         row["positives"] = sum(i.positive for i in members)
         row["negatives"] = len(members) - row["positives"]
         labels = [i.positive for i in members]
@@ -97,30 +99,6 @@ def dose_response_rows(result: Calibration) -> list[dict]:
         rows.append(row)
     return sorted(rows, key=lambda r: [str(r[c]) if not isinstance(r[c], (int, float)) else f"{r[c]:012.6f}"
                                        for c in columns])
-
-
-def lowest_exposures(rows: list[dict], detector_names: list[str], *, holds_at: float, max_fpr: float) -> list[dict]:
-    """Per group of conditions that differ only in exposure, per detector: the lowest exposure from which
-    on the partition TPR stays >= holds_at with FPR <= max_fpr (None: never, at the exposures tried)."""
-    groups = defaultdict(list)
-    for row in rows:
-        groups[tuple((k, str(v)) for k, v in row.items() if k in row and k not in (EXPOSURE,)
-                     and not k.startswith(("tpr_", "fpr_", "auc_")) and k not in ("studies", "positives", "negatives"))
-               ].append(row)
-    found = []
-    for group, members in groups.items():
-        members = sorted((r for r in members if r.get(EXPOSURE) is not None), key=lambda r: r[EXPOSURE])
-        entry = {**dict(group), "exposures": [r[EXPOSURE] for r in members]}
-        for name in detector_names:
-            lowest = None
-            for row in reversed(members):
-                tpr, fpr = row[f"tpr_{name}"], row[f"fpr_{name}"]
-                if tpr is None or tpr < holds_at or (fpr is not None and fpr > max_fpr):
-                    break
-                lowest = row[EXPOSURE]
-            entry[name] = lowest
-        found.append(entry)
-    return found
 
 
 def _format(value) -> str:
@@ -173,7 +151,7 @@ def plot_dose_response(rows: list[dict], detector_names: list[str], scores: list
     figure, axes = plt.subplots(2, len(datasets), figsize=(4.2 * len(datasets), 7), squeeze=False, sharey="row")
     for column, dataset in enumerate(datasets):
         members = [r for r in rows if r["dataset"] == dataset]
-        other = sorted({tuple((k, str(v)) for k, v in r.items() if k not in (EXPOSURE, "dataset", "studies",
+        other = sorted({tuple((k, str(v)) for k, v in r.items() if k not in (EXPOSURE, "dataset", "studies", "models",
                         "positives", "negatives") and not k.startswith(("tpr_", "fpr_", "auc_"))) for r in members})
         for variant in other:  # conditions that differ in something else than exposure get their own lines
             line = sorted((r for r in members if all(str(r.get(k)) == v for k, v in variant)),
@@ -211,8 +189,8 @@ def judges_section(judges: dict | None) -> list[str]:
         if isinstance(block, dict):
             kappa = "-" if block["kappa"] is None else f"{block['kappa']:.2f}"
             lines.append(f"| {pair.replace('_vs_', ' vs ')} | {block['agreement']:.2f} | {kappa} |")
-    block = judges["llm_vs_paper"]
-    lines += ["", "LLM judge (rows) against the threshold judge with the paper's thresholds (columns):", "",
+    block = judges["llm_vs_default"]
+    lines += ["", "LLM judge (rows) against the threshold judge with the default thresholds (columns):", "",
               "| | " + " | ".join(block["classes"]) + " |", "|---|" + "---|" * len(block["classes"])]
     lines += [f"| {name} | " + " | ".join(map(str, counts)) + " |"
               for name, counts in zip(block["classes"], block["confusion"])]
@@ -220,30 +198,39 @@ def judges_section(judges: dict | None) -> list[str]:
 
 
 def ranking_section(result: Calibration) -> list[str]:
-    """The detectors ranked by AUC: instance scores over instances, partition statistics over study cells."""
+    """The detectors ranked: instance scores by their AUC within each model (members against that model's own
+    non-members, every dose, mean over models), with the cross-model AUC beside it; partition statistics over
+    study cells (cross-model)."""
     ranking = result.ranking
-    lines = ["## Detectors ranked by AUC", "",
-             "Instance level (is this instance a member of the model it is detected on?). Every negative: the "
-             "clean model's instances and the contaminated model's non-members and other split; 'contaminated "
-             "model only': members against that model's own non-members and other split (the usual "
-             "membership-inference setting, where a score need not be comparable across models):", "",
-             "| rank | detector | needs | AUC [95% CI] | TPR at 1% FPR | TPR at 5% FPR | contaminated model only: "
-             "AUC, TPR at 5% FPR |", "|---|---|---|---|---|---|---|"]
+    within = result.instance_within_model
+    lines = ["## Detectors ranked", "",
+             f"Instance level, by the AUC within each model (each model's members against its own non-members, "
+             f"averaged over its doses, then over {within.get('unit', 'the models')}; hierarchical bootstrap). The "
+             f"cross-model AUC sets the members against every clean instance, the clean base model's included: it "
+             f"measures fine-tuning on the format as much as membership, and is no headline.", "",
+             "| rank | detector | needs | AUC within model [95% CI] | TPR at 1% FPR within model | cross-model AUC |",
+             "|---|---|---|---|---|---|"]
 
-    def within(r):
-        return "-" if r.get("auc_within_model") is None else \
-            f"{r['auc_within_model']:.3f}, {r['tpr_at_0.05_fpr_within_model']:.2f}"
+    def within_auc(r):
+        if r.get("auc_within_model") is None:
+            return "-"
+        if r["auc_within_model_low"] is None:
+            return f"{r['auc_within_model']:.3f}"
+        return f"{r['auc_within_model']:.3f} [{r['auc_within_model_low']:.3f}, {r['auc_within_model_high']:.3f}]"
 
-    lines += [f"| {rank} | {r['detector']} | {r['needs']} | {r['auc']:.3f} [{r['auc_low']:.3f}, {r['auc_high']:.3f}] | "
-              f"{r['tpr_at_0.01_fpr']:.2f} | {r['tpr_at_0.05_fpr']:.2f} | {within(r)} |"
+    def within_tpr(r):
+        value = r.get("tpr_at_0.01_fpr_within_model")
+        return "-" if value is None else f"{value:.2f}"
+
+    lines += [f"| {rank} | {r['detector']} | {r['needs']} | {within_auc(r)} | {within_tpr(r)} | {r['auc']:.3f} |"
               for rank, r in enumerate(ranking["instance"], 1)]
     if ranking["partition"]:
         first = ranking["partition"][0]
-        lines += ["", f"Partition level (is this cell contaminated?), over {first['n_positive']} contaminated and "
-                  f"{first['n_negative']} clean study cells, each statistic as the studies computed it: Algorithm 1 "
-                  f"1 - p, Algorithm 2 the replica count (exact ones first), Cheat? the best replica ROUGE-L, the "
-                  f"sharded test 1 - p:", "",
-                  "| rank | detector | needs | AUC [95% CI] | TPR at 5% FPR |", "|---|---|---|---|---|"]
+        lines += ["", f"Partition level (is this cell contaminated?), CROSS-MODEL: over {first['n_positive']} "
+                  f"contaminated and {first['n_negative']} clean study cells of every model, each statistic as the "
+                  f"studies computed it: Algorithm 1 1 - p, Algorithm 2 the replica count (exact ones first), Cheat? "
+                  f"the best replica ROUGE-L, the sharded test 1 - p:", "",
+                  "| rank | detector | needs | cross-model AUC [95% CI] | TPR at 5% FPR |", "|---|---|---|---|---|"]
         lines += [f"| {rank} | {r['detector']} | {r['needs']} | {r['auc']:.3f} [{r['auc_low']:.3f}, "
                   f"{r['auc_high']:.3f}] | {r['tpr_at_0.05_fpr']:.2f} |"
                   for rank, r in enumerate(ranking["partition"], 1)]
@@ -256,7 +243,7 @@ def _interval(summary: dict) -> str:
     return f"{summary['mean']:.2f} [{summary['low']:.2f}, {summary['high']:.2f}]"
 
 
-def write_reports(result: Calibration, out: Path, *, holds_at: float = 0.8) -> None:
+def write_reports(result: Calibration, out: Path) -> None:
     out = Path(out)
     rows = dose_response_rows(result)
     rates = detectors(result)
@@ -271,23 +258,29 @@ def write_reports(result: Calibration, out: Path, *, holds_at: float = 0.8) -> N
     plot_roc(result, out / "roc.png")
     has_dose_plot = plot_dose_response(rows, names, [s for s in scores if not s.endswith("_gain")],
                                        out / "dose_response.png")
-    lowest = lowest_exposures(rows, names, holds_at=holds_at, max_fpr=result.targets["partition_fpr"])
 
     targets, thresholds, achieved = result.targets, result.thresholds, result.achieved
-    paper = result.paper_thresholds
+    default = result.default_thresholds
     n = result.n_instances
     lines = [
-        f"# Calibration from {len(result.sources)} studies",
+        f"# Calibration from {len(result.sources)} studies: {units_text([i.unit for i in result.instances])}",
         "",
-        f"{n['positive']} positive instances (trained into the model they were detected on) and {n['negative']} "
-        f"negative (the clean base model; the contaminated model's non-members and other split), over "
-        f"{len(result.conditions)} conditions; a clean-model cell shared by studies that differ only in the "
-        f"contaminated model counts once here and in each study's pool below ({n['in_pools']} in the pools). "
-        f"Generated {result.created} by `python -m contaminate.calibrate`.",
+        f"The independent unit is a model: one (member draw, training seed) pair; every interval resamples draws, "
+        f"then seeds, then instances, and every table says how many models it rests on. {n['positive']} member "
+        f"instances and {n['negative']} clean ones (each computation once), over {len(result.conditions)} "
+        f"conditions. Generated {result.created} by `python -m contaminate.calibrate`.",
         "",
         *regime_headline(result.by_regime, out),
+        *regime_details(result.by_regime, out),
+        "# Cross-model numbers (not membership)",
+        "",
+        "Below, members of a contaminated model are set against every clean instance, the clean base model's "
+        "included, and partition rates are averaged over every model's cells: these measure fine-tuning on the "
+        "format as much as membership. They choose the judge's thresholds (what `judge.calibration=` loads) and "
+        "compare settings; the membership numbers are the sections above.",
+        "",
         *ranking_section(result),
-        "## Instance level: how well each score separates members from clean instances",
+        "## Instance level, cross-model: members against every clean instance",
         "",
         "| score | AUC [95% CI] | TPR at 1% FPR | TPR at 5% FPR |",
         "|---|---|---|---|",
@@ -298,20 +291,21 @@ def write_reports(result: Calibration, out: Path, *, holds_at: float = 0.8) -> N
                      f"{block['tpr_at_fpr']['0.01']:.2f} | {block['tpr_at_fpr']['0.05']:.2f} |")
     unit = next(iter(result.instance.values()))["auc_ci"]["unit"]
     lines += ["", f"`<score>_gain` is guided minus general (an instance-level Algorithm 1). Intervals: "
-              f"percentile bootstrap resampling {unit}s within each class.", "", "![ROC](roc.png)", "",
+              f"percentile bootstrap resampling {unit}s within each class (cross-model: for the within-model "
+              f"intervals see above).", "", "![ROC](roc.png)", "",
               "## Thresholds", "",
               f"Chosen so that at most {targets['exact_fpr']:.1%} of negatives are labelled exact and at most "
               f"{targets['near_exact_fpr']:.1%} exact or near-exact (lowest such threshold, halfway to the next "
               f"lower score).", "",
-              "| label | score | paper | its FPR / TPR | calibrated | FPR (target) | TPR |",
+              "| label | score | default | its FPR / TPR | calibrated | FPR (target) | TPR |",
               "|---|---|---|---|---|---|---|",
-              f"| exact | rouge_l | {paper['exact_threshold']:.2f} | {paper['exact']['fpr']:.3f} / "
-              f"{paper['exact']['tpr']:.2f} | {thresholds['exact_threshold']:.3f} | "
+              f"| exact | rouge_l | {default['exact_threshold']:.2f} | {default['exact']['fpr']:.3f} / "
+              f"{default['exact']['tpr']:.2f} | {thresholds['exact_threshold']:.3f} | "
               f"{achieved['exact']['fpr']:.3f} ({targets['exact_fpr']}) | {achieved['exact']['tpr']:.2f} |"]
     for score, near in achieved["near_exact"].items():
-        paper_near = (f"{paper['near_exact_threshold']:.2f} | {paper['near_exact']['fpr']:.3f} / "
-                      f"{paper['near_exact']['tpr']:.2f}") if score == "rouge_l" else "- | -"
-        lines.append(f"| exact or near-exact | {score} | {paper_near} | {near['threshold']:.3f} | {near['fpr']:.3f} "
+        default_near = (f"{default['near_exact_threshold']:.2f} | {default['near_exact']['fpr']:.3f} / "
+                      f"{default['near_exact']['tpr']:.2f}") if score == "rouge_l" else "- | -"
+        lines.append(f"| exact or near-exact | {score} | {default_near} | {near['threshold']:.3f} | {near['fpr']:.3f} "
                      f"({targets['near_exact_fpr']}) | {near['tpr']:.2f} |")
     unattainable = [label for label, a in [("exact", achieved["exact"]), *achieved["near_exact"].items()]
                     if not a["attainable"]]
@@ -322,10 +316,11 @@ def write_reports(result: Calibration, out: Path, *, holds_at: float = 0.8) -> N
               f"    python -m detect +dataset=<key> model=<model> judge.calibration={out / 'calibration.json'}"
               + ("" if result.score == "rouge_l" else f" judge.score={result.score}"), ""]
 
-    paper_rule = result.alg2["paper"]["rules"][result.paper_rule]
+    paper_rule = result.alg2["default"]["rules"][result.paper_rule]
     calibrated_rule = result.alg2["calibrated"]["rules"][result.paper_rule]
     rows_partition = [(f"Algorithm 1, {score}", block, None) for score, block in result.alg1.items()]
-    rows_partition += [("Algorithm 2, paper thresholds, paper rule (1 exact / 2 near)", paper_rule,
+    rows_partition += [("Algorithm 2, default thresholds (ROUGE-L 0.95 / 0.75), paper rule (1 exact / 2 near)",
+                        paper_rule,
                         paper_rule["binomial_fpr"]),
                        ("Algorithm 2, calibrated thresholds, paper rule", calibrated_rule,
                         calibrated_rule["binomial_fpr"])]
@@ -334,26 +329,27 @@ def write_reports(result: Calibration, out: Path, *, holds_at: float = 0.8) -> N
         block = result.alg2["calibrated"]["rules"][recommended]
         rows_partition.append((f"Algorithm 2, calibrated thresholds, {rule_name(recommended)}", block,
                                block["binomial_fpr"]))
-    lines += [f"## Partition level: random {targets['sample_size']}-instance samples", "",
+    lines += [f"## Partition level: random {targets['sample_size']}-instance samples of one model's cell", "",
               "| detector | TPR [95% CI] | FPR [95% CI] | accuracy [95% CI] | binomial FPR |", "|---|---|---|---|---|"]
     rows_partition += [(text, result.partition_detectors["verdicts"][name], None)
                        for name, text in verdict_labels().items() if name in result.partition_detectors["verdicts"]]
     for name, block, binomial in rows_partition:
         lines.append(f"| {name} | {_interval(block['tpr'])} | {_interval(block['fpr'])} | "
                      f"{_interval(block['accuracy'])} | {'-' if binomial is None else f'{binomial:.3f}'} |")
-    lines += ["", f"Calibrated labels: {result.calibrated_labels}. TPR: mean flag rate over the "
-              f"{paper_rule['tpr']['n_pools']} contaminated x members pools; FPR: over the "
-              f"{paper_rule['fpr']['n_pools']} clean pools; accuracy: over all pools (the study's five cells, one "
-              f"positive). Intervals resample pools.",
+    lines += ["", f"Calibrated labels: {result.calibrated_labels}. A pool is one model's cell (never instances of "
+              f"two models). TPR: mean flag rate over the {paper_rule['tpr']['n_pools']} contaminated x members "
+              f"pools; FPR: over the {paper_rule['fpr']['n_pools']} clean pools (every kind of clean cell, every "
+              f"model); accuracy: over all pools. Intervals: exact (Clopper-Pearson) where each pool is one sample, "
+              f"else a bootstrap over pools.",
               "", "FPR by kind of clean pool:", ""]
     positive = positive_pools(result)
     cells = sorted({pool[1] for per_pool in rates.values() for pool in per_pool if pool not in positive})
     lines += ["| detector | " + " | ".join(cells) + " |", "|---|" + "---|" * len(cells)]
     for name, per_pool in rates.items():
-        by_cell = [np.mean([r for (_, c), r in per_pool.items() if c == cell]) for cell in cells]
+        by_cell = [np.mean([r for (_, c, _), r in per_pool.items() if c == cell]) for cell in cells]
         lines.append(f"| {name} | " + " | ".join(f"{v:.2f}" for v in by_cell) + " |")
 
-    for which in ("paper", "calibrated"):
+    for which in ("default", "calibrated"):
         block = result.alg2[which]
         k_exacts = sorted({k for k, _ in block["rules"]}, key=lambda k: (k is None, k or 0))
         k_nears = sorted({k for _, k in block["rules"]}, key=lambda k: (k is None, k or 0))
@@ -387,20 +383,15 @@ def write_reports(result: Calibration, out: Path, *, holds_at: float = 0.8) -> N
               f"detect.detectors.alg2.min_near_exact={recommended[1] or targets['sample_size'] + 1}`."),
               *judges_section(result.judges),
               "", "## Dose response", "", *markdown_table(rows, table_columns), "",
-              "TPR columns: partition detection rate of each detector on the condition's members; AUC: instance "
-              "level within the condition. FPRs are in dose_response.csv."]
+              "TPR columns: partition detection rate of each detector on the condition's members, mean over its "
+              "models; AUC: instance level within the condition, cross-model (members against every clean "
+              "instance). FPRs are in dose_response.csv."]
     dose_varies = len({r.get(EXPOSURE) for r in rows} - {None}) > 1
     if has_dose_plot:
         lines += ["", "![dose response](dose_response.png)"]
     else:
         (out / "dose_response.png").unlink(missing_ok=True)  # not a stale one from an earlier calibration
         if dose_varies:
-            lines += ["", "More conditions than one plot can tell apart share each exposure: regimes_dose_response.png "
-                      "(at the top) draws each regime on its own panel."]
-    if dose_varies:
-        lines += ["", f"Lowest exposure from which detection holds (partition TPR >= {holds_at} with FPR <= "
-                  f"{targets['partition_fpr']} at it and at every higher exposure tried; '-': never):", ""]
-        keys = [k for k in lowest[0] if k not in names and k != "exposures"]
-        lines += markdown_table(lowest, [*keys, "exposures", *names])
-    lines += ["", *regime_details(result.by_regime, out)]
+            lines += ["", "More conditions than one plot can tell apart share each exposure: membership.png (at the "
+                      "top) draws each regime on its own row."]
     (out / "calibration.md").write_text("\n".join(lines) + "\n")

@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Sequence
 
 from contaminate.calibration.constants import (
+    DEFAULT_JUDGE,
     EXACT_FPR,
     FPR_POINTS,
     NEAR_EXACT_FPR,
-    PAPER_JUDGE,
     PAPER_RULE,
     PARTITION_FPR,
     SAMPLE_SIZE,
+    TRANSFER_TOLERANCE,
 )
 from contaminate.calibration.instance_level import (
     cross_fitted_labels,
@@ -32,6 +33,7 @@ from contaminate.calibration.instance_level import (
     roc_with_interval,
 )
 from contaminate.calibration.judges import judge_agreement
+from contaminate.calibration.membership import membership
 from contaminate.calibration.partition_level import (
     alg1_flag_rate,
     partition_level,
@@ -40,7 +42,7 @@ from contaminate.calibration.partition_level import (
     recommend_rule,
     summarize_pools,
 )
-from contaminate.calibration.regimes import regime_calibration
+from contaminate.calibration.regimes import regime_calibration, scored_instances
 from contaminate.calibration.studies import (
     Instance,
     distinct,
@@ -66,15 +68,15 @@ class Calibration:
     targets: dict                           # exact_fpr, near_exact_fpr, partition_fpr, sample_size
     thresholds: dict                        # exact_threshold (ROUGE-L), near_exact_threshold per score
     achieved: dict                          # the FPR / TPR each fitted threshold reaches on these instances
-    paper_thresholds: dict                  # the paper's 0.95 / 0.75 and their FPR / TPR here
+    default_thresholds: dict                # the threshold judge's defaults (0.95 / 0.75), their FPR / TPR here
     score: str                              # the near-exact score of the calibrated judge
     calibrated_labels: str                  # how the calibrated labels were fitted (cross-fitted over seeds or not)
     rule: dict | None                       # the recommended Algorithm 2 rule, or None if none keeps the FPR
-    instance: dict[str, dict]               # score -> ROC points, AUC with its interval, TPR at FPR points
-    alg2: dict[str, dict]                   # paper / calibrated labels -> per rule: TPR, FPR, accuracy, per pool
+    instance: dict[str, dict]               # CROSS-MODEL: score -> ROC points, AUC, TPR at FPR points
+    alg2: dict[str, dict]                   # default / calibrated labels -> per rule: TPR, FPR, accuracy, per pool
     alg1: dict[str, dict]                   # score -> Algorithm 1's flag rates over pools
     partition_detectors: dict               # roc (partition statistics) and verdicts (flag rates) per detector
-    instance_within_model: dict[str, dict]  # the ROC on the contaminated model alone
+    instance_within_model: dict[str, dict]  # per score: each model's members vs its non-members, over models
     ranking: dict[str, list[dict]]          # instance and partition detectors by AUC
     judges: dict | None                     # LLM judge agreement, where studies ran one
     by_regime: dict | None = None           # calibration by regime, transfer, what is missing (regimes.py)
@@ -82,12 +84,12 @@ class Calibration:
     created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     format: str = "contamination-lab calibration 1"
     instances: list[Instance] = field(default_factory=list, repr=False)      # for the reports, not the JSON
-    labels: dict[str, list[str]] = field(default_factory=dict, repr=False)   # paper / calibrated label per instance
+    labels: dict[str, list[str]] = field(default_factory=dict, repr=False)   # default / calibrated label per instance
 
     def to_json(self) -> dict:
         """calibration.json: everything but the instances; rules as "k_exact/k_near" keys, ROC curves kept."""
-        def pools_keyed(block: dict) -> dict:  # (condition, cell) keys as "condition|cell" strings
-            return {**block, "per_pool": {f"{c}|{cell}": rate for (c, cell), rate in block["per_pool"].items()}}
+        def pools_keyed(block: dict) -> dict:  # (condition, cell, model) keys as "condition|cell|model" strings
+            return {**block, "per_pool": {"|".join(pool): rate for pool, rate in block["per_pool"].items()}}
 
         def rules(block: dict) -> dict:
             return {**{k: v for k, v in block.items() if k != "rules"},
@@ -97,7 +99,7 @@ class Calibration:
         return {
             "format": self.format, "created": self.created, "sources": self.sources, "conditions": self.conditions,
             "n_instances": self.n_instances, "targets": self.targets, "thresholds": self.thresholds,
-            "achieved": self.achieved, "paper_thresholds": self.paper_thresholds, "score": self.score,
+            "achieved": self.achieved, "default_thresholds": self.default_thresholds, "score": self.score,
             "calibrated_labels": self.calibrated_labels, "paper_rule": self.paper_rule, "rule": self.rule,
             "instance": self.instance, "instance_within_model": self.instance_within_model,
             "ranking": self.ranking, "judges": self.judges,
@@ -113,8 +115,8 @@ class Calibration:
 
 def calibrate(folders: Sequence[str | Path], *, exact_fpr: float = EXACT_FPR, near_exact_fpr: float = NEAR_EXACT_FPR,
               partition_fpr: float = PARTITION_FPR, score: str = "rouge_l", sample_size: int = SAMPLE_SIZE,
-              alg1_draws: int = 200, seed: int = 0, holds_at: float = 0.8, transfer: bool | None = None
-              ) -> Calibration:
+              alg1_draws: int = 200, seed: int = 0, tolerance: float = TRANSFER_TOLERANCE,
+              transfer: bool | None = None) -> Calibration:
     """Everything calibration.json and the reports hold, computed from the studies under ``folders``.
     ``transfer``: True demands the regime x regime transfer table (an error with fewer than two regimes), None
     computes it where there are two or more."""
@@ -131,27 +133,28 @@ def calibrate(folders: Sequence[str | Path], *, exact_fpr: float = EXACT_FPR, ne
     if score not in names or score.endswith("_gain"):
         raise InputError(f"--score {score} is not a near-exact score of these studies; "
                          f"use one of {', '.join(s for s in names if not s.endswith('_gain'))}")
+    units = sorted({i.unit for i in instances})
+    if len(units) < 2:
+        draw, seed_ = units[0]
+        raise InputError(f"these studies rest on one model (draw {draw}, seed {seed_}): an interval needs at least two "
+                         f"independent models; run more seeds (seed=0,1,2) or member draws (sample.draw=0,1,2)")
     observed = distinct(instances)
     positive = [i.positive for i in observed]
     cells = [f"{i.study}:{i.cell}" for i in observed]
+    # CROSS-MODEL (members of the contaminated model against every clean instance, the base model's included): this
+    # measures fine-tuning on the format as much as membership. Kept for the judge's thresholds and labelled so.
     instance_level = {}
     for name in names:
         instance_level[name] = roc_with_interval(positive, [i.scores[name] for i in observed], cells, seed=seed)
-    # The same on the contaminated model alone (members against its non-members and other split): the usual
-    # membership-inference setting, where a score need not be comparable across models.
-    same_model = [i for i in observed if i.guided.get("checkpoint") == "contaminated"]
-    within_model = {}
-    if 0 < sum(i.positive for i in same_model) < len(same_model):
-        labels, clusters = [i.positive for i in same_model], [f"{i.study}:{i.cell}" for i in same_model]
-        for name in names:
-            within_model[name] = roc_with_interval(labels, [i.scores[name] for i in same_model], clusters, seed=seed)
+    # Membership within each model, every dose pooled per model: members against that model's own non-members.
+    within_model = membership(scored_instances(instances, conditions), pooled=True, seed=seed).get("-", {})
     thresholds = fit_thresholds(observed, exact_fpr=exact_fpr, near_exact_fpr=near_exact_fpr)
 
     pools = pools_of(instances)
-    paper_labels = [label(PAPER_JUDGE, i) for i in instances]
+    default_labels = [label(DEFAULT_JUDGE, i) for i in instances]
     calibrated_labels, calibrated_how = cross_fitted_labels(instances, exact_fpr=exact_fpr,
                                                             near_exact_fpr=near_exact_fpr, score=score)
-    alg2 = {"paper": partition_rates(instances, paper_labels, pools, sample_size=sample_size),
+    alg2 = {"default": partition_rates(instances, default_labels, pools, sample_size=sample_size),
             "calibrated": partition_rates(instances, calibrated_labels, pools, sample_size=sample_size)}
     alg1 = {}
     for name in (s for s in SCORES if s in names and f"{s}_gain" in names):
@@ -163,7 +166,7 @@ def calibrate(folders: Sequence[str | Path], *, exact_fpr: float = EXACT_FPR, ne
     partition_detectors = partition_level(partitions, instances, pools, seed=seed)
     by_regime = regime_calibration(instances, partitions, conditions, calibrated_labels, exact_fpr=exact_fpr,
                                    near_exact_fpr=near_exact_fpr, partition_fpr=partition_fpr, score=score,
-                                   holds_at=holds_at, sample_size=sample_size, seed=seed)
+                                   tolerance=tolerance, sample_size=sample_size, seed=seed)
     if transfer is False:
         by_regime["transfer"] = None
     by_regime["missing"]["unfinished"] = [str(path) for path in unfinished_studies(folders)]
@@ -176,22 +179,22 @@ def calibrate(folders: Sequence[str | Path], *, exact_fpr: float = EXACT_FPR, ne
         thresholds={"exact_threshold": thresholds["exact_threshold"],
                     "near_exact_threshold": thresholds["near_exact_threshold"]},
         achieved=thresholds["achieved"],
-        paper_thresholds={"exact_threshold": PAPER_JUDGE.exact_threshold,
-                          "near_exact_threshold": PAPER_JUDGE.near_exact_threshold,
-                          **rates_at(observed, PAPER_JUDGE.exact_threshold, PAPER_JUDGE.near_exact_threshold,
-                                     PAPER_JUDGE.score)},
+        default_thresholds={"exact_threshold": DEFAULT_JUDGE.exact_threshold,
+                          "near_exact_threshold": DEFAULT_JUDGE.near_exact_threshold,
+                          **rates_at(observed, DEFAULT_JUDGE.exact_threshold, DEFAULT_JUDGE.near_exact_threshold,
+                                     DEFAULT_JUDGE.score)},
         score=score, calibrated_labels=calibrated_how,
         rule=None if recommended is None else {"min_exact": recommended[0], "min_near_exact": recommended[1]},
         instance=instance_level, alg2=alg2, alg1=alg1, partition_detectors=partition_detectors,
         instance_within_model=within_model, ranking=ranking(instance_level, partition_detectors, within_model),
-        judges=judge_agreement(instances, {"paper": paper_labels, "calibrated": calibrated_labels}),
-        instances=instances, labels={"paper": paper_labels, "calibrated": calibrated_labels}, by_regime=by_regime,
+        judges=judge_agreement(instances, {"default": default_labels, "calibrated": calibrated_labels}),
+        instances=instances, labels={"default": default_labels, "calibrated": calibrated_labels}, by_regime=by_regime,
     )
 
 
 def ranking(instance_level: dict, partition_detectors: dict, within_model: dict | None = None) -> dict[str, list[dict]]:
-    """Detectors by AUC, best first: instance scores at the instance level (each with its AUC on the
-    contaminated model alone beside it), partition statistics over study cells."""
+    """Detectors by AUC, best first: instance scores by their within-model AUC (mean over models) where there is
+    one, else the cross-model AUC; each row carries both. Partition statistics over study cells (cross-model)."""
     def ranked(blocks: dict) -> list[dict]:
         rows = [{"detector": name, "needs": needs(name), "auc": block["auc"], "auc_low": block["auc_ci"]["low"],
                  "auc_high": block["auc_ci"]["high"], **{f"tpr_at_{p}_fpr": block["tpr_at_fpr"][str(p)]
@@ -202,7 +205,11 @@ def ranking(instance_level: dict, partition_detectors: dict, within_model: dict 
 
     instance = ranked(instance_level)
     for row in instance:
-        block = (within_model or {}).get(row["detector"])
-        row["auc_within_model"] = None if block is None else block["auc"]
-        row["tpr_at_0.05_fpr_within_model"] = None if block is None else block["tpr_at_fpr"]["0.05"]
+        block = ((within_model or {}).get("scores") or {}).get(row["detector"])
+        row["auc_within_model"] = None if block is None else block["auc"]["estimate"]
+        row["auc_within_model_low"] = None if block is None else block["auc"]["low"]
+        row["auc_within_model_high"] = None if block is None else block["auc"]["high"]
+        row["tpr_at_0.01_fpr_within_model"] = None if block is None else block["tpr_at_0.01"]["estimate"]
+    if instance and all(row["auc_within_model"] is not None for row in instance):
+        instance.sort(key=lambda row: -row["auc_within_model"])
     return {"instance": instance, "partition": ranked(partition_detectors["roc"])}

@@ -3,7 +3,9 @@ truth and scores) and partitions (one per cell, with every registered detector's
 
 from __future__ import annotations
 
+import gzip
 import json
+import os
 import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -29,6 +31,12 @@ class Instance:
     observation: str = ""        # the model that answered + the prompt: equal for a clean cell shared by studies
     judge: str = "threshold"     # the judge the study ran (its labels are in guided["judge"])
     scores: dict[str, float] = field(default_factory=dict)
+    draw: int | None = None      # the member draw (sample.draw); None: the seed's (studies before draws were set apart)
+
+    @property
+    def unit(self) -> tuple[int, int]:
+        """The independent unit: (member draw, training seed). Instances of one unit share a model and members."""
+        return (self.seed if self.draw is None else self.draw, self.seed)
 
     @property
     def exact_score(self) -> float:
@@ -47,7 +55,12 @@ class Partition:
     positive: bool
     verdicts: dict[str, bool]
     statistics: dict[str, float]  # larger = more contaminated, for a partition-level ROC
-    observation: str = ""         # equal for a clean cell shared by studies
+    observation: str = ""         # equal for a clean cell shared by studies (same model, instances, detector)
+    draw: int | None = None
+
+    @property
+    def unit(self) -> tuple[int, int]:
+        return (self.seed if self.draw is None else self.draw, self.seed)
 
 
 def needs(name: str) -> str:
@@ -64,13 +77,51 @@ def cell_partition(cell: dict) -> tuple[dict[str, bool], dict[str, float]]:
     return verdicts(cell), statistics
 
 
+STUDY_FILES = ("manifest.json", "summary.json", "results.jsonl")  # what calibration reads of a study
+
+
+def has(path: Path) -> bool:
+    """A study file is there, as written or gzip-compressed (``--keep-studies`` commits them compressed)."""
+    return path.is_file() or path.with_name(path.name + ".gz").is_file()
+
+
+def read_text(path: Path) -> str:
+    if path.is_file():
+        return path.read_text()
+    with gzip.open(path.with_name(path.name + ".gz"), "rt") as file:
+        return file.read()
+
+
+def read_json(path: Path):
+    return json.loads(read_text(path))
+
+
+def keep_studies(studies: Sequence[str | Path], out: Path) -> Path:
+    """What calibration reads of each study (manifest, summary, rows), gzip-compressed under ``out/studies/``, so
+    that ``python -m contaminate.calibrate out/studies`` recomputes the calibration without the runs folder (no
+    checkpoint, no cache). Studies are named by their path below the deepest folder they share."""
+    studies = [Path(s) for s in studies]
+    root = Path(os.path.commonpath(studies)) if len(studies) > 1 else studies[0].parent
+    target = Path(out) / "studies"
+    for study in studies:
+        folder = target / study.relative_to(root)
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in STUDY_FILES:
+            if has(study / name):  # mtime 0: the same studies compress to the same bytes
+                with open(folder / f"{name}.gz", "wb") as raw, \
+                        gzip.GzipFile(filename=name, mode="wb", fileobj=raw, mtime=0) as file:
+                    file.write(read_text(study / name).encode())
+    return target
+
+
 def find_studies(folders: Sequence[str | Path]) -> list[Path]:
-    """Every finished study (a folder with results.jsonl and manifest.json) under the given folders."""
+    """Every finished study (a folder with results.jsonl and manifest.json, or their .gz) under the given folders."""
     found: list[Path] = []
     for folder in map(Path, folders):
         if not folder.is_dir():
             raise InputError(f"{folder}: no such folder; give study or multirun folders (runs/...)")
-        found += sorted(p.parent for p in folder.rglob("results.jsonl") if (p.parent / "manifest.json").is_file())
+        found += sorted(p.parent for pattern in ("results.jsonl", "results.jsonl.gz") for p in folder.rglob(pattern)
+                        if has(p.parent / "manifest.json"))
     found = list(dict.fromkeys(p.resolve() for p in found))
     if not found:
         raise InputError(f"no finished study under {', '.join(map(str, folders))} (a study folder holds "
@@ -110,14 +161,15 @@ def load_instances(folders: Sequence[str | Path]) -> tuple[list[Instance], dict[
     instances, conditions, seen, duplicates, partitions = [], {}, {}, [], []
     registered = set(instance_scores())  # every detector's score of the whole instance (local models)
     for study in find_studies(folders):
-        manifest = json.loads((study / "manifest.json").read_text())
+        manifest = read_json(study / "manifest.json")
         settings = condition_of(manifest)
         key = json.dumps(settings, sort_keys=True, default=str)
-        seed = manifest["seeds"]["sampling"]
-        if (key, seed) in seen:  # a rerun of the same study (same instances, same cached rows): count it once
-            duplicates.append(f"{study} (same condition and seed as {seen[key, seed]})")
+        seeds = manifest["seeds"]
+        draw, seed = seeds["sampling"], seeds.get("training", seeds["sampling"])  # the unit: (draw, seed)
+        if (key, draw, seed) in seen:  # a rerun of the same study (same instances, same cached rows): count it once
+            duplicates.append(f"{study} (same condition, draw and seed as {seen[key, draw, seed]})")
             continue
-        seen[key, seed] = study
+        seen[key, draw, seed] = study
         conditions[key] = settings
         # Studies that differ only in the contaminated model (exposure, learning rate...) share the clean
         # model's cells, row for row, from the cache: the same observation, to be counted once when pooling.
@@ -127,7 +179,7 @@ def load_instances(folders: Sequence[str | Path]) -> tuple[list[Instance], dict[
         control = (manifest.get("control_checkpoint") or {}).get("id")
         models = {"contaminated": [manifest["checkpoint"].get("id", str(study)), detector],
                   "clean": [control or json.dumps(manifest["base_model"], sort_keys=True), detector]}
-        rows = [json.loads(line) for line in (study / "results.jsonl").read_text().splitlines() if line.strip()]
+        rows = [json.loads(line) for line in read_text(study / "results.jsonl").splitlines() if line.strip()]
         by_instance: dict[tuple, dict] = defaultdict(dict)
         for row in rows:
             by_instance[(row["cell"], row["instance_id"])][row["instruction"]] = row
@@ -139,7 +191,8 @@ def load_instances(folders: Sequence[str | Path]) -> tuple[list[Instance], dict[
                                       guided["prompt"]])
             instance = Instance(study=str(study), seed=seed, condition=key, cell=cell,
                                 positive=guided["ground_truth"] == "contaminated", guided=guided, general=general,
-                                observation=observation, judge=manifest.get("judge", {}).get("name", "threshold"))
+                                observation=observation, judge=manifest.get("judge", {}).get("name", "threshold"),
+                                draw=draw)
             for score in SCORES:
                 if guided.get(score) is None:
                     continue
@@ -150,13 +203,17 @@ def load_instances(folders: Sequence[str | Path]) -> tuple[list[Instance], dict[
                 if guided.get(score) is not None:
                     instance.scores[score] = guided[score]
             instances.append(instance)
-        summary = json.loads((study / "summary.json").read_text()) if (study / "summary.json").is_file() else {}
+        summary = read_json(study / "summary.json") if has(study / "summary.json") else {}
+        detected = {cell: sorted(str(i) for c, i in by_instance if c == cell) for cell in summary.get("cells", {})}
         for cell, block in summary.get("cells", {}).items():
             cell_verdicts, statistics = cell_partition(block)
-            observation = json.dumps([models[block["checkpoint"]], cell, block], sort_keys=True, default=str)
+            # The same computation counts once: the model, the detector's settings, the split and the instances it
+            # read, not the cell's name (an exposures-0 study's "contaminated" cells are its control's cells).
+            observation = json.dumps([models[block["checkpoint"]], block.get("split"), detected[cell],
+                                      block.get("instances")], sort_keys=True, default=str)
             partitions.append(Partition(study=str(study), seed=seed, condition=key, cell=cell,
                                         positive=block["ground_truth"] == "contaminated", verdicts=cell_verdicts,
-                                        statistics=statistics, observation=observation))
+                                        statistics=statistics, observation=observation, draw=draw))
     for duplicate in duplicates:
         print(f"skipped {duplicate}", file=sys.stderr)
     if not any(i.positive for i in instances):
@@ -173,7 +230,7 @@ def unfinished_studies(folders: Sequence[str | Path]) -> list[Path]:
     started = {p.parent.resolve() for folder in map(Path, folders) if folder.is_dir()
                for p in folder.rglob("config.yaml") if (p.parent / "__main__.log").is_file()
                or (p.parent / ".hydra").is_dir()}
-    return sorted(p for p in started if not ((p / "results.jsonl").is_file() and (p / "manifest.json").is_file()))
+    return sorted(p for p in started if not (has(p / "results.jsonl") and has(p / "manifest.json")))
 
 
 def blind_baselines(studies: Sequence[str]) -> dict[str, dict]:
@@ -181,8 +238,8 @@ def blind_baselines(studies: Sequence[str]) -> dict[str, dict]:
     found = {}
     for study in studies:
         summary = Path(study) / "summary.json"
-        if summary.is_file():
-            block = json.loads(summary.read_text()).get("blind_baseline")
+        if has(summary):
+            block = read_json(summary).get("blind_baseline")
             if block and block.get("auc") is not None:
                 found[study] = block
     return found
