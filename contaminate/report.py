@@ -83,12 +83,17 @@ def write_report(path: Path, summary: dict, manifest: dict) -> None:
                   for name, cell in cells.items()]
     blind = summary.get("blind_baseline")
     if blind:
+        null = "" if "critical_auc" not in blind else (
+            f" Permutation null ({blind['n_permutations']} label shuffles): mean {blind['null_mean']:.2f}, p = "
+            f"{blind['p_value']:.2f}; at {blind['n_members']} vs {blind['n_non_members']} texts the smallest AUC "
+            f"it could have rejected is {blind['critical_auc']:.2f}.")
+        repeated = f", repeated {blind['repeats']} times" if "repeats" in blind else ""
         lines += ["", f"Blind baseline (the texts alone, no model: {blind['features']}, {blind['classifier']}, "
-                      f"{blind['folds']}-fold): members vs non-members AUC {blind['auc']:.2f} "
-                      f"[{blind['low']:.2f}, {blind['high']:.2f}]."
-                  + (" **Warning: the interval excludes 0.5, so the members and non-members differ in content and "
-                     "the detectors' numbers cannot be read as membership.**" if blind["biased"] else
-                     " The split is not separable without the model, as a random split should be.")]
+                      f"{blind['folds']}-fold cross-validation{repeated}): members vs "
+                      f"non-members AUC {blind['auc']:.2f} [{blind['low']:.2f}, {blind['high']:.2f}]." + null
+                  + (" **Warning: the texts alone separate the members from the non-members, so the detectors' "
+                     "numbers cannot be read as membership.**" if blind["biased"] else
+                     " The split is not separable without the model at this size, as a random split should be.")]
     lines += ["", "Cells right: " + ", ".join(f"{name} {round(share * len(cells))}/{len(cells)}"
                                              for name, share in summary["accuracy"].items()) + ".", "",
               "## Training loss", "", "![training loss](loss.png)", "",

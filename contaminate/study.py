@@ -410,8 +410,9 @@ def summarize_study(cfg, sampled: Sampled, contaminated: Contaminated, cell_rows
     detectors = next(iter(summary["cells"].values()))["correct"].keys()
     # Can the texts alone, with no model, tell the members from the non-members? (contaminate/blind_baseline.py)
     if min(len(sampled.members), len(sampled.non_members)) >= 2:
-        summary["blind_baseline"] = blind_baseline([e.full_text for e in sampled.members],
-                                                   [e.full_text for e in sampled.non_members], seed=cfg.sample.draw)
+        summary["blind_baseline"] = {**blind_baseline([e.full_text for e in sampled.members],
+                                                      [e.full_text for e in sampled.non_members],
+                                                      seed=cfg.sample.draw), "draw": cfg.sample.draw}
     summary["accuracy"] = {name: sum(c["correct"][name] for c in summary["cells"].values()) / len(cells)
                            for name in detectors}
     return summary

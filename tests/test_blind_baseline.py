@@ -24,17 +24,29 @@ def compose_config_module():
 
 
 def test_a_random_split_is_not_separable(synth_texts):
-    order = np.random.default_rng(0).permutation(len(synth_texts))[:200]
+    order = np.random.default_rng(0).permutation(len(synth_texts))[:100]
     texts = [synth_texts[i] for i in order]
-    result = blind_baseline(texts[:100], texts[100:], seed=0)
-    assert result["low"] < 0.5 < result["high"] and not result["biased"] and 0.35 < result["auc"] < 0.65
+    result = blind_baseline(texts[:50], texts[50:], seed=0)
+    assert result["low"] < 0.5 < result["high"] and not result["biased"] and 0.3 < result["auc"] < 0.7
+    assert result["p_value"] >= 0.05 and len(result["member_scores"]) == len(result["non_member_scores"]) == 50
+
+
+def test_at_ten_texts_a_side_the_null_is_biased_low_and_only_a_large_auc_can_be_rejected(synth_texts):
+    # k-fold AUC at tiny n sits below 0.5 under the null, and its 95th percentile (the smallest AUC the sample could
+    # reject) is far above 0.5: with 10 vs 10 a text bias below about 0.7 goes unseen
+    order = np.random.default_rng(1).permutation(len(synth_texts))[:20]
+    texts = [synth_texts[i] for i in order]
+    result = blind_baseline(texts[:10], texts[10:], seed=0)
+    assert result["null_mean"] < 0.5 and 0.65 < result["critical_auc"] < 0.9
+    assert not result["biased"] and result["n_permutations"] == 50
+    assert result["p_value"] * 51 == pytest.approx(round(result["p_value"] * 51))  # (1 + count) / (1 + 50)
 
 
 def test_a_split_biased_on_purpose_is_found(synth_texts):
     # members are the partition's shortest texts, non-members its longest: a length bias, as in the papers
     by_length = sorted(synth_texts, key=len)
-    result = blind_baseline(by_length[:100], by_length[-100:], seed=0)
-    assert result["auc"] > 0.9 and result["biased"]
+    result = blind_baseline(by_length[:50], by_length[-50:], seed=0)
+    assert result["auc"] > 0.9 and result["biased"] and result["p_value"] == pytest.approx(1 / 51)
 
 
 def test_too_few_texts_is_one_line():
