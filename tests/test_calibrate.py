@@ -203,19 +203,23 @@ def test_calibration_over_a_multirun_of_tiny_studies(tmp_path):
     scores = {"rouge_l", "semantic", "rouge_l_gain", "semantic_gain", "loss", "zlib", "min_k", "min_k_plus",
               "reference_ratio", "dc_pdd"}
     assert set(calibration["instance"]) == scores
-    # every detector ranked by its AUC, best first: instance scores over instances, partition statistics over cells
+    # every detector ranked by its within-model AUC, best first (its cross-model AUC beside it); partition
+    # statistics over cells
     ranked = calibration["ranking"]["instance"]
     assert {r["detector"] for r in ranked} == scores
-    assert [r["auc"] for r in ranked] == sorted((calibration["instance"][r["detector"]]["auc"] for r in ranked),
-                                                reverse=True)
+    assert all(r["auc"] == calibration["instance"][r["detector"]]["auc"] for r in ranked)
     assert next(r for r in ranked if r["detector"] == "min_k")["needs"] == "logits"
-    # and on the contaminated model alone: its 4 x 4 members against its 4 x 8 non-members and other split
+    # and within each model: 4 members against its own 4 non-members, per model, every dose of a model's unit
+    # pooled; two models (seeds 0 and 1, each its own draw), two doses each
     within = calibration["instance_within_model"]
-    assert set(within) == scores and (within["loss"]["n_positive"], within["loss"]["n_negative"]) == (16, 32)
-    assert all(r["auc_within_model"] == within[r["detector"]]["auc"] for r in ranked)
+    assert set(within["scores"]) == scores and within["unit"] == "2 models (2 draws x 2 seeds)"
+    assert within["n_models"] == 4 and within["members_per_model"] == [4] == within["non_members_per_model"]
+    assert all(r["auc_within_model"] == within["scores"][r["detector"]]["auc"]["estimate"] for r in ranked)
+    assert [r["auc_within_model"] for r in ranked] == sorted((r["auc_within_model"] for r in ranked), reverse=True)
     partition = {r["detector"]: r for r in calibration["ranking"]["partition"]}
     assert {"alg1_rouge_l", "alg2", "cheat", "sharded_likelihood"} <= set(partition)
-    assert (partition["cheat"]["n_positive"], partition["cheat"]["n_negative"]) == (4, 8 + 4)  # clean cells shared
+    # clean cells shared by a seed's two doses count once; an exposure's cells of one model are one computation each
+    assert (partition["cheat"]["n_positive"], partition["cheat"]["n_negative"]) == (4, 8 + 4)
     assert set(calibration["partition_detectors"]["verdicts"]) >= {"cheat_strict", "cheat_lenient",
                                                                    "sharded_likelihood"}
     assert calibration["achieved"]["exact"]["fpr"] <= 0.02 or not calibration["achieved"]["exact"]["attainable"]
@@ -225,13 +229,15 @@ def test_calibration_over_a_multirun_of_tiny_studies(tmp_path):
     with open(out / "dose_response.csv") as file:
         rows = list(csv.DictReader(file))
     assert sorted(row["exposures"] for row in rows) == ["1", "2"]  # the epochs, as exposures
-    assert all((row["studies"], row["positives"], row["negatives"]) == ("2", "8", "32") for row in rows)
+    assert all((row["studies"], row["models"], row["positives"], row["negatives"]) == ("2", "2", "8", "32")
+               for row in rows)
     assert {"tpr_alg2_paper", "fpr_alg2_paper", "tpr_alg1_rouge_l", "auc_rouge_l", "auc_min_k_plus",
             "tpr_cheat_strict", "fpr_cheat_lenient", "tpr_sharded_likelihood"} <= set(rows[0])
     report = (out / "calibration.md").read_text()
-    assert "## Detectors ranked by AUC" in report and "| 1 | " in report and "ChatGPT-Cheat?, strict" in report
-    assert "cross-fitted over 2 seeds" in report and "![dose response](dose_response.png)" in report
-    for name in ("roc.png", "dose_response.png", "dose_response.md"):
+    assert "## Detectors ranked" in report and "| 1 | " in report and "ChatGPT-Cheat?, strict" in report
+    assert "cross-fitted over 2 draws" in report and "![dose response](dose_response.png)" in report
+    assert "## Membership within each model" in report and "Rests on x1: 2 models (2 draws x 2 seeds)" in report
+    for name in ("roc.png", "dose_response.png", "dose_response.md", "membership.png"):
         assert (out / name).stat().st_size > 0
 
 

@@ -109,7 +109,7 @@ def thresholds_section(by_regime: dict) -> list[str]:
             if not held["detectors"]:
                 continue
             lines += [f"### {regime}: {text}", "",
-                      f"Folds: leave one {held['folds']} out ({held['n_folds']} folds).", "",
+                      f"Rests on {block['unit']}; folds: leave one {held['folds']} out ({held['n_folds']} folds).", "",
                       "| detector | setting | clean scores fitted on | " +
                       " | ".join(f"TPR x{d} | FPR x{d}" for d in doses) + " |",
                       "|---|---|---|" + "---|---|" * len(doses)]
@@ -133,7 +133,7 @@ def verdicts_section(by_regime: dict) -> list[str]:
              "non-member cells per dose, then over every other-split cell and every clean model's cell.", ""]
     for regime, block in by_regime["regimes"].items():
         doses = _doses(block)
-        lines += [f"### {regime}", "",
+        lines += [f"### {regime}", "", f"Rests on {block['unit']}.", "",
                   "| verdict | " + " | ".join(f"TPR x{d} | FPR x{d}" for d in doses) +
                   " | FPR other split | FPR clean models |", "|---|" + "---|---|" * len(doses) + "---|---|"]
         for name, rates in block["verdicts"].items():
@@ -162,7 +162,8 @@ def calibrated_section(by_regime: dict) -> list[str]:
         scores = block["calibrated"]["scores"]
         if not scores:
             continue
-        lines += [f"### {regime}", "", "| score | Brier (held out) | mean p, members | mean p, non-members | n |",
+        lines += [f"### {regime}", "", f"Rests on {block['unit']}; folds: leave one {block['calibrated']['folds']} "
+                  f"out.", "", "| score | Brier (held out) | mean p, members | mean p, non-members | n |",
                   "|---|---|---|---|---|"]
         lines += [f"| {name} | {r['brier']:.3f} | {r['mean_member']:.2f} | {r['mean_non_member']:.2f} | {r['n']} |"
                   for name, r in sorted(scores.items(), key=lambda item: item[1]["brier"])]
