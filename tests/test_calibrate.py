@@ -173,7 +173,7 @@ def test_a_bad_calibration_path_is_one_line_before_any_work(tmp_path):
 
 
 @pytest.mark.slow
-def test_calibration_over_a_multirun_of_tiny_studies(tmp_path):
+def test_calibration_over_a_multirun_of_tiny_studies(tmp_path, capsys):
     """A real (small) dose-response multirun through the joblib launcher, then the whole calibration."""
     import csv
     import subprocess
@@ -193,6 +193,7 @@ def test_calibration_over_a_multirun_of_tiny_studies(tmp_path):
 
     out = main([str(sweep), "--exact-fpr", "0.02", "--near-exact-fpr", "0.1"])
     assert out == sweep / "calibration"
+    assert "missing" not in capsys.readouterr().err  # two seeds, each its own draw: a full grid
     calibration = json.loads((out / "calibration.json").read_text())
     # 4 studies x 5 cells x 4 instances in the pools; the clean model's cells are shared by the two exposures of
     # a seed, so counted once: negatives 4 studies x 2 contaminated cells x 4 + at most 2 seeds x 2 clean cells
@@ -231,7 +232,7 @@ def test_calibration_over_a_multirun_of_tiny_studies(tmp_path):
     assert sorted(row["exposures"] for row in rows) == ["1", "2"]  # the epochs, as exposures
     assert all((row["studies"], row["models"], row["positives"], row["negatives"]) == ("2", "2", "8", "32")
                for row in rows)
-    assert {"tpr_alg2_paper", "fpr_alg2_paper", "tpr_alg1_rouge_l", "auc_rouge_l", "auc_min_k_plus",
+    assert {"tpr_alg2_default", "fpr_alg2_default", "tpr_alg1_rouge_l", "auc_rouge_l", "auc_min_k_plus",
             "tpr_cheat_strict", "fpr_cheat_lenient", "tpr_sharded_likelihood"} <= set(rows[0])
     report = (out / "calibration.md").read_text()
     assert "## Detectors ranked" in report and "| 1 | " in report and "ChatGPT-Cheat?, strict" in report

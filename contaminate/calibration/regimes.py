@@ -242,17 +242,18 @@ def transfer(cells_by_regime: dict[str, list[Cell]], instances_by_regime: dict[s
 
 def missing_cells(conditions: dict[str, dict], units_by_condition: dict[str, set[tuple[int, int]]]) -> list[str]:
     """The sweep grid's cells with no finished study: every combination of the regimes' axes (format,
-    background, backend, dataset, exposures, draw, seed) seen among the studies, less those seen; background none
+    background, backend, dataset, exposures, model) seen among the studies, less those seen, where a model is a
+    (draw, seed) pair seen in some study (draws follow seeds unless set apart: they are one axis); background none
     has no exposures 0 (nothing would be trained)."""
-    seen = {(s["format"], s.get("background", "none"), s.get("backend"), s["dataset"], s.get("exposures"), *unit)
+    seen = {(s["format"], s.get("background", "none"), s.get("backend"), s["dataset"], s.get("exposures"), unit)
             for key, s in conditions.items() for unit in units_by_condition[key]}
     axes = [sorted({cell[k] for cell in seen}, key=lambda v: (v is None, str(v) if not isinstance(v, (int, float))
-                                                             else f"{v:012.4f}")) for k in range(7)]
+                                                             else f"{v:012.4f}")) for k in range(6)]
     gaps = []
     for cell in itertools.product(*axes):
         if cell in seen or (cell[1] == "none" and cell[4] == 0):
             continue
-        fmt, background, backend, dataset, exposures, draw, seed = cell
+        fmt, background, backend, dataset, exposures, (draw, seed) = cell
         gaps.append(f"{fmt}/{background}/{backend} {dataset} exposures {_dose_name(exposures)} draw {draw} "
                     f"seed {seed}")
     return gaps
