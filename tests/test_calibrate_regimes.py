@@ -307,3 +307,36 @@ def test_the_pooled_dose_plot_is_skipped_when_regimes_crowd_it(tmp_path):
     assert not plot_dose_response(rows(MAX_DOSE_VARIANTS + 1), ["alg2"], ["loss"], tmp_path / "many.png")
     assert not (tmp_path / "many.png").exists()
     assert not plot_dose_response(rows(1)[:1], ["alg2"], ["loss"], tmp_path / "one_dose.png")  # nothing varies
+
+
+def test_the_control_scored_twice_counts_once(tmp_path):
+    """An exposures-0 study's "contaminated" model is its control, so its non-member cell and its clean non-member
+    cell are one computation (same model, split, instances, detector): one observation, whatever the cells' names."""
+    from contaminate.calibration.studies import load_instances
+
+    folder = tmp_path / "x0"
+    folder.mkdir()
+    rows, cells = [], {}
+    for cell, checkpoint in (("contaminated_x_non_members", "contaminated"), ("clean_x_non_members", "clean")):
+        rows += [{"cell": cell, "instance_id": k, "instruction": "guided", "checkpoint": checkpoint, "split": "test",
+                  "prompt": f"non-member {k}", "ground_truth": "clean", "reference": "r", "completion": "c",
+                  "rouge_l": 0.1, "loss": -3.0} for k in range(2)]
+        cells[cell] = {"checkpoint": checkpoint, "ground_truth": "clean", "n_instances": 2, "split": "test",
+                       "instances": "non_members"}
+    rows += [{"cell": "contaminated_x_members", "instance_id": 9, "instruction": "guided", "checkpoint": "contaminated",
+              "split": "test", "prompt": "member", "ground_truth": "contaminated", "reference": "r",
+              "completion": "c", "rouge_l": 0.1, "loss": -1.0}]  # a study of the sweep that did train (for loading)
+    cells["contaminated_x_members"] = {"checkpoint": "contaminated", "ground_truth": "contaminated",
+                                       "n_instances": 1, "split": "test", "instances": "members"}
+    manifest = {"base_model": BASE, "dataset": {"key": "synth_nli"}, "member_ids": [9],
+                "detection_ids": {"members": [9]}, "format": {"name": "metadata"}, "detect": {"prompt_format": "raw"},
+                "contaminate": {"backend": "full", "exposures": 0, "epochs": None}, "seeds": {"sampling": 0},
+                "checkpoint": {"id": "control"}, "control_checkpoint": {"id": "control"},
+                "judge": {"name": "threshold"}, "regime": {"background": {"name": "offline"}}}
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    (folder / "results.jsonl").write_text("\n".join(json.dumps(row) for row in rows) + "\n")
+    (folder / "summary.json").write_text(json.dumps({"cells": cells}))
+    instances, _, partitions = load_instances([tmp_path])
+    non_members = [p for p in partitions if p.cell.endswith("non_members")]
+    assert len(non_members) == 2 and len({p.observation for p in non_members}) == 1
+    assert len({i.observation for i in instances if i.cell.endswith("non_members")}) == 2  # two instances, once each
