@@ -147,7 +147,7 @@ def test_calibration_by_regime_on_hand_built_studies(tmp_path):
     assert "# Calibration from 8 studies: 2 models (2 draws x 1 seed)" in report
     assert "## Membership within each model" in report and "| loss | 0.50 [" in report
     assert "## Held-out thresholds: practitioner and oracle" in report
-    assert "| loss | oracle | 3-3 | 2/2 [0.16, 1.00] | 1/2 [0.01, 0.99] |" in report
+    assert "| loss | oracle | 3-3 | 0 of 2 | 2/2 [0.16, 1.00] | 1/2 [0.01, 0.99] |" in report
     assert "| Alg. 2 (default thresholds, paper's rule) | 0/2 [0.00, 0.84] |" in report
     assert "4/4 (?) · 4/4" in report and "# Cross-model numbers (not membership)" in report
     assert report.index("## Membership within each model") < report.index("# Cross-model numbers")

@@ -176,8 +176,10 @@ def _held_out_rates(flags: dict, *, level: str, seed: int) -> dict:
                 per_unit: dict[Unit, list] = defaultdict(list)
                 for (unit, _), values in chosen.items():
                     per_unit[unit].append(values)
-                block[rate] = hierarchical_bootstrap({u: [np.concatenate(v)] for u, v in per_unit.items()},
-                                                     lambda x: x.mean(axis=1), seed=seed, n_resamples=1000)
+                pooled = np.concatenate([v for values in per_unit.values() for v in values])
+                block[rate] = {**hierarchical_bootstrap({u: [np.concatenate(v)] for u, v in per_unit.items()},
+                                                        lambda x: x.mean(axis=1), seed=seed, n_resamples=1000),
+                               "k": int(pooled.sum()), "n": int(pooled.size)}  # instances, for reading 0 of n
         block["unit"] = units_text([unit for unit, _ in models])
         found[_dose_key(dose)] = block
     return found

@@ -40,6 +40,14 @@ def fraction(block: dict | None) -> str:
     return f"{block['k']}/{block['n']} [{block['low']:.2f}, {block['high']:.2f}]"
 
 
+def _instance_rate(block: dict | None) -> str:
+    """A mean share over models with its interval, and the instances flagged: a bootstrap of 0 flagged anywhere
+    is [0, 0], which bounds nothing; "0/40" says how little was seen."""
+    if not block or block.get("estimate") is None:
+        return "-"
+    return f"{interval(block)} ({block['k']}/{block['n']})"
+
+
 def _rule_text(rule: dict) -> str:
     return f">= {rule['min_exact'] or 'never'} exact or >= {rule['min_near_exact'] or 'never'} near-exact"
 
@@ -99,8 +107,10 @@ def thresholds_section(by_regime: dict) -> list[str]:
              f"clean scores nothing can be flagged), then scored on the held-out models: TPR on their members, FPR on "
              f"their own non-members. Practitioner: fitted on what a user has without ground truth (clean models' "
              f"cells, the other split); oracle: the contaminated models' non-members too. A practitioner FPR far over "
-             f"{budget:.0%} is the contaminated model scoring its own non-members higher than any clean model does.",
-             ""]
+             f"{budget:.0%} is the contaminated model scoring its own non-members higher than any clean model does. "
+             f"A fold that cannot flag (too few clean scores for the guarantee) flags nothing, and its models count "
+             f"as not detected. Instance-level rates: the mean share over models [hierarchical bootstrap] (flagged / "
+             f"instances); where nothing was flagged the bootstrap interval is [0, 0] and bounds nothing.", ""]
     for regime, block in by_regime["regimes"].items():
         doses = _doses(block)
         for level, text in (("cell", "cell level (one statistic per 10-instance cell; k of n models)"),
@@ -110,18 +120,19 @@ def thresholds_section(by_regime: dict) -> list[str]:
                 continue
             lines += [f"### {regime}: {text}", "",
                       f"Rests on {block['unit']}; folds: leave one {held['folds']} out ({held['n_folds']} folds).", "",
-                      "| detector | setting | clean scores fitted on | " +
+                      "| detector | setting | clean scores fitted on | folds that cannot flag | " +
                       " | ".join(f"TPR x{d} | FPR x{d}" for d in doses) + " |",
-                      "|---|---|---|" + "---|---|" * len(doses)]
+                      "|---|---|---|---|" + "---|---|" * len(doses)]
             for name, settings in held["detectors"].items():
                 for setting, result in settings.items():
                     fitted = result["fitted_on"]
                     cells = []
                     for d in doses:
                         rates = result["by_dose"].get(d, {})
-                        show = fraction if level == "cell" else interval
+                        show = fraction if level == "cell" else _instance_rate
                         cells += [show(rates.get("tpr")), show(rates.get("fpr"))]
-                    lines.append(f"| {name} | {setting} | {min(fitted)}-{max(fitted)} | " + " | ".join(cells) + " |")
+                    lines.append(f"| {name} | {setting} | {min(fitted)}-{max(fitted)} | "
+                                 f"{result['unflaggable_folds']} of {len(fitted)} | " + " | ".join(cells) + " |")
             lines.append("")
     return lines
 
