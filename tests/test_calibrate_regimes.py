@@ -303,7 +303,7 @@ def test_the_pooled_dose_plot_is_skipped_when_regimes_crowd_it(tmp_path):
 
     assert plot_dose_response(rows(MAX_DOSE_VARIANTS), ["alg2"], ["loss"], tmp_path / "few.png")
     assert (tmp_path / "few.png").stat().st_size > 0
-    # one line per detector and regime: the per-regime panels (regimes_dose_response.png) draw these instead
+    # one line per detector and regime: membership.png draws a row per regime instead
     assert not plot_dose_response(rows(MAX_DOSE_VARIANTS + 1), ["alg2"], ["loss"], tmp_path / "many.png")
     assert not (tmp_path / "many.png").exists()
     assert not plot_dose_response(rows(1)[:1], ["alg2"], ["loss"], tmp_path / "one_dose.png")  # nothing varies

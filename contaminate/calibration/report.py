@@ -138,7 +138,7 @@ def plot_roc(result: Calibration, path: Path) -> None:
 def plot_dose_response(rows: list[dict], detector_names: list[str], scores: list[str], path: Path) -> bool:
     """Detection rate (top) and instance AUC (bottom) against exposure, one column per dataset. False (and no
     file) if the exposure does not vary, or if more than MAX_DOSE_VARIANTS conditions share an exposure (a sweep over
-    regimes: one line per detector and regime is unreadable here, and regimes_dose_response.png draws a panel each)."""
+    regimes: one line per detector and regime is unreadable here, and membership.png draws a row per regime)."""
     exposures = {r[EXPOSURE] for r in rows if r.get(EXPOSURE) is not None}
     if len(exposures) < 2 or max(Counter((r["dataset"], r.get(EXPOSURE)) for r in rows).values()) > MAX_DOSE_VARIANTS:
         return False
