@@ -102,12 +102,19 @@ def tables(calibration: Path) -> str:
     return "\n".join("\n".join(part(by_regime)) + "\n" for part in (membership, thresholds, verdicts, transfer))
 
 
+def _split(text: str, folder: Path) -> tuple[str, str, str]:
+    """A document as (up to and with the begin marker, between the markers, from the end marker on)."""
+    begin = BEGIN.format(folder=folder)
+    if begin not in text or END not in text.split(begin, 1)[1]:
+        raise SystemExit(f"no headline markers for {folder}: add the lines {begin!r} and {END!r}")
+    head, rest = text.split(begin, 1)
+    inside, tail = rest.split(END, 1)
+    return head + begin, inside, END + tail
+
+
 def between_markers(text: str, folder: Path) -> str:
     """What stands between a document's markers for this calibration folder."""
-    begin = BEGIN.format(folder=folder)
-    if begin not in text or END not in text:
-        raise SystemExit(f"no headline markers for {folder}: add the lines {begin!r} and {END!r}")
-    return text.split(begin, 1)[1].split(END, 1)[0].strip("\n")
+    return _split(text, folder)[1].strip("\n")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -119,9 +126,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.write is None:
         print(generated)
         return
-    text = args.write.read_text()
-    old = between_markers(text, args.calibration)
-    args.write.write_text(text.replace(old, generated.strip("\n"), 1))
+    head, _, tail = _split(args.write.read_text(), args.calibration)
+    args.write.write_text(f"{head}\n{generated.strip()}\n{tail}")
 
 
 if __name__ == "__main__":
