@@ -11,6 +11,7 @@ import numpy as np
 
 from contaminate.calibration.constants import PAPER_RULE, RULE_GRID, SAMPLE_SIZE
 from contaminate.calibration.instance_level import roc_with_interval
+from contaminate.calibration.statistics import clopper_pearson, unit_label
 from contaminate.calibration.studies import Instance, Partition, distinct
 from detect.stats import bootstrap_test
 
@@ -57,10 +58,6 @@ def alg1_flag_rate(pool: Sequence[Instance], score: str, *, sample_size: int = S
     return significant / n_draws
 
 
-def unit_label(unit: tuple[int, int]) -> str:
-    return f"d{unit[0]}s{unit[1]}"
-
-
 def pools_of(instances: Sequence[Instance]) -> dict[tuple[str, str, str], list[int]]:
     """Instance positions by (condition, cell, model): the pools partition samples are drawn from. A pool is one
     model's cell: a sample never mixes instances of two models (two models' single near-exact replicas are no
@@ -74,8 +71,6 @@ def pools_of(instances: Sequence[Instance]) -> dict[tuple[str, str, str], list[i
 def rate_summary(rates: Sequence[float], *, n_resamples: int = 2000, seed: int = 0) -> dict:
     """Mean of per-pool rates with an interval: exact (Clopper-Pearson) where every pool's rate is 0 or 1 (a pool
     the size of the sample: its one verdict), else a percentile bootstrap over pools."""
-    from contaminate.calibration.statistics import clopper_pearson
-
     rates = np.asarray(rates, float)
     if rates.size == 0:
         return {"mean": None, "low": None, "high": None, "n_pools": 0}

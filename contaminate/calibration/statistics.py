@@ -24,6 +24,11 @@ Unit = tuple[int, int]  # (member draw, training seed)
 CONFIDENCE = 0.95
 
 
+def unit_label(unit: Unit) -> str:
+    """A unit as calibration.json names it: "d1s0" is draw 1 trained with seed 0."""
+    return f"d{unit[0]}s{unit[1]}"
+
+
 def units_text(units: Sequence[Unit]) -> str:
     """How many independent units a number rests on, as every table says it: "6 models (3 draws x 2 seeds)"."""
     units = sorted(set(units))
@@ -87,7 +92,7 @@ def hierarchical_bootstrap(units: Mapping[Unit, Sequence[np.ndarray]], statistic
     estimate = float(np.mean(list(point.values()))) if keys else None
     draws = sorted({d for d, _ in keys})
     result = {"estimate": estimate, "low": None, "high": None, "n_units": len(keys), "n_draws": len(draws),
-              "n_seeds": len({s for _, s in keys}), "per_unit": {f"d{d}s{s}": v for (d, s), v in point.items()},
+              "n_seeds": len({s for _, s in keys}), "per_unit": {unit_label(u): v for u, v in point.items()},
               "unit": units_text(keys) if keys else "no model"}
     if len(keys) < 2:
         return result

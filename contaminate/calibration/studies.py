@@ -18,6 +18,12 @@ from detect.judge import normalize
 from detect.run import SCORES, verdicts
 
 
+def unit_of(draw: int | None, seed: int) -> tuple[int, int]:
+    """The independent unit: (member draw, training seed). Instances of one unit share a model and its members; a
+    study from before draws were set apart drew with its seed."""
+    return (seed if draw is None else draw, seed)
+
+
 @dataclass
 class Instance:
     """One instance of one cell of one study: its guided (and general) row and its ground truth."""
@@ -35,8 +41,7 @@ class Instance:
 
     @property
     def unit(self) -> tuple[int, int]:
-        """The independent unit: (member draw, training seed). Instances of one unit share a model and members."""
-        return (self.seed if self.draw is None else self.draw, self.seed)
+        return unit_of(self.draw, self.seed)
 
     @property
     def exact_score(self) -> float:
@@ -60,7 +65,7 @@ class Partition:
 
     @property
     def unit(self) -> tuple[int, int]:
-        return (self.seed if self.draw is None else self.draw, self.seed)
+        return unit_of(self.draw, self.seed)
 
 
 def needs(name: str) -> str:
