@@ -191,7 +191,7 @@ def _rule_key(rule: tuple) -> str:
     return f"{rule[0] or '-'}/{rule[1] or '-'}"
 
 
-def transfer(cells_by_regime: dict[str, list[Cell]], instances_by_regime: dict[str, list[Scored]], *,
+def transfer(cells_by_regime: dict[str, list[Scored]], instances_by_regime: dict[str, list[Scored]], *,
              budget: float, tolerance: float = TRANSFER_TOLERANCE) -> dict:
     """Per cell statistic: the oracle threshold (split conformal at ``budget`` on every clean cell of the row
     regime) applied to the column regime's models: FPR on their own non-member cells, with the equivalence test of
@@ -199,19 +199,19 @@ def transfer(cells_by_regime: dict[str, list[Cell]], instances_by_regime: dict[s
     fitted on the row regime's planted examples (members vs non-members), its Brier score on the column regime's.
     The diagonal is left out: a regime's own held-out numbers are in its ``thresholds`` and ``calibrated``."""
     regimes = list(cells_by_regime)
-    names = sorted({n for cells in cells_by_regime.values() for c in cells for n in c.statistics})
+    names = sorted({n for cells in cells_by_regime.values() for c in cells for n in c.values})
     thresholds: dict[str, dict] = {}
     for name in names:
         rows = {}
         for source in regimes:
-            clean = [c.values[name] for c in distinct([c.scored for c in cells_by_regime[source]])
+            clean = [c.values[name] for c in distinct(cells_by_regime[source])
                      if name in c.values and c.role in SETTINGS["oracle"]]
             fitted = conformal_threshold(clean, budget)
             row = {}
             for target in regimes:
                 if target == source:
                     continue
-                chosen = [c.scored for c in cells_by_regime[target] if name in c.statistics]
+                chosen = [c for c in cells_by_regime[target] if name in c.values]
                 non = [c.values[name] > fitted["threshold"] for c in chosen if c.role == "non_member"]
                 members = [c.values[name] > fitted["threshold"] for c in chosen if c.role == "member"]
                 row[target] = {**equivalence(sum(non), len(non), budget=budget, tolerance=tolerance),
@@ -294,7 +294,7 @@ def regime_calibration(instances: Sequence[Instance], partitions: Sequence[Parti
     for cell in regime_cells(instances, partitions, conditions):
         cells_by_regime[cell.regime].append(cell)
 
-    regimes, skipped, scored = {}, {}, {}
+    regimes, skipped, scored, scored_cells = {}, {}, {}, {}
     for regime in sorted(instances_by_regime):
         chosen = instances_by_regime[regime]
         observed = distinct_instances(chosen)
@@ -306,6 +306,7 @@ def regime_calibration(instances: Sequence[Instance], partitions: Sequence[Parti
             continue
         scored[regime] = scored_instances(chosen, conditions)
         cells = cells_by_regime[regime]
+        scored_cells[regime] = [c.scored for c in cells]
         settings = conditions[chosen[0].condition]
         regimes[regime] = {
             "format": settings["format"], "background": settings.get("background", "none"),
@@ -314,7 +315,7 @@ def regime_calibration(instances: Sequence[Instance], partitions: Sequence[Parti
                                 key=lambda d: (d is None, d or 0)),
             "draws": sorted({i.unit[0] for i in chosen}), "seeds": sorted({i.unit[1] for i in chosen}),
             "n_cells": {"positive": sum(c.positive for c in cells), "clean": sum(not c.positive for c in cells)},
-            **regime_units(scored[regime], [c.scored for c in cells], {c.observation: c.verdicts for c in cells},
+            **regime_units(scored[regime], scored_cells[regime], {c.observation: c.verdicts for c in cells},
                            budget=partition_fpr, seed=seed),
             "alg2": alg2_in_regime(chosen, exact_fpr=exact_fpr, near_exact_fpr=near_exact_fpr, score=score,
                                    budget=partition_fpr, sample_size=sample_size),
@@ -331,7 +332,7 @@ def regime_calibration(instances: Sequence[Instance], partitions: Sequence[Parti
         "targets": {"partition_fpr": partition_fpr, "tolerance": tolerance, "sample_size": sample_size},
         "alg2_everywhere": alg2_everywhere(kept, {"default": default, "calibrated": calibrated},
                                            budget=partition_fpr, sample_size=sample_size),
-        "transfer": transfer({r: cells_by_regime[r] for r in regimes}, scored, budget=partition_fpr,
+        "transfer": transfer(scored_cells, scored, budget=partition_fpr,
                              tolerance=tolerance) if len(regimes) >= 2 else None,
         "missing": {"grid": missing_cells(conditions, units_by_condition)},
     }
