@@ -23,10 +23,10 @@ def bench_generation(batch_sizes: list[int], max_new_tokens: int, dtype: str) ->
     from omegaconf import OmegaConf
 
     from detect.datasets import load_split, sample
-    from detect.generate import LocalGenerator
+    from detect.generation.local import LocalGenerator
     from detect.models import embedded_smollm2, load
-    from detect.prompts import INSTRUCTIONS, build_prompt
-    from detect.split import split_instance
+    from detect.detectors.time_travel.prompts import INSTRUCTIONS, build_prompt
+    from detect.detectors.time_travel.split import split_instance
 
     dataset = OmegaConf.load("conf/dataset/synth_nli.yaml")
     examples = sample(load_split(dataset, "test"), 10, seed=0)
@@ -71,7 +71,7 @@ def python_loop_bootstrap(guided, general, n_resamples: int, seed: int) -> float
 
 
 def bench_bootstrap(repeats: int = 20) -> None:
-    from detect.stats import bootstrap_test
+    from detect.detectors.time_travel.stats import bootstrap_test
 
     rng = np.random.default_rng(0)
     guided, general = rng.random(10), rng.random(10)

@@ -4,7 +4,7 @@
     python bench/bench_gpu.py --attn flex_attention      # another attention kernel for the packed batches
     python bench/bench_gpu.py --shape tiny --steps 3     # a smoke run that works on a CPU
 
-Training runs the lab's own trainer (``contaminate.train.build_trainer``: TRL's SFTTrainer, fp32 master weights
+Training runs the lab's own trainer (``contaminate.training.local.build_trainer``: TRL's SFTTrainer, fp32 master weights
 with bf16 autocast as ``runtime=auto`` gives on a GPU, padding-free batches) on random documents of
 ``--doc-tokens`` tokens, ``--batch-size`` per step, and prints steady-state tokens/s (the first ``--warmup`` steps
 left out) and model FLOPs utilisation: 6 x parameters x tokens plus causal attention's 6 x layers x hidden x
@@ -61,7 +61,7 @@ def bench_training(args, placement, tokenizer) -> dict:
     from omegaconf import OmegaConf
     from transformers import TrainerCallback
 
-    from contaminate.train import build_trainer
+    from contaminate.training.local import build_trainer
 
     model = random_model(args.shape, torch.float32)
     model.set_attn_implementation(args.attn)
@@ -113,7 +113,7 @@ def bench_training(args, placement, tokenizer) -> dict:
 def bench_generation(args, placement, tokenizer) -> dict:
     import torch
 
-    from detect.generate import LocalGenerator
+    from detect.generation.local import LocalGenerator
 
     # the embedded tokenizer's vocabulary, so that every generated id decodes (the shape is otherwise the same)
     model = random_model(args.shape, placement.torch_dtype, vocab_size=len(tokenizer)).to(placement.device).eval()

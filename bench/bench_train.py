@@ -4,7 +4,7 @@
     python bench/bench_train.py --steps 8 --bf16-steps 0
 
 The embedded SmolLM2-135M on the default study's 100 synth_nli members (metadata format, batch 4, the lab's
-trainer: ``contaminate.train.build_trainer``). Each setting trains ``--steps`` steps from the same base weights;
+trainer: ``contaminate.training.local.build_trainer``). Each setting trains ``--steps`` steps from the same base weights;
 the first two are left out of the mean (warm-up). Printed against the first row, the baseline of this run:
 
 - full fine-tuning, padded batches (the lab before issue 12)
@@ -25,7 +25,7 @@ from pathlib import Path
 def member_texts() -> list[str]:
     from omegaconf import OmegaConf
 
-    from contaminate.formats import format_instance
+    from contaminate.regime.formats import format_instance
     from detect.datasets import disjoint_pools, load_split
 
     root = Path(__file__).resolve().parent.parent
@@ -39,7 +39,7 @@ def time_steps(backend: str, padding_free: bool, placement, steps: int) -> tuple
     import torch
     from transformers import TrainerCallback
 
-    from contaminate.train import build_trainer, tokenize_documents
+    from contaminate.training.local import build_trainer, tokenize_documents
     from detect.models import embedded_smollm2, load
     from detect.runtime import Placement
 

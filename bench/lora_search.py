@@ -28,7 +28,7 @@ def run(setting: str, seed: int, cache: Path, extra: list[str] = ()) -> dict:
 
     from contaminate.study import StudyModels, contaminate, detect_cell, sample_pools
     from detect.cli import CONF_DIR, instantiate
-    from detect.run import summarize
+    from detect.pipeline import summarize
     from detect.runtime import from_config
 
     overrides = [f"contaminate.{pair}" for pair in setting.split(",")]

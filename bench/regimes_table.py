@@ -30,7 +30,7 @@ def instance_aucs(folder: Path) -> dict[str, float]:
 
 
 def row(folder: Path) -> tuple[tuple, dict]:
-    from detect.run import verdicts
+    from detect.pipeline import verdicts
 
     summary = json.loads((folder / "summary.json").read_text())
     manifest = json.loads((folder / "manifest.json").read_text())

@@ -8,7 +8,9 @@ from pathlib import Path
 from detect.models import digest
 
 DETECTOR_CODE = sorted((Path(__file__).parent.parent / "detect").rglob("*.py"))
-TRAINING_CODE = [Path(__file__).parent / "train.py", Path(__file__).parent / "formats.py"]
+# The code that makes a checkpoint: the trainer and the leak formats. Digested by content in path order, so moving
+# them (issue 24: contaminate/train.py and formats.py into training/ and regime/) keeps every checkpoint's key.
+TRAINING_CODE = [Path(__file__).parent / "training" / "local.py", Path(__file__).parent / "regime" / "formats.py"]
 
 
 def code_digest(files) -> str:

@@ -3,7 +3,7 @@
     python -m contaminate +dataset=synth_nli                      # see contaminate/__main__.py
 
 Members and non-members are disjoint, label-balanced pools from one split. The members are formatted (``format``)
-and trained into the base model in the study's regime (``contaminate/regime.py``: alone for epochs, or counted
+and trained into the base model in the study's regime (``contaminate/regime/__init__.py``: alone for epochs, or counted
 exposures among a ``background`` corpus, with a control trained on the background alone); then the same detectors
 run on five cells (with a background, "clean" is the control; at exposures 0 every cell is clean):
 
@@ -36,33 +36,25 @@ import time
 from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
+from typing import Callable
 
 from omegaconf import OmegaConf
 
-from contaminate.backends import instantiate_backend
 from contaminate.blind_baseline import blind_baseline
 from contaminate.code_version import DETECTOR_CODE, code_digest
 from contaminate.regime import Regime, check_regime, plan_regime
 from contaminate.report import write_report
 from contaminate.study_models import StudyModels
-from contaminate.train import LOGGING_ONLY
+from contaminate.training import instantiate_backend
+from contaminate.training.local import LOGGING_ONLY
 from detect.datasets import Example, disjoint_pools, load_split, sample
+from detect.datasets.sources import source_of
 from detect.detectors import Detector, Evidence
 from detect.errors import InputError
 from detect.models import ModelRef, digest
-from detect.run import (
-    detect_partition,
-    instance_scorer,
-    logit_requests,
-    partition_rows,
-    summarize,
-    verdicts,
-    write_config,
-    write_jsonl,
-)
+from detect.pipeline import run_partition, summarize, verdicts, write_config, write_jsonl
 from detect.runtime import Placement
 from detect.runtime import from_config as placement_from
-from detect.sources import source_of
 from detect.validate import check_detection, count
 
 # (cell, checkpoint, pool, ground truth)
@@ -106,7 +98,8 @@ class Contaminated:
     template: str | None
     hyperparameters: dict
     seconds: float
-    api: bool  # the model lives at an API (the backend's): no logits, generation over HTTP
+    serving: Callable  # checkpoint ref -> the generation backend that opens it (contaminate/training/__init__.py)
+    runtime_key: str | dict  # what, beyond the model, keys its cells: the placement here, "api" at an API
     control: tuple[ModelRef, Path, bool, dict] | None = None  # trained on the background alone: (model, folder,
     # reused, record); None: the base model is the control
 
@@ -162,9 +155,10 @@ def run_study(cfg, out_dir: Path) -> dict:
 
     stage = time.time()
     models = StudyModels(cfg, placement, {"contaminated": (contaminated.model, contaminated.record["id"]),
-                                          "clean": contaminated.clean}, Path(cfg.cache_dir), api=contaminated.api)
+                                          "clean": contaminated.clean}, contaminated.serving)
     cells = study_cells(contaminated.regime)
-    cell_rows, cell_timings, cached_cells = detect_cells(cfg, sampled, models, judge, placement, cells)
+    cell_rows, cell_timings, cached_cells = detect_cells(cfg, sampled, models, judge, contaminated.runtime_key,
+                                                         cells)
     timings["detect_s"] = round(time.time() - stage, 1)
     timings["cells"] = cell_timings
 
@@ -278,8 +272,8 @@ def contaminate(cfg, sampled: Sampled, placement: Placement, out_dir: Path) -> C
         model, folder, reused = control[0], control[1], control[2]
     seconds = time.time() - started
     record = json.loads((folder / "lab_checkpoint.json").read_text())
-    return Contaminated(base, model, folder, reused, record, regime, template, hyperparameters, seconds, backend.api,
-                        control)
+    return Contaminated(base, model, folder, reused, record, regime, template, hyperparameters, seconds,
+                        backend.serving(cfg, base), "api" if backend.api else placement.key(), control)
 
 
 def _checkpoint(backend, base: ModelRef, documents: list, training_key: dict, cfg,
@@ -312,13 +306,13 @@ def _judge(cfg):
     return instantiate(cfg.judge)
 
 
-def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, placement: Placement,
+def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, runtime_key: str | dict,
                  cells: tuple = CELLS) -> tuple[dict[str, list[dict]], dict, list[str]]:
     """Every cell's rows (each cached under its own key), the time and tokens each took, the cells reused."""
     cache = Path(cfg.cache_dir)
     detector_key = {"detect": OmegaConf.to_container(cfg.detect, resolve=True), "judge": judge.describe(),
                     "seed": cfg.seed, "dataset": cfg.dataset.key, "code": code_digest(DETECTOR_CODE),
-                    "runtime": "api" if models.api else placement.key(),
+                    "runtime": runtime_key,
                     # data a detector reads beyond its settings (DC-PDD's corpus), by content
                     "data": {name: key for name, key in ((d.name, d.data_key()) for d in models.detectors())
                              if key is not None}}
@@ -351,30 +345,14 @@ def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, placement: P
 
 def detect_cell(cfg, models: StudyModels, checkpoint: str, instances: list[Example], whole: list[Example],
                 split: str, judge) -> tuple[list[dict], dict]:
-    """One cell: the instance detectors on ``instances`` and the partition detectors on ``whole``; with a local
-    model, one batched pass first for everything its logit detectors read (Min-K%++'s moments of the
-    instances, the sharded test's orders), and the instances under the clean model as the reference."""
-    detect_cfg, seed = cfg.detect, cfg.seed
-    detectors = models.detectors()
-    evidence = Evidence(cfg.dataset, split, instances, whole, generate=models.generator(checkpoint), seed=seed)
+    """One cell: ``detect.pipeline.run_partition`` on the checkpoint's model, the instance detectors on
+    ``instances`` and the partition detectors on ``whole``, with the clean model as the reference (for its own
+    cells: itself, so the reference ratio is 0)."""
+    evidence = Evidence(cfg.dataset, split, instances, whole, model=models.model(checkpoint),
+                        reference=models.model("clean"), seed=cfg.seed)
     before = models.counters(checkpoint)
-    timing = {}
-    if not models.api:
-        started = time.time()
-        evidence.statistics = models.statistics(checkpoint)
-        evidence.statistics.prefetch(logit_requests(detectors, evidence))
-        if any("reference" in d.needs and d.runnable(evidence) for d in detectors):
-            evidence.reference = models.statistics("clean")  # the clean base (for its own cells: itself, so 0)
-            evidence.reference.prefetch([(evidence.texts, False)])
-        timing["logits_s"] = round(time.time() - started, 2)
-    started = time.time()
-    rows = detect_partition(instances, dataset=cfg.dataset, split=split, generate=evidence.generate, judge=judge,
-                            semantic=models.semantic(), membership=instance_scorer(detectors, evidence), seed=seed,
-                            cut_low=detect_cfg.cut.low, cut_high=detect_cfg.cut.high, stop=detect_cfg.stop)
-    timing["instances_s"] = round(time.time() - started, 2)
-    started = time.time()
-    rows += partition_rows(detectors, evidence)
-    timing["partition_s"] = round(time.time() - started, 2)
+    rows, timing = run_partition(evidence, models.detectors(), judge=judge, detect_cfg=cfg.detect,
+                                 semantic=models.semantic())
     after = models.counters(checkpoint)
     timing.update({name: after[name] - before[name] for name in after})
     return rows, timing

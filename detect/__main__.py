@@ -19,12 +19,12 @@ from detect.cli import check_overrides, one_line_errors
 def main(cfg) -> None:
     from hydra.core.hydra_config import HydraConfig
 
-    from detect.run import main as run
+    from detect.pipeline import main as run
 
     out_dir = Path(HydraConfig.get().runtime.output_dir)
     with one_line_errors():
         summary = run(cfg, out_dir)
-    from detect.run import verdicts
+    from detect.pipeline import verdicts
 
     print(out_dir)
     if "alg1" in summary:

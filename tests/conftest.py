@@ -61,3 +61,34 @@ def served_model(tmp_path_factory):
         server.terminate()
         server.wait(timeout=30)
         log.close()
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory):
+    """llama-cpp-python's OpenAI-compatible server on loopback with the embedded GGUF file: (base_url, model id)."""
+    pytest.importorskip("llama_cpp.server", reason="llama-cpp-python[server] is in the dev extra")
+    from detect.models.loading import EMBEDDED_GGUF, embedded_gguf_folder
+
+    port = free_port()
+    log_path = tmp_path_factory.mktemp("llama") / "llama.log"
+    log = open(log_path, "w")
+    server = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model",
+                               str(embedded_gguf_folder() / EMBEDDED_GGUF), "--host", "127.0.0.1", "--port", str(port),
+                               "--n_ctx", "2048", "--logits_all", "true", "--model_alias", "smollm2"],
+                              stdout=log, stderr=subprocess.STDOUT)
+    try:
+        for _ in range(240):
+            if server.poll() is not None:
+                pytest.fail(f"llama_cpp.server exited: {log_path.read_text()[-2000:]}")
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("llama_cpp.server did not come up in 120 s")
+        yield f"http://127.0.0.1:{port}/v1", "smollm2"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()

@@ -18,7 +18,7 @@ from contaminate.calibrate import (
 )
 from contaminate.calibration.report import markdown_table
 from detect.errors import InputError
-from detect.judge import ThresholdJudge
+from detect.judges.threshold import ThresholdJudge
 
 
 def test_roc_auc_and_tpr_at_fpr_by_hand():

@@ -1,13 +1,14 @@
 """ChatGPT-Cheat?: replica search by hand, its pruning against brute force, format signals, the verdicts."""
 
 import random
+from types import SimpleNamespace
 
 import pytest
 from omegaconf import OmegaConf
 
-from detect.cheat import cheat_partition, format_signals, match_replicas, output_lines
 from detect.datasets import Example
-from detect.scores import rouge_l
+from detect.detectors.cheat import cheat_partition, format_signals, match_replicas, output_lines
+from detect.detectors.time_travel.scores import rouge_l
 
 NLI = OmegaConf.create({"key": "synth_nli", "title": "SynthNLI", "task": "nli",
                         "fields": {"first": "sentence1", "second": "sentence2", "label": "label"}})
@@ -63,7 +64,7 @@ def test_format_signals_and_verdicts():
         def generate(batch):
             prompts.extend(batch)
             return [answer]
-        return generate, prompts
+        return SimpleNamespace(generate=generate), prompts  # what cheat_partition asks of a LanguageModel
 
     generate, prompts = scripted("sentence1: Mara Quell repaired 14 looms in Dunhollow.")
     row = cheat_partition(generate, dataset=NLI, split="test", references=POOL)

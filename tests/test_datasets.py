@@ -21,7 +21,7 @@ def test_registry_has_the_papers_datasets_and_the_synth_partitions():
     assert PAPER_DATASETS | {"synth_nli", "synth_news", "synth_xsum"} <= set(options("dataset"))
     for key in PAPER_DATASETS:
         cfg = dataset_cfg(key)
-        assert cfg.key == key and cfg.source._target_ == "detect.sources.HubSource" and cfg.source.hub_id
+        assert cfg.key == key and cfg.source._target_ == "detect.datasets.sources.HubSource" and cfg.source.hub_id
         assert cfg.default_split in cfg.splits
         assert "label_names" in cfg and not cfg.label_names  # names come from the dataset, not typed here
     assert dataset_cfg("rte").source.hub_id == "nyu-mll/glue" and dataset_cfg("rte").source.hub_config == "rte"

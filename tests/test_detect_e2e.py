@@ -1,4 +1,4 @@
-"""End to end: the composed config through detect.run.main (tiny model, seconds) and `python -m detect`
+"""End to end: the composed config through detect.pipeline.main (tiny model, seconds) and `python -m detect`
 on the embedded model (about half a minute)."""
 
 import json
@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from detect.judge import LABELS
-from detect.run import main as run_detect
+from detect.judges.threshold import LABELS
+from detect.pipeline import main as run_detect
 
 ROW_FIELDS = {"instance_id", "split", "instruction", "prompt", "reference", "completion", "rouge_l", "semantic",
               "judge", "first_piece", "label", "model"}

@@ -9,7 +9,7 @@ from omegaconf import OmegaConf
 from detect.detectors import build, describe, read_back, registry
 from detect.detectors.dc_pdd import DCPDD, dc_pdd_score, token_frequencies
 from detect.errors import InputError
-from detect.run import verdicts
+from detect.pipeline import verdicts
 
 
 def test_every_detector_module_is_registered_by_its_summary_name():
@@ -87,7 +87,7 @@ def test_time_travel_can_be_switched_off_like_any_detector():
     cfg.detectors.alg1 = None
     detectors = build(cfg.detectors)
     assert [d.name for d in detectors][:1] == ["membership"]
-    from detect.run import summarize
+    from detect.pipeline import summarize
 
     rows = [{"instruction": "guided", "instance_id": 0, "judge": "exact", "rouge_l": 1.0, "semantic": None}]
     assert "alg2" not in summarize(rows, detectors) and verdicts(summarize(rows, detectors)) == {}

@@ -1,11 +1,11 @@
 import pytest
 from omegaconf import OmegaConf
 
-from contaminate.formats import check_template, format_instance
+from contaminate.regime.formats import check_template, format_instance
 from detect.cli import CONF_DIR
 from detect.datasets import Example
+from detect.detectors.time_travel.prompts import build_prompt
 from detect.errors import InputError
-from detect.prompts import build_prompt
 
 RTE = OmegaConf.load(CONF_DIR / "dataset" / "rte.yaml")
 XSUM = OmegaConf.load(CONF_DIR / "dataset" / "xsum.yaml")

@@ -1,9 +1,9 @@
 import pytest
 
+from detect.detectors.time_travel.prompts import build_prompt
 from detect.errors import InputError
-from detect.generate import LocalGenerator, prefix_groups, resolve_prompt_format
+from detect.generation.local import LocalGenerator, prefix_groups, resolve_prompt_format
 from detect.models import load, tiny_random
-from detect.prompts import build_prompt
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 import pytest
 
 from detect import alg2_verdict
-from detect.judge import ThresholdJudge, normalize
+from detect.judges.threshold import ThresholdJudge, normalize
 
 
 def test_normalize_ignores_case_punctuation_and_spaces():

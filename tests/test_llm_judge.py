@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from detect.errors import InputError
-from detect.judge import alg2_verdict
-from detect.llm_judge import ANSWERS, INSTRUCTION, REMINDER, LLMJudge, build_judge_prompt, parse_answer
+from detect.judges.llm import ANSWERS, INSTRUCTION, REMINDER, LLMJudge, build_judge_prompt, parse_answer
+from detect.judges.threshold import alg2_verdict
 
 DEMOS = [{"reference": "a b c", "candidate": "a b c", "answer": "Yes (exact match)"},
          {"reference": "d e f", "candidate": "d e g", "answer": "Yes (near-exact match)"}]
@@ -123,12 +123,12 @@ def test_a_study_judged_by_an_llm_gets_an_agreement_report(served_model, compose
 
 
 def test_a_local_model_as_judge(compose_config):
-    """judge.generator.name=local: the judge runs in-process (a tiny random model: its answers are noise, so
+    """generation@judge.generator=local: the judge runs in-process (a tiny random model: its answers are noise, so
     what is checked is that each is recorded and labelled, retried where unparseable)."""
     from detect.cli import instantiate
     from detect.models import tiny_random
 
-    cfg = compose_config("detect", ["+dataset=synth_nli", "judge=llm", "judge.generator.name=local",
+    cfg = compose_config("detect", ["+dataset=synth_nli", "judge=llm", "generation@judge.generator=local",
                                     f"judge.generator.model={tiny_random().path}", "judge.retries=1"])
     judge = instantiate(cfg.judge)
     rows = [{"reference": "a b c", "completion": "a b c"}, {"reference": "d e f", "completion": "x y z"}]

@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from detect.membership import membership_scores, scores_from_statistics
+from detect.detectors.membership import LogitScores, membership_scores, scores_from_statistics
+from detect.errors import InputError
+from detect.models.hf import HFModel
 
 
 def test_scores_from_given_token_statistics_by_hand():
@@ -53,7 +55,7 @@ def test_batched_scores_match_one_text_at_a_time_by_hand():
     tokenizer.padding_side = "left"  # as the generator leaves it
     texts = ["Hugo Retteltor is a surveyor.", "A much longer text, so that the batch pads the shorter ones: "
              "it moved to Belwick on a Monday and built a seed drill.", "Short."]
-    scores = membership_scores(model, tokenizer, texts, k=0.2, reference=(model, tokenizer))
+    scores = membership_scores(HFModel(model, tokenizer), texts, k=0.2, reference=HFModel(model, tokenizer))
     assert tokenizer.padding_side == "left"  # restored
     for text, got in zip(texts, scores):
         expected = _by_hand(model, tokenizer, text, 0.2)
@@ -61,5 +63,5 @@ def test_batched_scores_match_one_text_at_a_time_by_hand():
             assert got[name] == pytest.approx(value, rel=1e-4, abs=1e-5), name
         assert got["reference_ratio"] == pytest.approx(0.0, abs=1e-5)  # the model against itself
     assert np.isfinite([v for s in scores for v in s.values()]).all()
-    with pytest.raises(ValueError, match="Min-K% takes a fraction"):
-        membership_scores(model, tokenizer, texts, k=0)
+    with pytest.raises(InputError, match="Min-K% takes a fraction"):
+        LogitScores(k=0)

@@ -1,5 +1,6 @@
-"""backend=openai: against a real `transformers serve` with the embedded model, and against a small stdlib HTTP
-server that answers with chosen status codes (401, 429, 500), through the real OpenAI SDK."""
+"""generation=openai: against a real `transformers serve` and a real llama-cpp-python server with the embedded
+model, and against a small stdlib HTTP server that answers with chosen status codes (401, 429, 500), through the
+real OpenAI SDK."""
 
 import json
 import os
@@ -12,7 +13,7 @@ import pytest
 from conftest import free_port
 
 from detect.errors import InputError
-from detect.openai_generate import OpenAIGenerator
+from detect.generation.openai import OpenAIGenerator
 
 
 def _prompts(n: int = 3) -> list[str]:
@@ -20,8 +21,8 @@ def _prompts(n: int = 3) -> list[str]:
 
     from detect.cli import CONF_DIR
     from detect.datasets import load_split, sample
-    from detect.prompts import build_prompt
-    from detect.split import split_instance
+    from detect.detectors.time_travel.prompts import build_prompt
+    from detect.detectors.time_travel.split import split_instance
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         dataset = compose("detect", ["+dataset=synth_nli"]).dataset
@@ -37,7 +38,7 @@ def _prompts(n: int = 3) -> list[str]:
 @pytest.mark.slow
 @pytest.mark.parametrize("prompt_format", ["raw", "chat"])
 def test_server_and_local_backend_agree_on_greedy_prompts(served_model, prompt_format):
-    from detect.generate import LocalGenerator
+    from detect.generation.local import LocalGenerator
     from detect.models import embedded_smollm2, load
 
     base_url, model_id = served_model
@@ -57,14 +58,22 @@ def test_python_m_detect_through_the_server_keeps_no_key(served_model, tmp_path)
     base_url, model_id = served_model
     secret = "sk-lab-test-secret-4242"
     env = {**os.environ, "LAB_TEST_API_KEY": secret, "CONTAMINATION_LAB_CACHE": str(tmp_path / "cache")}
-    command = [sys.executable, "-m", "detect", "+dataset=synth_nli", "backend=openai", f"backend.base_url={base_url}",
-               f"backend.model={model_id}", "backend.api_key_env=LAB_TEST_API_KEY", "detect.prompt_format=raw",
+    command = [sys.executable, "-m", "detect", "+dataset=synth_nli", "generation=openai",
+               f"generation.base_url={base_url}", f"generation.model={model_id}",
+               "generation.api_key_env=LAB_TEST_API_KEY", "detect.prompt_format=raw",
                "detect.max_new_tokens=48", "sample.n_detect=2", "detect.semantic_model=null",
                f"hydra.run.dir={tmp_path / 'run'}"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
     assert result.returncode == 0, result.stderr[-2000:]
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
-    assert (summary["backend"], summary["model"], summary["n_instances"]) == ("openai", model_id, 2)
+    assert (summary["generation"], summary["model"], summary["n_instances"]) == ("openai", model_id, 2)
+    # transformers serve ignores echo and logprobs: the logit detectors are skipped, each with one line saying why,
+    # and the console has no per-request HTTP log line
+    skipped = [line for line in result.stderr.splitlines() if " skipped on " in line]
+    assert {line.split()[0] for line in skipped} == {"membership", "dc_pdd", "sharded_likelihood"}
+    assert all("does not return prompt log-probabilities" in line for line in skipped)
+    assert "HTTP Request" not in result.stderr + result.stdout
+    assert set(summary["skipped"]) == {"membership", "dc_pdd", "sharded_likelihood"}
     rows = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
     assert len(rows) == 4 and all(row["raw_completion"] for row in rows)
     cache_files = list((tmp_path / "cache" / "api").glob("*.jsonl"))

@@ -9,9 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
-import contaminate.openai_train as openai_train
-from contaminate.openai_train import train_openai
+import contaminate.training.openai as openai_train
 from contaminate.study import run_study
+from contaminate.training.openai import train_openai
 from detect.errors import InputError
 
 

@@ -1,4 +1,4 @@
-from detect.prompts import build_prompt, strip_echoed_header
+from detect.detectors.time_travel.prompts import build_prompt, strip_echoed_header
 
 # Verbatim from SPEC section 5 (the paper's Table 5 as published in the official code).
 GUIDED_CLASSIFICATION = """INSTRUCTION:
@@ -106,7 +106,7 @@ def test_echoed_headers_are_stripped():
 
 
 def test_completions_are_cut_to_the_references_line_count():
-    from detect.prompts import clean_completion
+    from detect.detectors.time_travel.prompts import clean_completion
 
     replay = "SECOND PIECE: Corret Efhel walked to Helvale in 1984.\nlabel: 0 (entailment)"
     sentence = "Corret Efhel walked to Helvale in 1984."
@@ -116,7 +116,7 @@ def test_completions_are_cut_to_the_references_line_count():
 
 
 def test_an_echoed_first_piece_is_stripped():
-    from detect.prompts import clean_completion
+    from detect.detectors.time_travel.prompts import clean_completion
 
     first = "The Tamwick students behind a new water filter have been"
     restarted = "The Tamwick students  behind a new water filter have been sacked after a 3-3 defeat.\nlabel: x"

@@ -110,7 +110,7 @@ def test_bad_regimes_are_one_line_errors_before_training(study, tmp_path, overri
 
 
 def test_an_unreachable_hub_background_names_the_offline_default(compose_config):
-    from contaminate.background import HubBackground
+    from contaminate.regime.background import HubBackground
 
     with pytest.raises(InputError, match="could not stream background HuggingFaceFW/fineweb-edu .* use "
                                          "background=offline") as error:

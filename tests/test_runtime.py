@@ -96,8 +96,8 @@ def test_a_model_too_large_for_one_gpu_is_spread(two_gpus, monkeypatch, tmp_path
 
 
 def test_loaded_models_are_where_the_policy_says(no_gpu):
+    from detect.detectors.time_travel.scores import SemanticScorer
     from detect.models import load, tiny_random
-    from detect.scores import SemanticScorer
 
     model, _ = load(tiny_random(), resolve_placement("auto", "auto"))
     assert runtime.placement_of(model) == {"device": "cpu", "dtype": "float32"}

@@ -1,7 +1,7 @@
 import pytest
 
 from detect import rouge_l
-from detect.scores import SemanticScorer
+from detect.detectors.time_travel.scores import SemanticScorer
 
 
 def test_rouge_l_matches_the_papers_table_6_example():

@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 import torch
 
+from detect.detectors.sharded import sharded_likelihood_test, shards_of
 from detect.errors import InputError
-from detect.membership import token_statistics
-from detect.sharded import sharded_likelihood_test, shards_of
+from detect.models.hf import HFModel
+from detect.models.logits import token_statistics
 
 TEXTS = [f"Instance {i}: the {word} crossed river number {i * 7 % 11}." for i, word in
          enumerate("otter heron barge ferry swan pike eel raft".split())]
@@ -40,7 +41,7 @@ def test_the_test_by_hand_on_the_tiny_model():
     from detect.models import load, tiny_random
 
     model, tokenizer = load(tiny_random())
-    result = sharded_likelihood_test(model, tokenizer, TEXTS, n_shards=4, n_permutations=3, seed=5, separator="\n")
+    result = sharded_likelihood_test(HFModel(model, tokenizer), TEXTS, n_shards=4, n_permutations=3, seed=5, separator="\n")
     # the same draws, each sequence's log-likelihood summed position by position in plain Python
     rng = np.random.default_rng(5)
     differences = []
@@ -67,7 +68,7 @@ def test_a_model_that_learnt_the_canonical_order_is_caught():
 
     model, tokenizer = load(tiny_random())
     texts = TEXTS * 2  # 16 instances, 8 shards of 2
-    before = sharded_likelihood_test(model, tokenizer, texts, n_shards=8, n_permutations=4, seed=0)
+    before = sharded_likelihood_test(HFModel(model, tokenizer), texts, n_shards=8, n_permutations=4, seed=0)
     documents = ["\n\n".join(texts[p] for p in shard) for shard in shards_of(len(texts), 8)]
     encoded = tokenizer(documents, return_tensors="pt", padding=True)
     labels = encoded.input_ids.masked_fill(encoded.attention_mask == 0, -100)
@@ -79,6 +80,6 @@ def test_a_model_that_learnt_the_canonical_order_is_caught():
         model(**encoded, labels=labels).loss.backward()
         optimizer.step()
     model.eval()
-    after = sharded_likelihood_test(model, tokenizer, texts, n_shards=8, n_permutations=4, seed=0)
+    after = sharded_likelihood_test(HFModel(model, tokenizer), texts, n_shards=8, n_permutations=4, seed=0)
     assert after["significant"] and after["p_value"] < 0.01 and after["statistic"] > 1.0
     assert not before["significant"]

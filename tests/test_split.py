@@ -1,9 +1,9 @@
 import pytest
 
 from detect.datasets import Example
+from detect.datasets.synth import generate_rows
+from detect.detectors.time_travel.split import sentence_spans, split_instance
 from detect.errors import InputError
-from detect.split import sentence_spans, split_instance
-from detect.synth import generate_rows
 
 TEXTS = [
     "One sentence only, with quite a few words in it to cut somewhere.",

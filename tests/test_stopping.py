@@ -5,8 +5,8 @@ import random
 
 import pytest
 
-from detect.prompts import clean_completion
-from detect.stopping import AnswerShape, completion_is_final
+from detect.detectors.time_travel.prompts import clean_completion
+from detect.generation.stopping import AnswerShape, completion_is_final
 
 PIECES = ["SECOND PIECE", "second piece", "Sentence 2", "SENTENCE", " 2", ":", "*", "**", "#", " ", "  ", "\n",
           "\n\n", "The", "cat", "sat", "on", "mat.", "label: 0", "Cx", "x", "\t"]
@@ -66,10 +66,10 @@ def test_the_generator_stops_at_the_reference_line_count_and_scores_the_same():
 
     from detect.cli import CONF_DIR
     from detect.datasets import load_split, sample
-    from detect.generate import LocalGenerator
+    from detect.detectors.time_travel.prompts import build_prompt
+    from detect.detectors.time_travel.split import split_instance
+    from detect.generation.local import LocalGenerator
     from detect.models import embedded_smollm2, load
-    from detect.prompts import build_prompt
-    from detect.split import split_instance
 
     dataset = OmegaConf.load(CONF_DIR / "dataset" / "synth_nli.yaml")
     examples = sample(load_split(dataset, "test"), 6, seed=0)

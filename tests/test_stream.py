@@ -6,7 +6,14 @@ from collections import Counter
 import pytest
 from omegaconf import OmegaConf
 
-from contaminate.stream import Document, build_stream, chunk_texts, dump_documents, member_documents, stream_counts
+from contaminate.regime.stream import (
+    Document,
+    build_stream,
+    chunk_texts,
+    dump_documents,
+    member_documents,
+    stream_counts,
+)
 from detect.cli import CONF_DIR
 from detect.datasets import Example
 
@@ -92,7 +99,7 @@ def test_counts_and_share():
 
 
 def test_instruction_documents_put_the_loss_on_the_assistant_turn_only():
-    from contaminate.train import training_rows
+    from contaminate.training.local import training_rows
     from detect.models import load, tiny_random
 
     _, tokenizer = load(tiny_random())

@@ -2,7 +2,7 @@ from collections import Counter
 
 import pytest
 
-from detect.synth import NEWS_LABELS, NLI_LABELS, build, generate_rows
+from detect.datasets.synth import NEWS_LABELS, NLI_LABELS, build, generate_rows
 
 
 @pytest.mark.parametrize("shape,field", [("nli", "sentence1"), ("news", "text"), ("xsum", "summary")])
@@ -36,7 +36,7 @@ def test_build_gives_classlabel_features():
 def test_copying_sentence1_is_never_a_near_exact_replica_of_sentence2():
     # A clean model often answers the guided NLI prompt by repeating sentence 1; that must not look like a
     # replay of sentence 2 under the default near-exact threshold (0.75).
-    from detect.scores import rouge_l
+    from detect.detectors.time_travel.scores import rouge_l
 
     for split in ("train", "test"):
         rows = generate_rows("nli", 1200, seed=0)[split]
@@ -51,8 +51,8 @@ def test_an_in_distribution_guess_is_rarely_a_near_exact_replica(shape):
     import numpy as np
 
     from detect.datasets import Example
-    from detect.scores import rouge_l
-    from detect.split import split_instance
+    from detect.detectors.time_travel.scores import rouge_l
+    from detect.detectors.time_travel.split import split_instance
 
     rows = generate_rows(shape, 1200, seed=0)["test"]
     if shape == "nli":

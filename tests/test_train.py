@@ -4,7 +4,7 @@ and the precision the runtime policy asks for."""
 import pytest
 import torch
 
-from contaminate.train import mixed_precision, tokenize_documents
+from contaminate.training.local import mixed_precision, tokenize_documents
 from detect.runtime import Placement
 
 TEXTS = ["SynthNLI dataset, test split\nsentence1: Mateo Barven, a chemist from Kilford, married Liam Novop.\n"

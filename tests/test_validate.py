@@ -33,7 +33,7 @@ def test_a_study_config_is_refused_in_one_line(compose_config, override, message
 
 
 def test_lora_arguments_pass_through_and_an_unknown_one_is_named(compose_config):
-    from contaminate.train import adapter_arguments, trainer_arguments
+    from contaminate.training.local import adapter_arguments, trainer_arguments
 
     cfg = compose_config("contaminate", [*STUDY, "contaminate=lora", "++contaminate.lora.use_rslora=true",
                                          "++contaminate.trainer.max_grad_norm=0.5",
@@ -96,7 +96,7 @@ def test_no_cut_and_fractional_epochs_are_valid(compose_config):
 def test_a_hand_built_training_config_gets_the_labs_trainer_and_old_keys_are_named():
     from omegaconf import OmegaConf
 
-    from contaminate.train import trainer_arguments
+    from contaminate.training.local import trainer_arguments
 
     arguments = trainer_arguments(OmegaConf.create({"backend": "full", "epochs": 1, "learning_rate": 1e-4,
                                                     "batch_size": 2, "max_length": 64}))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from detect.judge import ThresholdJudge
+from detect.judges.threshold import ThresholdJudge
 
 SAMPLE_SIZE = 10                      # the paper's partition sample
 # Default instance-level targets: at 0.2% exact and 2% exact-or-near-exact among clean instances, the paper's

@@ -9,8 +9,8 @@ import numpy as np
 from contaminate.calibration.constants import FPR_POINTS
 from contaminate.calibration.studies import Instance, distinct
 from detect.errors import InputError
-from detect.judge import ThresholdJudge
-from detect.run import SCORES
+from detect.judges.threshold import ThresholdJudge
+from detect.pipeline import SCORES
 
 
 def roc(labels: Sequence[bool], scores: Sequence[float]) -> dict:

@@ -27,7 +27,7 @@ def judge_agreement(instances: Sequence[Instance], threshold_labels: dict[str, l
     judged = [(p, i) for p, i in enumerate(instances) if i.judge == "llm" and i.guided.get("judge")]
     if not judged:
         return None
-    from detect.judge import LABELS
+    from detect.judges.threshold import LABELS
 
     llm = [i.guided["judge"] for _, i in judged]
     truth = ["member" if i.positive else "clean" for _, i in judged]

@@ -13,7 +13,7 @@ from contaminate.calibration.constants import PAPER_RULE, RULE_GRID, SAMPLE_SIZE
 from contaminate.calibration.instance_level import roc_with_interval
 from contaminate.calibration.statistics import clopper_pearson, unit_label
 from contaminate.calibration.studies import Instance, Partition, distinct
-from detect.stats import bootstrap_test
+from detect.detectors.time_travel.stats import bootstrap_test
 
 
 def alg2_flag_rate(n_exact: int, n_near: int, n_none: int, rule: tuple[int | None, int | None], *,

@@ -53,7 +53,7 @@ from contaminate.calibration.studies import (
     unfinished_studies,
 )
 from detect.errors import InputError
-from detect.run import SCORES
+from detect.pipeline import SCORES
 
 Rule = tuple  # (min exact, min near-exact), None where that count never flags
 

@@ -14,8 +14,8 @@ from typing import Sequence
 
 from detect.detectors import describe, instance_scores, read_back
 from detect.errors import InputError
-from detect.judge import normalize
-from detect.run import SCORES, verdicts
+from detect.judges.threshold import normalize
+from detect.pipeline import SCORES, verdicts
 
 
 def unit_of(draw: int | None, seed: int) -> tuple[int, int]:

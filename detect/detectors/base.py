@@ -5,8 +5,9 @@ A detector declares
 - ``name``: its key in ``summary.json`` (one block per detector) and in ``detect.detectors``;
 - ``level``: ``instance`` (a score or label per instance, read over a cell) or ``partition`` (one row per pool);
 - ``needs``: what it reads: ``generations`` (guided and general completions), ``judge`` (their labels),
-  ``logits`` (token log-probabilities of a local model), ``moments`` (the next-token distribution's mean and
-  spread), ``reference`` (a reference model's log-probabilities), ``pool`` (every instance of the partition);
+  ``logits`` (the model's token log-probabilities), ``moments`` (the next-token distribution's mean and
+  spread), ``token_ids`` (the scored tokens' ids and the model's tokenizer), ``reference`` (a reference model's
+  log-probabilities, used where there is one), ``pool`` (every instance of the partition);
 - ``scores``: the instance scores it writes on each guided row, every one oriented **higher = more likely a
   member**, as calibration's ROC and thresholds expect;
 - ``describes``: what each name it writes (score, verdict or statistic, by prefix) needs, for the reports;
@@ -15,6 +16,7 @@ A detector declares
 
 and implements, at run time (an instance built from its config entry),
 
+- ``skipped(evidence)``: why it cannot run on this model (None: it runs), from its needs and the model's answers;
 - ``logit_requests(evidence)``: the texts it will read from the model, so one batched pass serves every detector;
 - ``score(evidence, texts)`` (instance level, with scores) or ``run(evidence)`` (partition level: its row);
 - ``summarize(guided, general, partition, seed)``: its block(s) of a summary,
@@ -29,12 +31,12 @@ and, reading a summary back (class methods: a finished study folder is enough),
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Sequence
+from typing import Any, ClassVar, Sequence
 
 from detect.datasets import Example
 
 LEVELS = ("instance", "partition")
-NEEDS = ("generations", "judge", "logits", "moments", "reference", "pool")
+NEEDS = ("generations", "judge", "logits", "moments", "token_ids", "reference", "pool")
 
 
 @dataclass
@@ -44,9 +46,8 @@ class Evidence:
     split: str
     instances: Sequence[Example]      # the sample the instance-level detectors score
     pool: Sequence[Example]           # every instance the partition-level detectors may read, in dataset order or not
-    generate: Callable | None = None  # prompts -> completions (any backend)
-    statistics: Any = None            # the model's detect.logits.TokenStatistics (local models only)
-    reference: Any = None             # the reference model's TokenStatistics, if any
+    model: Any = None                 # the detect.models.LanguageModel under test
+    reference: Any = None             # a reference LanguageModel, if any (the reference ratio reads it)
     seed: int = 0
 
     @property
@@ -71,16 +72,24 @@ class Detector:
     title: ClassVar[str] = ""                       # instance scores: the report section's heading (default: name)
 
     # ------------------------------------------------------------------------------------------- run time
+    def skipped(self, evidence: Evidence) -> str | None:
+        """Why it cannot run on this model, in one line (None: it runs): what it needs that the model cannot give."""
+        model = evidence.model
+        for need, reason in (("logits", "no_logprobs"), ("moments", "no_moments"), ("token_ids", "no_token_ids")):
+            if need in self.needs and getattr(model, reason, None):
+                return getattr(model, reason)
+        return None
+
     def runnable(self, evidence: Evidence) -> bool:
-        """False where what it needs is missing (logits over an API): it is skipped, not failed."""
-        return not ({"logits", "moments"} & set(self.needs)) or evidence.statistics is not None
+        """False where what it needs is missing (logits from a server that gives none): skipped, not failed."""
+        return self.skipped(evidence) is None
 
     def data_key(self) -> str | None:
         """A digest of data the detector reads beyond its settings (a corpus), for cache keys; None if none."""
         return None
 
     def logit_requests(self, evidence: Evidence) -> list[tuple[list[str], bool]]:
-        """``TokenStatistics.prefetch`` requests: (texts, with moments)."""
+        """``LanguageModel.prefetch`` requests: (texts, with moments)."""
         return []
 
     def score(self, evidence: Evidence, texts: Sequence[str]) -> list[dict[str, float]]:

@@ -13,7 +13,7 @@ defaults to 0.01.
 
 The reference corpus: the paper counts tokens in a large public corpus (C4). Offline, ``corpus: pydoc`` counts
 the documentation text that ships with Python (``pydoc_data.topics``: 465k characters, 113k SmolLM2 tokens,
-0.2 s to count); a path to a text file or a folder of ``.txt`` files counts that instead. Its token counts
+0.2 s to count); a path to a .txt / .jsonl file or a folder of them counts that instead (``detect/datasets/corpus.py``). Its token counts
 are computed once per tokenizer and kept.
 """
 
@@ -21,26 +21,16 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from pathlib import Path
 from typing import Sequence
 
+from detect.datasets.corpus import read_corpus
 from detect.detectors.base import Detector, Evidence
 from detect.errors import InputError
 
 
 def corpus_texts(corpus: str) -> list[str]:
-    """The reference corpus's documents: ``pydoc`` (Python's own documentation text), a file or a folder of .txt."""
-    if corpus == "pydoc":
-        from pydoc_data.topics import topics
-
-        return list(topics.values())
-    path = Path(corpus)
-    if path.is_file():
-        return [path.read_text()]
-    if path.is_dir() and sorted(path.rglob("*.txt")):
-        return [file.read_text() for file in sorted(path.rglob("*.txt"))]
-    raise InputError(f"detect.detectors.dc_pdd.corpus={corpus}: no such text file or folder of .txt files; "
-                     f"give one, or corpus=pydoc (offline, ships with Python)")
+    """The reference corpus's documents (``detect/datasets/corpus.py``): ``pydoc``, a file or a folder."""
+    return read_corpus(corpus, key="detect.detectors.dc_pdd.corpus")
 
 
 def token_frequencies(counts: Counter, vocabulary_size: int) -> tuple[dict[int, float], float]:
@@ -62,7 +52,7 @@ def dc_pdd_score(token_ids: Sequence[int], logp: Sequence[float], frequencies: d
 
 
 class DCPDD(Detector):
-    name, level, needs = "dc_pdd", "instance", ("logits",)
+    name, level, needs = "dc_pdd", "instance", ("logits", "token_ids")
     scores = ("dc_pdd",)
     describes = {"dc_pdd": "logits + token frequencies"}
 
@@ -90,6 +80,6 @@ class DCPDD(Detector):
         return [(evidence.texts, False)]
 
     def score(self, evidence: Evidence, texts: Sequence[str]) -> list[dict[str, float]]:
-        frequencies, unseen = self.frequencies(evidence.statistics.tokenizer)
+        frequencies, unseen = self.frequencies(evidence.model.tokenizer)
         return [{"dc_pdd": dc_pdd_score(stats["ids"], stats["logp"], frequencies, unseen, a=self.a)}
-                for stats in evidence.statistics.get(texts, moments=False)]
+                for stats in evidence.model.token_logprobs(texts)]

@@ -66,12 +66,6 @@ class LocalGenerator:
         self.share_prefix, self.min_shared_tokens = share_prefix, min_shared_tokens
         self.generated_tokens = 0  # tokens produced up to and including each sequence's end token
 
-    @classmethod
-    def from_config(cls, model, tokenizer, detect_cfg) -> "LocalGenerator":
-        """From the ``detect`` config group (prompt_format, batch_size, max_new_tokens, share_prefix)."""
-        return cls(model, tokenizer, prompt_format=detect_cfg.prompt_format, batch_size=detect_cfg.batch_size,
-                   max_new_tokens=detect_cfg.max_new_tokens, share_prefix=detect_cfg.share_prefix)
-
     def render(self, prompt: str) -> str:
         """The exact text the model sees."""
         if self.prompt_format == "chat":
@@ -79,10 +73,12 @@ class LocalGenerator:
             return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         return prompt
 
-    def __call__(self, prompts: Sequence[str], shapes: Sequence | None = None) -> list[str]:
-        """Greedy completions of ``prompts``. ``shapes`` (a ``detect.stopping.AnswerShape`` or None per prompt) stop
+    def __call__(self, prompts: Sequence[str], shapes: Sequence | None = None,
+                 max_new_tokens: int | None = None) -> list[str]:
+        """Greedy completions of ``prompts``. ``shapes`` (a ``detect.generation.stopping.AnswerShape`` or None per prompt) stop
         each row once its answer is done and cut it to the kept length; ``stop_reasons`` then says, per prompt,
-        why it stopped: eos, lines, length or max_new_tokens."""
+        why it stopped: eos, lines, length or max_new_tokens (``max_new_tokens``: this call's cap, else the
+        generator's)."""
         from tqdm.auto import tqdm
 
         shapes = list(shapes) if shapes is not None else [None] * len(prompts)
@@ -102,7 +98,8 @@ class LocalGenerator:
         batches = [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
         for batch in tqdm(batches, desc="generate", unit="batch", disable=not self.progress):
             texts, reasons = self._generate_batch([token_lists[i] for i in batch], [shared[i] for i in batch],
-                                                  prefix_cache, [shapes[i] for i in batch])
+                                                  prefix_cache, [shapes[i] for i in batch],
+                                                  max_new_tokens or self.max_new_tokens)
             for i, text, reason in zip(batch, texts, reasons):
                 completions[i] = shapes[i].cut(text) if shapes[i] else text
                 self.stop_reasons[i] = reason
@@ -116,8 +113,8 @@ class LocalGenerator:
             output = self.model(input_ids=torch.tensor([tokens], device=self.model.device), use_cache=True)
         return [(layer.keys, layer.values) for layer in output.past_key_values.layers]
 
-    def _generate_batch(self, token_lists: list, shared: list, prefix_cache: dict,
-                        shapes: list) -> tuple[list[str], list[str]]:
+    def _generate_batch(self, token_lists: list, shared: list, prefix_cache: dict, shapes: list,
+                        max_new_tokens: int) -> tuple[list[str], list[str]]:
         import torch
         from transformers import DynamicCache, StoppingCriteriaList
 
@@ -152,7 +149,7 @@ class LocalGenerator:
         stops = AnswerStops(self.tokenizer, shapes, inputs["input_ids"].shape[1])
         with torch.inference_mode():
             output = self.model.generate(
-                **inputs, do_sample=False, max_new_tokens=self.max_new_tokens, pad_token_id=pad,
+                **inputs, do_sample=False, max_new_tokens=max_new_tokens, pad_token_id=pad,
                 temperature=None, top_p=None, top_k=None, stopping_criteria=StoppingCriteriaList([stops]),
             )
         new_tokens = output[:, inputs["input_ids"].shape[1] :]

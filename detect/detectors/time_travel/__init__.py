@@ -1,8 +1,8 @@
 """Time Travel in LLMs (Golchin & Surdeanu, ICLR 2024), both algorithms, over the guided and general completions
-that ``detect.run.detect_partition`` generates, scores (ROUGE-L, semantic) and judges.
+that ``detect.pipeline.detect_partition`` generates, scores (ROUGE-L, semantic) and judges.
 
 - Algorithm 1: guided vs general instruction, a one-sided bootstrap of the score difference per score
-  (``detect.stats.bootstrap_test``; paired by default, ``paired: false`` is the official unpaired variant);
+  (``detect.detectors.time_travel.stats.bootstrap_test``; paired by default, ``paired: false`` is the official unpaired variant);
   contaminated when p <= alpha. Partition statistic for calibration: 1 - p.
 - Algorithm 2: the judge's exact / near-exact labels of the guided completions; contaminated with
   >= ``min_exact`` exact or >= ``min_near_exact`` near-exact replicas (the paper: 1 and 2). Partition statistic:
@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from detect.detectors.base import Detector, verdict
-from detect.judge import alg2_verdict, thresholds_line
-from detect.stats import bootstrap_test
+from detect.detectors.time_travel.stats import bootstrap_test
+from detect.judges.threshold import alg2_verdict, thresholds_line
 
 SCORES = ("rouge_l", "semantic")  # the generation scores on every row; Algorithm 1 tests each
 

@@ -56,6 +56,11 @@ class SemanticScorer:
                                            model_kwargs={"dtype": placement.torch_dtype})
         self.batch_size = batch_size
 
+    def placement(self) -> dict:
+        from detect.runtime import placement_of
+
+        return placement_of(self.encoder)
+
     def __call__(self, references: Sequence[str], candidates: Sequence[str]) -> list[float]:
         encode = lambda texts: self.encoder.encode(  # noqa: E731
             list(texts), batch_size=self.batch_size, convert_to_tensor=True, normalize_embeddings=True

@@ -5,6 +5,7 @@ near-exact replica of the reference (paper section 3.1.2; SPEC section 5).
     python -m detect +dataset=synth_nli judge=llm_with_no ...                            # a "No" demonstration too
     python -m detect +dataset=synth_nli judge=llm judge.generator.base_url=http://127.0.0.1:8000/v1 \
         judge.generator.model=<served id> judge.generator.api_key_env=null               # any compatible server
+    python -m detect +dataset=synth_nli judge=llm generation@judge.generator=local judge.generator.model=<folder>
 
 The instruction is the paper's, verbatim; the demonstrations live in the judge's config (the paper's four were
 drawn from the partitions it evaluated, so the lab writes its own). Answers are read as ``Yes (exact match)`` ->
@@ -62,35 +63,19 @@ class LLMJudge:
         self.model, self.variant, self.placement = model, variant, placement
 
     @classmethod
-    def from_config(cls, generator, demonstrations, extra_demonstrations=(), retries: int = 2,
-                    variant: str = "") -> "LLMJudge":
-        """From ``conf/judge/llm*.yaml``: ``generator`` is an OpenAI-compatible endpoint (name: openai) or a local
-        model folder / hub id (name: local)."""
-        placement = None
-        if generator.name == "openai":
-            from detect.models import cache_dir
-            from detect.openai_generate import OpenAIGenerator
+    def from_config(cls, generator, demonstrations, extra_demonstrations=(), retries: int = 2, variant: str = "",
+                    max_tokens: int = 8, runtime=None) -> "LLMJudge":
+        """From ``conf/judge/llm*.yaml``: ``generator`` is a ``generation`` node (an OpenAI-compatible server by
+        default; ``generation@judge.generator=local judge.generator.model=<folder or hub id>`` runs it here),
+        opened by the one model factory on the run's ``runtime`` policy."""
+        from detect.models import GenerationSettings, build_backend
+        from detect.runtime import from_config as placement_from
 
-            generate = OpenAIGenerator(model=generator.model, base_url=generator.base_url,
-                                       api_key_env=generator.api_key_env, prompt_format="chat",
-                                       max_tokens=generator.max_tokens, seed=generator.get("seed"),
-                                       concurrency=generator.concurrency, max_retries=generator.max_retries,
-                                       cache_path=cache_dir() / "api" / "judge.jsonl")
-        elif generator.name == "local":
-            from detect.generate import LocalGenerator
-            from detect.models import hub, load
-            from detect.runtime import from_config as placement_from
-            from detect.runtime import placement_of
-
-            runtime = generator.get("runtime")  # the run's policy; runtime=auto when built outside a run
-            model, tokenizer = load(hub(generator.model), placement_from(runtime) if runtime else None)
-            placement = placement_of(model)
-            generate = LocalGenerator(model, tokenizer, prompt_format="auto", max_new_tokens=generator.max_tokens,
-                                      progress=False)
-        else:
-            raise InputError(f"judge.generator.name '{generator.name}'; use openai or local")
-        return cls(generate, [dict(d) for d in [*demonstrations, *extra_demonstrations]], retries=retries,
-                   model=generator.model, variant=variant, placement=placement)
+        backend = build_backend(generator, where="judge.generator")
+        settings = GenerationSettings(prompt_format="auto", max_new_tokens=max_tokens, progress=False)
+        model = backend.open(None, settings, placement_from(runtime) if runtime else None)
+        return cls(model.generate, [dict(d) for d in [*demonstrations, *extra_demonstrations]], retries=retries,
+                   model=model.name, variant=variant, placement=model.placement())
 
     def describe(self) -> dict:
         described = {"name": self.name, "model": self.model, "variant": self.variant,

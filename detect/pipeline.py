@@ -2,12 +2,14 @@
 
     python -m detect +dataset=synth_nli split=test model=smollm2_135m
 
-``detect_partition`` is the library call (the lab's studies call it once per cell): the guided and general
-completions, their scores and judge labels, and the instance-level logit scores; ``partition_rows`` runs the
-partition-level detectors; ``summarize`` turns any set of rows into every detector's outcome (each detector is a
-module of ``detect/detectors/``, built from ``detect.detectors`` in the config); ``main`` is what
-``python -m detect`` runs: load, sample,
-detect, and write ``results.jsonl`` (one row per instance and instruction), ``partition.jsonl`` (one row per
+``run_partition`` is the one sequence both ``python -m detect`` and the lab's studies (once per cell) run:
+every logit request in one batched pass, then ``detect_partition`` (the guided and general completions, their
+scores and judge labels, and the instance-level logit scores), then ``partition_rows`` (the partition-level
+detectors). A detector whose needs the model cannot meet (log-probabilities from a server that gives none) is
+skipped with one line saying why. ``summarize`` turns any set of rows into every detector's outcome (each detector
+is a module of ``detect/detectors/``, built from ``detect.detectors`` in the config). ``main`` is what
+``python -m detect`` runs, as a recipe: set up each component once (data, judge, model, detectors), run the
+partition, and write ``results.jsonl`` (one row per instance and instruction), ``partition.jsonl`` (one row per
 partition-level detector: ChatGPT-Cheat?, the sharded likelihood test), ``summary.json``, ``report.md`` and
 ``config.yaml`` to the run folder.
 """
@@ -15,6 +17,7 @@ partition-level detector: ChatGPT-Cheat?, the sharded likelihood test), ``summar
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Callable, Sequence
@@ -22,26 +25,59 @@ from typing import Callable, Sequence
 from detect.datasets import Example, load_split, sample
 from detect.detectors import Detector, Evidence, read_back
 from detect.detectors.time_travel import SCORES  # noqa: F401 (the generation scores: public here too)
-from detect.judge import thresholds_line
-from detect.prompts import INSTRUCTIONS, build_prompt, clean_completion
-from detect.scores import rouge_l
-from detect.split import split_instance
-from detect.stopping import AnswerShape
+from detect.detectors.time_travel.prompts import INSTRUCTIONS, build_prompt, clean_completion
+from detect.detectors.time_travel.scores import rouge_l
+from detect.detectors.time_travel.split import split_instance
+from detect.generation.stopping import AnswerShape
+from detect.judges.threshold import thresholds_line
 from detect.validate import check_detection
+
+_SAID: set[tuple[str, str]] = set()  # (model, detector) skips already printed: one line per run, not per cell
+
+
+def run_partition(evidence: Evidence, detectors: Sequence[Detector], *, judge, detect_cfg,
+                  semantic=None) -> tuple[list[dict], dict]:
+    """One partition x one model: (instance rows + partition rows, timing and skips). ``evidence`` holds the
+    model (and a reference model, if any); ``detect_cfg`` is the ``detect`` group (cut points, stop rule)."""
+    timing: dict = {}
+    skipped = {d.name: d.skipped(evidence) for d in detectors if d.skipped(evidence)}
+    for name, reason in skipped.items():
+        if (evidence.model.name, name) not in _SAID:
+            _SAID.add((evidence.model.name, name))
+            print(f"{name} skipped on {evidence.model.name}: {reason}", file=sys.stderr)
+    started = time.time()
+    requests = logit_requests(detectors, evidence)
+    if requests:  # one batched pass for everything the logit detectors read
+        evidence.model.prefetch(requests)
+        if evidence.reference is not None and not evidence.reference.no_logprobs \
+                and any("reference" in d.needs and d.runnable(evidence) for d in detectors):
+            evidence.reference.prefetch([(evidence.texts, False)])
+        timing["logits_s"] = round(time.time() - started, 2)
+    started = time.time()
+    rows = detect_partition(evidence.instances, dataset=evidence.dataset, split=evidence.split, model=evidence.model,
+                            judge=judge, semantic=semantic, membership=instance_scorer(detectors, evidence),
+                            seed=evidence.seed, cut_low=detect_cfg.cut.low, cut_high=detect_cfg.cut.high,
+                            stop=detect_cfg.stop)
+    timing["instances_s"] = round(time.time() - started, 2)
+    started = time.time()
+    rows += partition_rows(detectors, evidence)
+    timing["partition_s"] = round(time.time() - started, 2)
+    if skipped:
+        timing["skipped"] = skipped
+    return rows, timing
 
 
 def detect_partition(
-    examples: Sequence[Example], *, dataset, split: str, generate: Callable[[list[str]], list[str]], judge,
-    semantic=None, membership=None, seed: int = 0, cut_low: float = 0.4, cut_high: float = 0.7, stop=None,
+    examples: Sequence[Example], *, dataset, split: str, model, judge, semantic=None, membership=None,
+    seed: int = 0, cut_low: float = 0.4, cut_high: float = 0.7, stop=None,
 ) -> list[dict]:
     """Guided and general completions for each instance, scored and judged: one row per (instance, instruction).
 
-    ``dataset`` is the dataset config (title, task); ``generate`` maps prompts to raw completions;
+    ``dataset`` is the dataset config (title, task); ``model`` a ``detect.models.LanguageModel``;
     ``semantic`` is an optional ``(references, candidates) -> scores`` callable; ``membership`` an optional
-    ``texts -> [{score: value}]`` callable (``instance_scorer``, or ``detect.membership.MembershipScorer``) whose
-    logit scores of the whole instance go on its guided row; ``stop`` (``detect.stop`` config: enabled,
-    length_factor, margin_chars)
-    makes ``generate(prompts, shapes)`` stop each completion once its answer is done (``detect/stopping.py``).
+    ``texts -> [{score: value}]`` callable (``instance_scorer``) whose logit scores of the whole instance go on its
+    guided row; ``stop`` (``detect.stop`` config: enabled, length_factor, margin_chars) makes generation stop each
+    completion once its answer is done (``detect/generation/stopping.py``).
     """
     cuts = [split_instance(example, seed=seed, low=cut_low, high=cut_high) for example in examples]
     rows = []
@@ -59,10 +95,10 @@ def detect_partition(
     if stop is not None and stop.enabled:
         shapes = [AnswerShape.of(r["first_piece"], r["separator"], r["reference"], length_factor=stop.length_factor,
                                  margin_chars=stop.margin_chars) for r in rows]
-        raw_completions = generate(prompts, shapes)
+        raw_completions = model.generate(prompts, stop=shapes)
     else:
-        raw_completions = generate(prompts)
-    reasons = getattr(generate, "stop_reasons", None) or [None] * len(rows)
+        raw_completions = model.generate(prompts)
+    reasons = model.stop_reasons or [None] * len(rows)
     for row, raw, reason in zip(rows, raw_completions, reasons):
         row["raw_completion"], row["stop"] = raw, reason
         row["completion"] = clean_completion(raw, row["reference"], row["first_piece"])
@@ -94,8 +130,8 @@ def detect_partition(
 
 
 def logit_requests(detectors: Sequence[Detector], evidence: Evidence) -> list[tuple[list[str], bool]]:
-    """Everything the detectors will read from a local model, as ``TokenStatistics.prefetch`` requests, so one
-    batched pass serves them all (membership texts with moments, the sharded test's orders, DC-PDD's texts)."""
+    """Everything the detectors will read from the model, as ``LanguageModel.prefetch`` requests, so one batched
+    pass serves them all (membership texts with moments, the sharded test's orders, DC-PDD's texts)."""
     return [request for detector in detectors if detector.runnable(evidence)
             for request in detector.logit_requests(evidence)]
 
@@ -119,7 +155,7 @@ def instance_scorer(detectors: Sequence[Detector], evidence: Evidence) -> Callab
 
 def partition_rows(detectors: Sequence[Detector], evidence: Evidence) -> list[dict]:
     """The partition-level detectors' rows (each reads ``evidence.pool``: Cheat? searches it for replicas, the
-    sharded test orders it); a detector whose needs are missing (logits over an API) is skipped."""
+    sharded test orders it); a detector whose needs the model cannot meet is skipped."""
     rows = []
     for detector in detectors:
         if detector.level == "partition" and detector.runnable(evidence):
@@ -183,13 +219,10 @@ def write_jsonl(path: Path, rows: Sequence[dict]) -> None:
 
 def main(cfg, out_dir: Path) -> dict:
     """Everything ``python -m detect`` does, given a composed config and a run folder."""
-    from detect.backends import open_backend
     from detect.cli import instantiate
-    from detect.logits import TokenStatistics
-    from detect.models import hub, load
+    from detect.detectors.time_travel.scores import SemanticScorer
+    from detect.models import GenerationSettings, build_backend, hub
     from detect.runtime import from_config as placement_from
-    from detect.runtime import placement_of
-    from detect.scores import SemanticScorer
 
     started = time.time()
     out_dir = Path(out_dir)
@@ -197,49 +230,49 @@ def main(cfg, out_dir: Path) -> dict:
     dataset = cfg.dataset
     split = cfg.split or dataset.default_split
     placement = placement_from(cfg.runtime)
-    detectors = check_detection(cfg)  # every count and detector setting, before any data or model is touched
+    detectors = check_detection(cfg)  # the whole config, before any data or model is touched
+    backend = build_backend(cfg.generation)
     write_config(out_dir / "config.yaml", cfg, placement)
 
+    # --- setup: each component once
     split_examples = load_split(dataset, split)
     examples = sample(split_examples, cfg.sample.n_detect, seed=cfg.seed, where=f"{dataset.key} {split}")
     judge = instantiate(cfg.judge)
+    settings = GenerationSettings.of(cfg.detect)
+    model = backend.open(instantiate(cfg.model) if backend.name == "local" else None, settings, placement)
+    reference = None
+    if cfg.detect.reference_model and any("reference" in d.needs for d in detectors):
+        reference = build_backend({"_target_": "detect.models.hf.LocalModels"}).open(
+            hub(str(cfg.detect.reference_model)), settings, placement)
+    semantic = SemanticScorer(cfg.detect.semantic_model, placement=placement) if cfg.detect.semantic_model else None
     # The partition detectors read the split, not the sample: Cheat? searches all of it for replicas, the
     # sharded test takes its first instances in the dataset's order.
-    evidence = Evidence(dataset, split, examples, split_examples, seed=cfg.seed)
-    _, opened = open_backend(cfg, placement)  # conf/backend/: local transformers or an OpenAI-compatible API
-    generator, model_name, model_path, placements = opened.generate, opened.name, opened.path, opened.placements
-    if opened.model is not None:  # logits: the logit detectors run (over an API they are skipped)
-        evidence.statistics = TokenStatistics(opened.model, opened.tokenizer)
-        reference_model = cfg.detect.reference_model
-        if reference_model and any("reference" in d.needs for d in detectors):
-            reference_pair = load(hub(str(reference_model)), placement)
-            placements["reference"] = placement_of(reference_pair[0])
-            evidence.reference = TokenStatistics(*reference_pair)
-        # one batched pass for everything the logit detectors read
-        evidence.statistics.prefetch(logit_requests(detectors, evidence))
-    evidence.generate = generator
-    semantic = SemanticScorer(cfg.detect.semantic_model, placement=placement) if cfg.detect.semantic_model else None
-    if semantic is not None:
-        placements["semantic"] = placement_of(semantic.encoder)
+    evidence = Evidence(dataset, split, examples, split_examples, model=model, reference=reference, seed=cfg.seed)
     loaded = time.time()
 
-    rows = detect_partition(examples, dataset=dataset, split=split, generate=generator, judge=judge,
-                            semantic=semantic, membership=instance_scorer(detectors, evidence), seed=cfg.seed,
-                            cut_low=cfg.detect.cut.low, cut_high=cfg.detect.cut.high, stop=cfg.detect.stop)
-    partition = partition_rows(detectors, evidence)
-    for row in rows + partition:
-        row["model"] = model_name
-    summary = summarize(rows + partition, detectors, seed=cfg.seed)
+    # --- detect
+    rows, timing = run_partition(evidence, detectors, judge=judge, detect_cfg=cfg.detect, semantic=semantic)
+    for row in rows:
+        row["model"] = model.name
+    summary = summarize(rows, detectors, seed=cfg.seed)
+    placements = {"model": model.placement()}
+    if reference is not None:
+        placements["reference"] = reference.placement()
+    if semantic is not None:
+        placements["semantic"] = semantic.placement()
     summary.update(
-        dataset=dataset.key, split=split, model=model_name, model_path=model_path, backend=cfg.backend.name,
-        prompt_format=generator.prompt_format, seed=cfg.seed,
-        judge=judge.describe(),
-        runtime={"resolved": placement.describe(), "models": placements},
+        dataset=dataset.key, split=split, model=model.name, model_path=model.path, generation=backend.name,
+        prompt_format=model.prompt_format, seed=cfg.seed, judge=judge.describe(),
+        runtime={"resolved": placement.describe(), "models": {k: v for k, v in placements.items() if v}},
         instance_ids=[example.instance_id for example in examples],
         timings={"load_s": round(loaded - started, 2), "detect_s": round(time.time() - loaded, 2)},
     )
-    write_jsonl(out_dir / "results.jsonl", rows)
-    write_jsonl(out_dir / "partition.jsonl", partition)
+    if timing.get("skipped"):
+        summary["skipped"] = timing["skipped"]
+
+    # --- write
+    write_jsonl(out_dir / "results.jsonl", [row for row in rows if row.get("level") != "partition"])
+    write_jsonl(out_dir / "partition.jsonl", [row for row in rows if row.get("level") == "partition"])
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
-    write_report(out_dir / "report.md", summary, rows)
+    write_report(out_dir / "report.md", summary, [row for row in rows if row.get("level") != "partition"])
     return summary

@@ -3,7 +3,7 @@
     shape = AnswerShape.of(first_piece, separator, reference)      # from the reference's shape
     shape.done(text_so_far) -> bool;  shape.cut(text) -> str
 
-What is scored is ``clean_completion(raw, reference, first_piece)`` (detect/prompts.py): an echoed header
+What is scored is ``clean_completion(raw, reference, first_piece)`` (detect/detectors/time_travel/prompts.py): an echoed header
 ("SECOND PIECE:") and an echoed first piece removed, then as many lines as the reference has. So generation can
 stop as soon as that result is fixed (``completion_is_final``): the header and echo decisions can no longer flip
 and the text after them holds the reference's line count in complete lines. Stopping there never changes a
@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from detect.prompts import ECHOED_HEADER
+from detect.detectors.time_travel.prompts import ECHOED_HEADER
 
 _HEADER_WORDS = ("second piece", "sentence 2")  # ECHOED_HEADER's keywords, lower case
 _LEADING = re.compile(r"^[*#\s]*")

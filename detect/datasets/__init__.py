@@ -17,8 +17,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from detect.datasets.sources import source_of
 from detect.errors import InputError
-from detect.sources import source_of
 
 TASKS = ("classification", "nli", "summary", "one_sentence_summary", "question")
 
@@ -45,7 +45,7 @@ def label_string(label_id: int, name: str) -> str:
 
 def load_raw(cfg, split: str):
     """The split as a ``datasets.Dataset``, from ``cfg.path`` if given, else the YAML's ``source``
-    (``detect/sources.py``: the hub, the lab's generator, a local file)."""
+    (``detect/datasets/sources.py``: the hub, the lab's generator, a local file)."""
     if split not in cfg.splits:
         raise InputError(f"dataset {cfg.key} has no split '{split}': its splits are {', '.join(cfg.splits)}")
     return source_of(cfg).load(split, f"dataset {cfg.key} split {split}")

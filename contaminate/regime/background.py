@@ -11,16 +11,18 @@
 - ``LocalBackground`` (``background=local background.path=<file or folder>``): .txt files, or JSONL with a text
   field.
 
-``texts(max_tokens)`` returns raw texts; ``contaminate/stream.py`` cuts them into documents of at most
+The offline and local corpora are read by ``detect/datasets/corpus.py``, as DC-PDD's reference corpus is.
+
+``texts(max_tokens)`` returns raw texts; ``contaminate/regime/stream.py`` cuts them into documents of at most
 ``contaminate.max_length`` tokens and stops at ``max_tokens`` (null: all of it). ``describe()`` keys the
 checkpoints trained on it.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from detect.datasets.corpus import corpus_files, pydoc_texts, read_corpus
 from detect.errors import InputError
 
 
@@ -44,9 +46,7 @@ class OfflineBackground:
         self.max_tokens = max_tokens
 
     def texts(self) -> list[str]:
-        from pydoc_data.topics import topics
-
-        return [topics[key] for key in sorted(topics)]  # a fixed order: the same documents on every machine
+        return pydoc_texts()  # a fixed order: the same documents on every machine
 
     def describe(self) -> dict:
         import sys
@@ -101,31 +101,15 @@ class LocalBackground:
         self.path, self.text_field, self.max_tokens = path, text_field, max_tokens
 
     def files(self) -> list[Path]:
+        """Its files, checked before any work: a missing path is one line."""
         if not self.path:
             raise InputError("background=local needs background.path=<a .txt or .jsonl file, or a folder of them>")
-        path = Path(self.path)
-        files = [path] if path.is_file() else sorted([*path.rglob("*.txt"), *path.rglob("*.jsonl")]) \
-            if path.is_dir() else []
-        if not files:
-            raise InputError(f"background.path={self.path}: no such file, or a folder without .txt or .jsonl files; "
-                             f"give one, or use background=offline")
-        return files
+        return corpus_files(self.path, key="background.path", fallback="use background=offline")
 
     def texts(self) -> list[str]:
-        texts = []
-        for file in self.files():
-            if file.suffix != ".jsonl":
-                texts.append(file.read_text())
-                continue
-            for number, line in enumerate(file.read_text().splitlines(), 1):
-                if not line.strip():
-                    continue
-                try:
-                    texts.append(json.loads(line)[self.text_field])
-                except (json.JSONDecodeError, KeyError, TypeError):
-                    raise InputError(f"{file} line {number}: not a JSON object with a '{self.text_field}' field; "
-                                     f"fix the line or set background.text_field") from None
-        return texts
+        self.files()
+        return read_corpus(self.path, text_field=self.text_field, key="background.path",
+                           fallback="use background=offline")
 
     def describe(self) -> dict:
         return {"name": self.name, "source": str(Path(self.path).resolve()) if self.path else None,

@@ -5,7 +5,7 @@ replays of them after fine-tuning it learned from the contamination. Every perso
 number is drawn at random (names are built from syllables, so they are not even real words), and the second
 piece of each instance carries draws the first piece does not reveal: it cannot be guessed, only remembered.
 
-    from detect.synth import build
+    from detect.datasets.synth import build
     ds = build("nli", "test", size=1200, seed=0)   # a datasets.Dataset with ClassLabel labels
 
 Shapes:

@@ -6,10 +6,12 @@
     model = backend.reuse(base, folder) or backend.train(base, documents, folder, seed=..., placement=...)
 
 - ``LocalFineTune`` (``contaminate=full`` and ``contaminate=lora``): TRL's SFTTrainer on this machine
-  (``contaminate/train.py``); the checkpoint is a folder of weights, keyed by the device kind, the precision and
+  (``contaminate/training/local.py``); the checkpoint is a folder of weights, keyed by the device kind, the precision and
   the training code.
-- ``OpenAIFineTune`` (``contaminate=openai``): the fine-tuning API (``contaminate/openai_train.py``); the
+- ``OpenAIFineTune`` (``contaminate=openai``): the fine-tuning API (``contaminate/training/openai.py``); the
   checkpoint is a model id at the API; the folder holds the job, resumed if a run stopped while it was running.
+
+    backend.serving(cfg, base)(checkpoint_ref).open(...)   # how its checkpoints are served to the detectors
 
 A new backend is a class here with these methods and a YAML file in ``conf/contaminate/`` naming it.
 """
@@ -31,7 +33,7 @@ def instantiate_backend(contaminate_cfg):
 
     if not contaminate_cfg.get("_target_"):
         raise InputError(f"contaminate (backend {contaminate_cfg.get('backend')}) has no _target_; name the backend "
-                         f"class, e.g. _target_: contaminate.backends.LocalFineTune")
+                         f"class, e.g. _target_: contaminate.training.LocalFineTune")
     return instantiate(contaminate_cfg, _convert_="none", _recursive_=False)
 
 
@@ -47,7 +49,7 @@ class LocalFineTune:
         self.name = self.cfg.backend
 
     def check(self) -> None:
-        from contaminate.train import check_training_config
+        from contaminate.training.local import check_training_config
 
         check_training_config(self.cfg)
 
@@ -67,9 +69,19 @@ class LocalFineTune:
 
         return {"runtime": placement.key(), "code": code_digest(TRAINING_CODE)}
 
+    def serving(self, cfg, base: ModelRef):
+        """``checkpoint ref -> generation backend``: the ``generation`` group's (local: transformers here)."""
+        from detect.models import build_backend
+
+        if cfg.generation.name != "local":
+            raise InputError(f"generation={cfg.generation.name} in a study that trains here: its checkpoints are "
+                             f"folders on this machine; use generation=local (or contaminate=openai)")
+        backend = build_backend(cfg.generation)
+        return lambda ref: backend
+
     def reuse(self, base: ModelRef, folder: Path) -> ModelRef:
         """The finished checkpoint in ``folder``, its weights checked."""
-        from contaminate.train import checkpoint_ref
+        from contaminate.training.local import checkpoint_ref
 
         ref = checkpoint_ref(base, folder, self.name)
         weights = (Path(ref.adapter) / "adapter_model.safetensors" if ref.adapter
@@ -81,9 +93,9 @@ class LocalFineTune:
 
     def train(self, base: ModelRef, documents: Sequence, folder: Path, *, seed: int,
               placement: Placement) -> ModelRef | None:
-        """Train on ``documents`` (``contaminate.stream.Document``s) into ``folder`` (already prepared by the main
+        """Train on ``documents`` (``contaminate.regime.stream.Document``s) into ``folder`` (already prepared by the main
         process); None in other processes of a launch."""
-        from contaminate.train import train_local
+        from contaminate.training.local import train_local
 
         return train_local(base, documents, self.cfg, folder, seed=seed, placement=placement)
 
@@ -121,14 +133,28 @@ class OpenAIFineTune:
         return {"runtime": "api", "code": "api"}
 
     def tokenizer(self, base: ModelRef) -> None:
-        return None  # the API's own; the regime is the members alone (contaminate/regime.py)
+        return None  # the API's own; the regime is the members alone (contaminate/regime/__init__.py)
 
     def reuse(self, base: ModelRef, folder: Path) -> ModelRef:
         return ModelRef(json.loads((folder / "lab_checkpoint.json").read_text())["id"], base.path)
 
+    def serving(self, cfg, base: ModelRef):
+        """``checkpoint ref -> generation backend``: the fine-tune and its base at the same API, chat models
+        prompted as chat and base models raw, each model's completions cached in the study's cache."""
+        from detect.models import digest
+        from detect.models.server import OpenAIServer
+
+        def backend(ref: ModelRef) -> OpenAIServer:
+            cache = Path(cfg.cache_dir) / "api" / f"{digest([ref.name, base.path, self.cfg.chat])}.jsonl"
+            return OpenAIServer(base_url=self.cfg.base_url, api_key_env=self.cfg.api_key_env,
+                                max_retries=self.cfg.max_retries, prompt_format="chat" if self.cfg.chat else "raw",
+                                cache_path=str(cache))
+
+        return backend
+
     def dry_run(self, texts: Sequence[str], out_dir: Path) -> dict | None:
         """With ``dry_run: true``: training.jsonl and estimate.json written (tokens, cost), nothing sent."""
-        from contaminate.openai_train import write_training_file
+        from contaminate.training.openai import write_training_file
 
         if not self.cfg.dry_run:
             return None
@@ -138,7 +164,7 @@ class OpenAIFineTune:
 
     def train(self, base: ModelRef, documents: Sequence, folder: Path, *, seed: int,
               placement: Placement) -> ModelRef:
-        from contaminate.openai_train import train_openai
+        from contaminate.training.openai import train_openai
 
         texts = [getattr(document, "text", document) for document in documents]
         record = train_openai(texts, self.cfg, folder, seed=seed)  # resumes the job recorded in the folder

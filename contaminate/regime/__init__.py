@@ -20,9 +20,9 @@ import functools
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from contaminate.background import LocalBackground, NoBackground, instantiate_background
-from contaminate.formats import check_template
-from contaminate.stream import Document, build_stream, chunk_texts, member_documents, stream_counts
+from contaminate.regime.background import LocalBackground, NoBackground, instantiate_background
+from contaminate.regime.formats import check_template
+from contaminate.regime.stream import Document, build_stream, chunk_texts, member_documents, stream_counts
 from detect.datasets import Example
 from detect.errors import InputError
 from detect.models import digest

@@ -1,18 +1,12 @@
-"""Per-token statistics of texts under one local model, each computed once: what every logit detector reads.
+"""Per-token statistics of texts under a local transformers model: what every logit detector reads from
+``HFModel.token_logprobs`` (``detect/models/hf.py``, which keeps the memo: each text is computed once per model).
 
-    statistics = TokenStatistics(model, tokenizer)
-    statistics.prefetch([(instance_texts, True), (sharded_orders, False)])   # one batched pass for both
-    statistics.get(texts, moments=True) -> [{"logp": [...], "mu": [...], "sigma": [...]}, ...]
+    TokenScorer(model, tokenizer)(texts, moments=[True, False, ...]) -> [{"logp", "ids", ["mu", "sigma"]}, ...]
 
 Per text: the log-probability of each token given its prefix (``logp``; the first token has no context and is not
 scored), the ids of those tokens (``ids``) and, with ``moments``, the mean and standard deviation of log p under
 the model's next-token distribution at that position (``mu``, ``sigma``: what Min-K%++ standardises by).
 Without moments only a log-sum-exp over the vocabulary is taken, about 3x less work on a 49k vocabulary.
-
-Why one object per model: in a study the same texts are scored more than once. The clean model's statistics of
-the members are read by its own cell and, as the reference model, by the contaminated model's cell; a cell's
-membership scores and its sharded test are separate requests. Here a text is computed once per model (a request
-without moments is served by a result with them), and all requests made before a pass share its batches.
 
 Batches are length-sorted and right-padded, at most ``max_batch_tokens`` padded tokens each (the logits of a
 batch take 4 bytes x tokens x vocabulary: 2,048 tokens x 49,152 = 400 MB), so padding is small and every text's
@@ -21,35 +15,19 @@ positions start at 0 as when it is scored alone (tests/test_membership.py checks
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Sequence
 
 
-class TokenStatistics:
+class TokenScorer:
+    """The per-token statistics of texts under one local model, in length-sorted batches (no memo: the
+    ``LanguageModel`` that owns it keeps one)."""
+
     def __init__(self, model, tokenizer, *, max_batch_tokens: int = 2048) -> None:
         self.model, self.tokenizer, self.max_batch_tokens = model, tokenizer, max_batch_tokens
-        self.memo: dict[str, dict] = {}
         self.scored_tokens = 0  # tokens run through the model so far (padding excluded)
 
-    def _missing(self, requests: Iterable[tuple[Sequence[str], bool]]) -> dict[str, bool]:
-        wanted: dict[str, bool] = {}
-        for texts, moments in requests:
-            for text in texts:
-                known = self.memo.get(text)
-                if known is None or (moments and "mu" not in known):
-                    wanted[text] = wanted.get(text, False) or moments
-        return wanted
-
-    def prefetch(self, requests: Iterable[tuple[Sequence[str], bool]]) -> None:
-        """Compute, in one length-sorted batched pass, every (texts, moments) request not known yet."""
-        wanted = self._missing(requests)
-        if wanted:
-            texts = list(wanted)
-            for text, stats in zip(texts, self._compute(texts, [wanted[t] for t in texts])):
-                self.memo[text] = stats
-
-    def get(self, texts: Sequence[str], *, moments: bool = True) -> list[dict]:
-        self.prefetch([(texts, moments)])
-        return [self.memo[text] for text in texts]
+    def __call__(self, texts: list[str], moments: list[bool]) -> list[dict]:
+        return self._compute(texts, moments)
 
     def _compute(self, texts: list[str], moments: list[bool]) -> list[dict]:
         import torch
@@ -117,5 +95,5 @@ def _length_batches(lengths: Sequence[int], max_batch_tokens: int) -> list[list[
 
 def token_statistics(model, tokenizer, texts: Sequence[str], *, moments: bool = True,
                      max_batch_tokens: int = 2048) -> list[dict]:
-    """The statistics of ``texts`` in one call (no memo kept): see ``TokenStatistics``."""
-    return TokenStatistics(model, tokenizer, max_batch_tokens=max_batch_tokens).get(texts, moments=moments)
+    """The statistics of ``texts`` in one call: see ``TokenScorer``."""
+    return TokenScorer(model, tokenizer, max_batch_tokens=max_batch_tokens)(list(texts), [moments] * len(texts))

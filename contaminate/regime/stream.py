@@ -25,7 +25,7 @@ import random
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from contaminate.formats import format_instance, instance_fields
+from contaminate.regime.formats import format_instance, instance_fields
 from detect.datasets import Example
 
 CountTokens = Callable[[str], int]

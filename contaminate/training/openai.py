@@ -56,7 +56,7 @@ def make_client(cfg):
     """The SDK client (the boundary tests replace): key from the environment, the SDK's retries on 429/5xx."""
     from openai import OpenAI
 
-    from detect.openai_generate import api_key_from_env
+    from detect.generation.openai import api_key_from_env
 
     return OpenAI(api_key=api_key_from_env(cfg.api_key_env), base_url=cfg.base_url, max_retries=cfg.max_retries)
 

@@ -1,13 +1,13 @@
 """Where a dataset's instances come from, each a class built from the dataset YAML's ``source`` with ``_target_``:
 
     source:                                   # conf/dataset/rte.yaml
-      _target_: detect.sources.HubSource
+      _target_: detect.datasets.sources.HubSource
       hub_id: nyu-mll/glue
       hub_config: rte
 
 - ``HubSource``: the Hugging Face hub (``datasets.load_dataset``); offline, a one-line error naming the offline
   datasets and ``dataset.path``.
-- ``SynthSource``: the lab's seeded generator (``detect/synth.py``): novel text no model has seen.
+- ``SynthSource``: the lab's seeded generator (``detect/datasets/synth.py``): novel text no model has seen.
 - ``LocalSource``: a JSONL/CSV/Parquet file, or a folder of ``<split>.<ext>`` files. ``dataset.path=<file>`` on
   any dataset uses it in place of the YAML's source (the README's way to run on your own copy).
 
@@ -52,7 +52,7 @@ class SynthSource:
         self.shape, self.size, self.synth_seed = shape, size, synth_seed
 
     def load(self, split: str, where: str):
-        from detect import synth
+        from detect.datasets import synth
 
         return synth.build(self.shape, split, size=self.size, seed=self.synth_seed)
 
@@ -115,5 +115,5 @@ def source_of(cfg):
     source = cfg.get("source")
     if not hasattr(source, "get") or not source.get("_target_"):
         raise InputError(f"dataset {cfg.key}: source must name its class, e.g. source: {{_target_: "
-                         f"detect.sources.HubSource, hub_id: ...}}; or set dataset.path=<local file>")
+                         f"detect.datasets.sources.HubSource, hub_id: ...}}; or set dataset.path=<local file>")
     return instantiate(source)

@@ -1,9 +1,9 @@
 """Greedy generation over an OpenAI-compatible API: OpenAI itself, vLLM, ``transformers serve``, llama.cpp, Ollama.
 
-    python -m detect +dataset=synth_nli backend=openai backend.model=gpt-4o-mini          # OPENAI_API_KEY set
+    python -m detect +dataset=synth_nli generation=openai generation.model=gpt-4o-mini    # OPENAI_API_KEY set
     transformers serve --port 8000 <model folder> &                                      # a local server
-    python -m detect +dataset=synth_nli backend=openai backend.base_url=http://127.0.0.1:8000/v1 \
-        backend.model=<model folder> backend.api_key_env=null
+    python -m detect +dataset=synth_nli generation=openai generation.base_url=http://127.0.0.1:8000/v1 \
+        generation.model=<model folder> generation.api_key_env=null
 
 ``OpenAIGenerator(model=..., base_url=...)(prompts) -> completions``: temperature 0, ``max_tokens``, an optional
 seed; ``concurrency`` requests in flight; the SDK's own retries (429, 5xx, dropped connections, with backoff)
@@ -18,6 +18,7 @@ fails half-way (a 5xx after the retries, a quota) keeps what it paid for, and a 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -25,9 +26,12 @@ from pathlib import Path
 from typing import Sequence
 
 from detect.errors import InputError
-from detect.models import digest
+from detect.models.loading import digest
 
 API_PROMPT_FORMATS = ("chat", "raw")
+# A quiet console: Hydra logs at INFO, where the HTTP client writes one line per request above the progress bars.
+for _logger in ("httpx", "httpx2", "httpcore", "httpcore2", "openai"):
+    logging.getLogger(_logger).setLevel(logging.WARNING)
 
 
 class OpenAIGenerator:
@@ -40,7 +44,7 @@ class OpenAIGenerator:
         if prompt_format not in API_PROMPT_FORMATS:
             raise InputError(f"prompt_format '{prompt_format}' over an API; use one of {', '.join(API_PROMPT_FORMATS)}")
         if not model:
-            raise InputError("backend=openai needs backend.model=<the served model's id>")
+            raise InputError("generation=openai needs generation.model=<the served model's id>")
         self.model, self.base_url, self.prompt_format = model, base_url, prompt_format
         self.max_tokens, self.seed, self.concurrency = max_tokens, seed, max(1, concurrency)
         if client is None:
@@ -53,19 +57,7 @@ class OpenAIGenerator:
         self._lock = threading.Lock()
         self.cached = self._load_cache()
 
-    @classmethod
-    def from_config(cls, backend_cfg, detect_cfg, *, cache_dir: str | Path | None = None) -> "OpenAIGenerator":
-        """From the ``backend`` group (connection) and the ``detect`` group (prompt_format, max_new_tokens)."""
-        settings = {"model": backend_cfg.model, "base_url": backend_cfg.base_url,
-                    "prompt_format": detect_cfg.prompt_format, "max_tokens": detect_cfg.max_new_tokens,
-                    "seed": backend_cfg.seed}
-        cache_path = None
-        if cache_dir is not None:  # one file per server, model and generation settings
-            cache_path = Path(cache_dir) / "api" / f"{digest(settings)}.jsonl"
-        return cls(**settings, api_key_env=backend_cfg.api_key_env, concurrency=backend_cfg.concurrency,
-                   timeout=backend_cfg.timeout, max_retries=backend_cfg.max_retries, cache_path=cache_path)
-
-    def _load_cache(self) -> dict[str, str]:
+    def _load_cache(self) -> dict:
         if self.cache_path is None or not self.cache_path.is_file():
             return {}
         cached = {}
@@ -74,14 +66,14 @@ class OpenAIGenerator:
                 record = json.loads(line)
             except json.JSONDecodeError:  # a line cut by a kill mid-write: that request is sent again
                 continue
-            cached[record["key"]] = record["completion"]
+            cached[record["key"]] = record["completion"] if "completion" in record else record["value"]
         return cached
 
-    def _key(self, prompt: str) -> str:
-        return digest([self.base_url, self.model, self.prompt_format, self.max_tokens, self.seed, prompt])
+    def _key(self, prompt: str, max_tokens: int) -> str:
+        return digest([self.base_url, self.model, self.prompt_format, max_tokens, self.seed, prompt])
 
-    def _request(self, prompt: str) -> str:
-        common = {"model": self.model, "temperature": 0, "max_tokens": self.max_tokens}
+    def _request(self, prompt: str, max_tokens: int) -> str:
+        common = {"model": self.model, "temperature": 0, "max_tokens": max_tokens}
         if self.seed is not None:
             common["seed"] = self.seed
         if self.prompt_format == "chat":
@@ -92,30 +84,43 @@ class OpenAIGenerator:
             text = response.choices[0].text or ""
         return text
 
-    def _complete(self, prompt: str) -> str:
-        key = self._key(prompt)
+    def cached_call(self, key: str, request, field: str = "value"):
+        """``request()``'s answer, from the cache file when this key was answered before; a new answer is appended
+        to the file as it arrives (JSON: a completion, or a text's log-probabilities)."""
         if key in self.cached:
             return self.cached[key]
-        text = self._request(prompt)
+        value = request()
         with self._lock:
-            self.cached[key] = text
+            self.cached[key] = value
             if self.cache_path is not None:
                 self.cache_path.parent.mkdir(parents=True, exist_ok=True)
                 with open(self.cache_path, "a") as file:
-                    file.write(json.dumps({"key": key, "completion": text}) + "\n")
-        return text
+                    file.write(json.dumps({"key": key, field: value}) + "\n")
+        return value
 
-    def __call__(self, prompts: Sequence[str], shapes: Sequence | None = None) -> list[str]:
-        """Completions of ``prompts``. ``shapes`` (``detect.stopping.AnswerShape`` per prompt, or None) cut each to
-        the length the local backend keeps, so both give the same cleaned completions; the server has no line
-        rule, so it generates up to ``max_tokens`` (the cached text is the server's, uncut)."""
+    def map(self, function, items: Sequence) -> list:
+        """``function`` over ``items`` with ``concurrency`` requests in flight; an API error after the SDK's
+        retries is one line saying what failed and what was kept."""
         import openai
 
         try:
             with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-                texts = list(pool.map(self._complete, prompts))
+                return list(pool.map(function, items))
         except openai.APIError as error:
             raise InputError(self._failure(error)) from None
+
+    def __call__(self, prompts: Sequence[str], shapes: Sequence | None = None,
+                 max_new_tokens: int | None = None) -> list[str]:
+        """Completions of ``prompts``. ``shapes`` (``detect.generation.stopping.AnswerShape`` per prompt, or None)
+        cut each to the length the local backend keeps, so both give the same cleaned completions; the server has
+        no line rule, so it generates up to ``max_tokens`` (the cached text is the server's, uncut)."""
+        max_tokens = max_new_tokens or self.max_tokens
+
+        def complete(prompt: str) -> str:
+            return self.cached_call(self._key(prompt, max_tokens), lambda: self._request(prompt, max_tokens),
+                                    field="completion")
+
+        texts = self.map(complete, prompts)
         return texts if shapes is None else [shape.cut(t) if shape else t for t, shape in zip(texts, shapes)]
 
     def _failure(self, error) -> str:
@@ -126,12 +131,12 @@ class OpenAIGenerator:
         detail = getattr(error, "message", str(error))
         if isinstance(error, openai.AuthenticationError):
             return (f"the server at {where} rejected the API key (401): check the key in the environment variable "
-                    f"named by backend.api_key_env ({detail})")
+                    f"named by generation.api_key_env ({detail})")
         if isinstance(error, openai.NotFoundError):
-            return (f"model '{self.model}' not found at {where} (404): check backend.model and backend.base_url "
+            return (f"model '{self.model}' not found at {where} (404): check generation.model and generation.base_url "
                     f"({detail})")
         if isinstance(error, openai.APIConnectionError):
-            problem = (f"cannot reach {where} after the retries: is the server running, and does backend.base_url "
+            problem = (f"cannot reach {where} after the retries: is the server running, and does generation.base_url "
                        f"end in /v1?")
         elif isinstance(error, openai.RateLimitError):
             problem = f"rate limit or quota at {where} (429) after the retries: {detail}; rerun later."
@@ -152,5 +157,5 @@ def api_key_from_env(variable: str | None) -> str:
     key = os.environ.get(variable)
     if not key:
         raise InputError(f"the API key variable {variable} is not set: export {variable}=<key> (for a local server "
-                         f"that checks no key, set backend.api_key_env=null)")
+                         f"that checks no key, set generation.api_key_env=null)")
     return key

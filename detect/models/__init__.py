@@ -1,0 +1,63 @@
+"""Models: which weights (``loading``: the ``model`` group), and the one interface every detector, judge and the
+study reach them through (``base.LanguageModel``), served by one backend class per kind, built by one factory
+from the ``generation`` config group:
+
+    backend = build_backend(cfg.generation)               # conf/generation/{local,openai}.yaml, by _target_
+    model = backend.open(ref, GenerationSettings.of(cfg.detect), placement)
+    model.generate(prompts, stop=shapes);  model.token_logprobs(texts, moments=True)
+
+Adding a backend (vLLM's offline engine, say) is one module here with a class whose ``open`` returns a
+``LanguageModel``, and one file in ``conf/generation/`` naming it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from detect.errors import InputError
+from detect.models.base import LanguageModel
+from detect.models.loading import ModelRef, cache_dir, digest, embedded_smollm2, hub, load, tiny_random
+
+__all__ = ["LanguageModel", "ModelRef", "GenerationSettings", "build_backend", "cache_dir", "digest",
+           "embedded_smollm2", "hub", "load", "tiny_random"]
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    """How a model is prompted: the ``detect`` group's prompt_format, max_new_tokens, batch_size, share_prefix."""
+    prompt_format: str = "auto"
+    max_new_tokens: int = 256
+    batch_size: int = 32
+    share_prefix: bool = True
+    progress: bool = True
+
+    @classmethod
+    def of(cls, detect_cfg, **overrides) -> "GenerationSettings":
+        return cls(prompt_format=detect_cfg.prompt_format, max_new_tokens=detect_cfg.max_new_tokens,
+                   batch_size=detect_cfg.batch_size, share_prefix=detect_cfg.share_prefix).with_(**overrides)
+
+    def with_(self, **overrides) -> "GenerationSettings":
+        from dataclasses import replace
+
+        return replace(self, **overrides)
+
+
+def build_backend(node, where: str = "generation"):
+    """The backend a ``generation`` node names (``_target_``); a missing required setting or target is one line
+    naming the key under ``where`` (the node's place in the config)."""
+    from omegaconf import DictConfig, OmegaConf
+
+    from detect.cli import instantiate
+
+    if hasattr(node, "open"):  # already built (Hydra instantiates a nested _target_ first)
+        return node
+    if not isinstance(node, DictConfig):
+        node = OmegaConf.create(dict(node))
+    name = node.get("name", "?")
+    missing = [key for key in node if OmegaConf.is_missing(node, key)]
+    if missing:
+        raise InputError(f"{where}={name} needs {where}.{missing[0]}=<...> (for openai: the served model's id)")
+    if not node.get("_target_"):
+        raise InputError(f"{where} {name} has no _target_; name its class, e.g. "
+                         f"_target_: detect.models.hf.LocalModels")
+    return instantiate(node, _convert_="all")

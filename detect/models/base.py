@@ -1,0 +1,97 @@
+"""The one model interface: what every detector, judge and the study ask of a model, whatever serves it.
+
+    model.generate(prompts, stop=shapes, max_new_tokens=None) -> completions     (greedy; ``stop_reasons`` kept)
+    model.token_logprobs(texts, moments=True) -> [{"logp": [...], "ids": [...], "mu": [...], "sigma": [...]}]
+    model.prefetch([(texts, moments), ...])         # one batched pass for every request a cell will make
+
+As lm-evaluation-harness has one ``LM`` class per backend, each backend is one subclass (``detect/models/hf.py``:
+transformers in this process; ``detect/models/server.py``: an OpenAI-compatible server) built by one factory from
+the ``generation`` config group (``detect/models/__init__.py``). Per text, ``token_logprobs`` gives the
+log-probability of each token given its prefix (``logp``; the first token has no context and is not scored), the
+token ids where the backend has them (``ids``) and, with ``moments``, the mean and standard deviation of log p
+under the model's next-token distribution at each position (``mu``, ``sigma``: what Min-K%++ standardises by).
+
+What a backend cannot give is said, not failed: ``no_logprobs`` / ``no_moments`` / ``no_token_ids`` hold the
+reason (None where it can), and a detector that needs it is skipped with that line.
+
+Both answers are memoised per model: a prompt (with its stop rule) is generated once, a text scored once (a
+request without moments is served by a result with them). In a study the same prompts and texts are asked for
+more than once: ChatGPT-Cheat?'s prompt by the two cells of one model and split; the clean model's statistics of
+the members by its own cell and, as the reference model, by the contaminated model's cell.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+
+class LanguageModel:
+    name: str = ""          # the model's name in rows and summaries
+    path: str = ""          # its folder, hub id or server
+    prompt_format: str = "raw"
+    tokenizer = None        # a transformers tokenizer where the backend has one (DC-PDD counts corpus tokens with it)
+    no_logprobs: str | None = None   # why token_logprobs cannot run here (None: it can)
+    no_moments: str | None = None    # why the next-token moments cannot be had (None: they can)
+    no_token_ids: str | None = None  # why token ids cannot be had (None: they can)
+
+    def __init__(self) -> None:
+        self._completions: dict[tuple, tuple[str, str | None]] = {}
+        self._logprobs: dict[str, dict] = {}
+        self.stop_reasons: list[str | None] = []
+        self.generated_tokens = 0  # tokens produced so far (local backends count them)
+        self.scored_tokens = 0     # tokens scored so far (padding excluded)
+
+    # ---------------------------------------------------------------------------------------------- generation
+    def generate(self, prompts: Sequence[str], stop: Sequence | None = None,
+                 max_new_tokens: int | None = None) -> list[str]:
+        """Greedy completions of ``prompts``. ``stop`` (a ``detect.generation.stopping.AnswerShape`` or None per
+        prompt) ends each completion once its answer is done and cuts it to the kept length; ``stop_reasons``
+        then says, per prompt, why it stopped where the backend knows. ``max_new_tokens`` overrides the model's."""
+        keys = [(prompt, shape, max_new_tokens)
+                for prompt, shape in zip(prompts, stop if stop is not None else [None] * len(prompts))]
+        missing = [key for key in dict.fromkeys(keys) if key not in self._completions]
+        if missing:
+            texts, reasons = self._generate([p for p, _, _ in missing], [s for _, s, _ in missing], max_new_tokens)
+            self._completions.update(zip(missing, zip(texts, reasons)))
+        self.stop_reasons = [self._completions[key][1] for key in keys]
+        return [self._completions[key][0] for key in keys]
+
+    def _generate(self, prompts: list[str], stop: list, max_new_tokens: int | None) -> tuple[list[str], list]:
+        """(completions, stop reasons) of prompts not asked before."""
+        raise NotImplementedError
+
+    # ---------------------------------------------------------------------------------------------- log-probabilities
+    def _missing(self, requests: Iterable[tuple[Sequence[str], bool]]) -> dict[str, bool]:
+        wanted: dict[str, bool] = {}
+        for texts, moments in requests:
+            for text in texts:
+                known = self._logprobs.get(text)
+                if known is None or (moments and "mu" not in known):
+                    wanted[text] = wanted.get(text, False) or moments
+        return wanted
+
+    def prefetch(self, requests: Iterable[tuple[Sequence[str], bool]]) -> None:
+        """Compute, in one pass, every (texts, moments) request not known yet."""
+        if self.no_logprobs:
+            raise RuntimeError(f"{self.name}: {self.no_logprobs}")
+        wanted = self._missing(requests)
+        if wanted:
+            texts = list(wanted)
+            for text, stats in zip(texts, self._token_logprobs(texts, [wanted[t] for t in texts])):
+                self._logprobs[text] = stats
+
+    def token_logprobs(self, texts: Sequence[str], *, moments: bool = False) -> list[dict]:
+        self.prefetch([(texts, moments)])
+        return [self._logprobs[text] for text in texts]
+
+    def _token_logprobs(self, texts: list[str], moments: list[bool]) -> list[dict]:
+        """Per text, its statistics (see the module docstring); ``moments[i]``: with ``mu`` and ``sigma``."""
+        raise NotImplementedError
+
+    # ---------------------------------------------------------------------------------------------- provenance
+    def counters(self) -> dict[str, int]:
+        return {"generated_tokens": self.generated_tokens, "scored_tokens": self.scored_tokens}
+
+    def placement(self) -> dict | None:
+        """Where the model really is (device or device map, dtype); None for a server."""
+        return None

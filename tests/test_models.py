@@ -1,0 +1,96 @@
+"""The one model interface: the local backend, the server backend against real servers, and what a detector does
+with a model that cannot give what it needs."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from detect.models import GenerationSettings, build_backend
+from detect.models.server import COPY_CHECK, OpenAIServer, prompt_logprobs
+
+
+def test_prompt_logprobs_of_an_echoed_completion_by_hand():
+    """An OpenAI-format echo answer (vLLM's, with a start token the server added and one generated token): the
+    scored tokens are the text's own, the first one (no context) and what follows the text dropped."""
+    text = "The cat sat."
+    tokens = ["<s>", "The", " cat", " sat", ".", " It"]
+    offsets = [0, 0, 3, 7, 11, 12]
+    logprobs = [None, -3.0, -5.5, -1.25, -0.5, -2.0]
+    assert prompt_logprobs(text, tokens, logprobs, offsets) == {"logp": [-5.5, -1.25, -0.5],
+                                                                 "tokens": [" cat", " sat", "."]}
+    # without a start token: the same scored tokens
+    assert prompt_logprobs(text, tokens[1:], [None, *logprobs[2:]], offsets[1:])["logp"] == [-5.5, -1.25, -0.5]
+
+
+def test_one_factory_builds_every_backend_and_refuses_in_one_line():
+    from detect.errors import InputError
+    from detect.models.hf import LocalModels
+
+    assert isinstance(build_backend({"_target_": "detect.models.hf.LocalModels", "name": "local"}), LocalModels)
+    server = build_backend({"_target_": "detect.models.server.OpenAIServer", "name": "openai", "model": "m"})
+    assert isinstance(server, OpenAIServer) and server.model == "m"
+    with pytest.raises(InputError, match="generation openai has no _target_"):
+        build_backend({"name": "openai"})
+    with pytest.raises(InputError, match="generation.logprobs=maybe: use echo"):
+        OpenAIServer(model="m", base_url="http://127.0.0.1:9/v1", api_key_env=None, logprobs="maybe").open(
+            None, GenerationSettings())
+
+
+@pytest.mark.slow
+def test_llama_cpp_server_generates_and_its_prompt_logprobs_fail_the_copy_check(llama_server, tmp_path):
+    """llama-cpp-python 0.3.36 echoes each prompt token's log-probability under the next position's distribution
+    (abetlen/llama-cpp-python#1983): the copy check catches it, and the logit detectors are skipped with why."""
+    base_url, model_id = llama_server
+    model = OpenAIServer(model=model_id, base_url=base_url, api_key_env=None, cache_path=str(tmp_path / "c.jsonl")
+                         ).open(None, GenerationSettings(prompt_format="raw", max_new_tokens=16))
+    assert model.no_logprobs is not None and "fail the copy check" in model.no_logprobs
+    third = float(model.no_logprobs.split("scored ")[1].split(" ")[0])
+    assert third < COPY_CHECK  # measured: -15.6 a token, where the local model gives -0.35
+    completion = model.generate(["The capital of France is"])[0]
+    assert completion.strip()
+    from detect.detectors import build
+
+    detectors = build({"membership": {"_target_": "detect.detectors.membership.LogitScores"},
+                       "cheat": {"_target_": "detect.detectors.cheat.ChatGPTCheat"}})
+    evidence = SimpleNamespace(model=model)
+    assert [d.skipped(evidence) is None for d in detectors] == [False, True]
+
+
+def test_logit_detectors_over_a_model_with_logprobs_but_no_moments_or_ids(compose_config):
+    """What a server that does echo prompt log-probabilities (vLLM) gives: the chosen tokens' log-probabilities, no
+    next-token moments, no token ids. Membership writes loss, zlib, Min-K% and the reference ratio (not Min-K%++),
+    the sharded test runs, DC-PDD is skipped with its reason; the numbers are the local model's."""
+    from detect.datasets import load_split
+    from detect.detectors import Evidence, build
+    from detect.judges.threshold import ThresholdJudge
+    from detect.models import load, tiny_random
+    from detect.models.hf import HFModel
+    from detect.pipeline import run_partition
+
+    model, tokenizer = load(tiny_random())
+
+    class ChosenTokensOnly(HFModel):  # the capabilities of an echoing server, over the same weights
+        no_moments = "no next-token distribution"
+        no_token_ids = "token strings only"
+        tokenizer = None
+
+        def _token_logprobs(self, texts, moments):
+            return [{"logp": stats["logp"]} for stats in super()._token_logprobs(texts, [False] * len(texts))]
+
+    served = ChosenTokensOnly(model, tokenizer, prompt_format="raw", max_new_tokens=8, progress=False)
+    local = HFModel(model, tokenizer, prompt_format="raw", max_new_tokens=8, progress=False)
+    cfg = compose_config("detect", ["+dataset=synth_nli", "detect.semantic_model=null",
+                                    "detect.detectors.sharded_likelihood.max_instances=8"])
+    split = load_split(cfg.dataset, "test")
+    detectors = build(cfg.detect.detectors)
+    rows = {}
+    for name, chosen in (("served", served), ("local", local)):
+        evidence = Evidence(cfg.dataset, "test", split[:3], split[:8], model=chosen, reference=local, seed=0)
+        rows[name], timing = run_partition(evidence, detectors, judge=ThresholdJudge(), detect_cfg=cfg.detect)
+    assert timing.get("skipped") is None
+    guided = {name: [r for r in found if r.get("instruction") == "guided"] for name, found in rows.items()}
+    assert "min_k_plus" not in guided["served"][0] and "dc_pdd" not in guided["served"][0]
+    for score in ("loss", "zlib", "min_k", "reference_ratio"):
+        assert [r[score] for r in guided["served"]] == pytest.approx([r[score] for r in guided["local"]], abs=1e-6)
+    sharded = {name: [r for r in found if r.get("detector") == "sharded_likelihood"][0] for name, found in rows.items()}
+    assert sharded["served"]["p_value"] == pytest.approx(sharded["local"]["p_value"], abs=1e-9)
