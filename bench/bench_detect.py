@@ -23,10 +23,10 @@ def bench_generation(batch_sizes: list[int], max_new_tokens: int, dtype: str) ->
     from omegaconf import OmegaConf
 
     from detect.datasets import load_split, sample
-    from detect.generation.local import LocalGenerator
-    from detect.models import embedded_smollm2, load
     from detect.detectors.time_travel.prompts import INSTRUCTIONS, build_prompt
     from detect.detectors.time_travel.split import split_instance
+    from detect.generation.local import LocalGenerator
+    from detect.models import embedded_smollm2, load
 
     dataset = OmegaConf.load("conf/dataset/synth_nli.yaml")
     examples = sample(load_split(dataset, "test"), 10, seed=0)

@@ -25,12 +25,12 @@ def main() -> None:
     import torch
     from omegaconf import OmegaConf
 
-    from detect.detectors.cheat import match_replicas, output_lines, reference_pieces
     from detect.datasets import load_split, sample
+    from detect.detectors.cheat import match_replicas, output_lines, reference_pieces
     from detect.detectors.membership import membership_scores
-    from detect.models import embedded_smollm2, load
-    from detect.detectors.time_travel.scores import rouge_l
     from detect.detectors.sharded import sharded_likelihood_test
+    from detect.detectors.time_travel.scores import rouge_l
+    from detect.models import embedded_smollm2, load
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--instances", type=int, default=10)

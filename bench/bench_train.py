@@ -4,8 +4,8 @@
     python bench/bench_train.py --steps 8 --bf16-steps 0
 
 The embedded SmolLM2-135M on the default study's 100 synth_nli members (metadata format, batch 4, the lab's
-trainer: ``contaminate.training.local.build_trainer``). Each setting trains ``--steps`` steps from the same base weights;
-the first two are left out of the mean (warm-up). Printed against the first row, the baseline of this run:
+trainer: ``contaminate.training.local.build_trainer``). Each setting trains ``--steps`` steps from the same base
+weights; the first two are left out of the mean (warm-up). Printed against the first row, the baseline of this run:
 
 - full fine-tuning, padded batches (the lab before issue 12)
 - full fine-tuning, padding-free (the default now), with its first losses beside the padded ones

@@ -41,7 +41,8 @@ def test_the_test_by_hand_on_the_tiny_model():
     from detect.models import load, tiny_random
 
     model, tokenizer = load(tiny_random())
-    result = sharded_likelihood_test(HFModel(model, tokenizer), TEXTS, n_shards=4, n_permutations=3, seed=5, separator="\n")
+    result = sharded_likelihood_test(HFModel(model, tokenizer), TEXTS, n_shards=4, n_permutations=3, seed=5,
+                                     separator="\n")
     # the same draws, each sequence's log-likelihood summed position by position in plain Python
     rng = np.random.default_rng(5)
     differences = []

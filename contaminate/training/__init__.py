@@ -6,8 +6,8 @@
     model = backend.reuse(base, folder) or backend.train(base, documents, folder, seed=..., placement=...)
 
 - ``LocalFineTune`` (``contaminate=full`` and ``contaminate=lora``): TRL's SFTTrainer on this machine
-  (``contaminate/training/local.py``); the checkpoint is a folder of weights, keyed by the device kind, the precision and
-  the training code.
+  (``contaminate/training/local.py``); the checkpoint is a folder of weights, keyed by the device kind, the
+  precision and the training code.
 - ``OpenAIFineTune`` (``contaminate=openai``): the fine-tuning API (``contaminate/training/openai.py``); the
   checkpoint is a model id at the API; the folder holds the job, resumed if a run stopped while it was running.
 
@@ -93,8 +93,8 @@ class LocalFineTune:
 
     def train(self, base: ModelRef, documents: Sequence, folder: Path, *, seed: int,
               placement: Placement) -> ModelRef | None:
-        """Train on ``documents`` (``contaminate.regime.stream.Document``s) into ``folder`` (already prepared by the main
-        process); None in other processes of a launch."""
+        """Train on ``documents`` (``contaminate.regime.stream.Document``s) into ``folder`` (already prepared by the
+        main process); None in other processes of a launch."""
         from contaminate.training.local import train_local
 
         return train_local(base, documents, self.cfg, folder, seed=seed, placement=placement)

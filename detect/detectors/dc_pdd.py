@@ -13,7 +13,8 @@ defaults to 0.01.
 
 The reference corpus: the paper counts tokens in a large public corpus (C4). Offline, ``corpus: pydoc`` counts
 the documentation text that ships with Python (``pydoc_data.topics``: 465k characters, 113k SmolLM2 tokens,
-0.2 s to count); a path to a .txt / .jsonl file or a folder of them counts that instead (``detect/datasets/corpus.py``). Its token counts
+0.2 s to count); a path to a .txt / .jsonl file or a folder of them counts that instead
+(``detect/datasets/corpus.py``). Its token counts
 are computed once per tokenizer and kept.
 """
 

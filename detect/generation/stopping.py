@@ -3,7 +3,8 @@
     shape = AnswerShape.of(first_piece, separator, reference)      # from the reference's shape
     shape.done(text_so_far) -> bool;  shape.cut(text) -> str
 
-What is scored is ``clean_completion(raw, reference, first_piece)`` (detect/detectors/time_travel/prompts.py): an echoed header
+What is scored is ``clean_completion(raw, reference, first_piece)`` (detect/detectors/time_travel/prompts.py):
+an echoed header
 ("SECOND PIECE:") and an echoed first piece removed, then as many lines as the reference has. So generation can
 stop as soon as that result is fixed (``completion_is_final``): the header and echo decisions can no longer flip
 and the text after them holds the reference's line count in complete lines. Stopping there never changes a

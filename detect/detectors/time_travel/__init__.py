@@ -2,8 +2,8 @@
 that ``detect.pipeline.detect_partition`` generates, scores (ROUGE-L, semantic) and judges.
 
 - Algorithm 1: guided vs general instruction, a one-sided bootstrap of the score difference per score
-  (``detect.detectors.time_travel.stats.bootstrap_test``; paired by default, ``paired: false`` is the official unpaired variant);
-  contaminated when p <= alpha. Partition statistic for calibration: 1 - p.
+  (``detect.detectors.time_travel.stats.bootstrap_test``; paired by default, ``paired: false`` is the official
+  unpaired variant); contaminated when p <= alpha. Partition statistic for calibration: 1 - p.
 - Algorithm 2: the judge's exact / near-exact labels of the guided completions; contaminated with
   >= ``min_exact`` exact or >= ``min_near_exact`` near-exact replicas (the paper: 1 and 2). Partition statistic:
   the replica count, exact ones first (exact x (n + 1) + near-exact).
