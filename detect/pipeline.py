@@ -28,7 +28,7 @@ from detect.detectors.time_travel import SCORES  # noqa: F401 (the generation sc
 from detect.detectors.time_travel.prompts import INSTRUCTIONS, build_prompt, clean_completion
 from detect.detectors.time_travel.scores import rouge_l
 from detect.detectors.time_travel.split import split_instance
-from detect.generation.stopping import AnswerShape
+from detect.detectors.time_travel.stopping import AnswerShape
 from detect.judges.threshold import thresholds_line
 from detect.validate import check_detection
 
@@ -77,7 +77,7 @@ def detect_partition(
     ``semantic`` is an optional ``(references, candidates) -> scores`` callable; ``membership`` an optional
     ``texts -> [{score: value}]`` callable (``instance_scorer``) whose logit scores of the whole instance go on its
     guided row; ``stop`` (``detect.stop`` config: enabled, length_factor, margin_chars) makes generation stop each
-    completion once its answer is done (``detect/generation/stopping.py``).
+    completion once its answer is done (``detect/detectors/time_travel/stopping.py``).
     """
     cuts = [split_instance(example, seed=seed, low=cut_low, high=cut_high) for example in examples]
     rows = []

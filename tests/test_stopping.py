@@ -6,7 +6,7 @@ import random
 import pytest
 
 from detect.detectors.time_travel.prompts import clean_completion
-from detect.generation.stopping import AnswerShape, completion_is_final
+from detect.detectors.time_travel.stopping import AnswerShape, completion_is_final
 
 PIECES = ["SECOND PIECE", "second piece", "Sentence 2", "SENTENCE", " 2", ":", "*", "**", "#", " ", "  ", "\n",
           "\n\n", "The", "cat", "sat", "on", "mat.", "label: 0", "Cx", "x", "\t"]

@@ -75,10 +75,10 @@ class LocalGenerator:
 
     def __call__(self, prompts: Sequence[str], shapes: Sequence | None = None,
                  max_new_tokens: int | None = None) -> list[str]:
-        """Greedy completions of ``prompts``. ``shapes`` (a ``detect.generation.stopping.AnswerShape`` or None per
-        prompt) stop each row once its answer is done and cut it to the kept length; ``stop_reasons`` then says,
-        per prompt, why it stopped: eos, lines, length or max_new_tokens (``max_new_tokens``: this call's cap, else
-        the generator's)."""
+        """Greedy completions of ``prompts``. ``shapes`` (an ``AnswerShape``, detect/detectors/time_travel/stopping.py,
+        or None per prompt) stop each row once its answer is done and cut it to the kept length; ``stop_reasons``
+        then says, per prompt, why it stopped: eos, lines, length or max_new_tokens (``max_new_tokens``: this
+        call's cap, else the generator's)."""
         from tqdm.auto import tqdm
 
         shapes = list(shapes) if shapes is not None else [None] * len(prompts)

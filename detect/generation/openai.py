@@ -25,8 +25,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Sequence
 
+from detect.cache import digest
 from detect.errors import InputError
-from detect.models.loading import digest
 
 API_PROMPT_FORMATS = ("chat", "raw")
 # A quiet console: Hydra logs at INFO, where the HTTP client writes one line per request above the progress bars.
@@ -111,9 +111,9 @@ class OpenAIGenerator:
 
     def __call__(self, prompts: Sequence[str], shapes: Sequence | None = None,
                  max_new_tokens: int | None = None) -> list[str]:
-        """Completions of ``prompts``. ``shapes`` (``detect.generation.stopping.AnswerShape`` per prompt, or None)
-        cut each to the length the local backend keeps, so both give the same cleaned completions; the server has
-        no line rule, so it generates up to ``max_tokens`` (the cached text is the server's, uncut)."""
+        """Completions of ``prompts``. ``shapes`` (an ``AnswerShape``, detect/detectors/time_travel/stopping.py, per
+        prompt, or None) cut each to the length the local backend keeps, so both give the same cleaned completions;
+        the server has no line rule, so it generates up to ``max_tokens`` (the cached text is the server's, uncut)."""
         max_tokens = max_new_tokens or self.max_tokens
 
         def complete(prompt: str) -> str:

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from detect.cache import cache_dir, digest
 from detect.errors import InputError
 from detect.models.base import LanguageModel
-from detect.models.loading import ModelRef, cache_dir, digest, embedded_smollm2, hub, load, tiny_random
+from detect.models.loading import ModelRef, embedded_smollm2, hub, load, tiny_random
 
 __all__ = ["LanguageModel", "ModelRef", "GenerationSettings", "build_backend", "cache_dir", "digest",
            "embedded_smollm2", "hub", "load", "tiny_random"]

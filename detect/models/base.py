@@ -44,9 +44,10 @@ class LanguageModel:
     # ---------------------------------------------------------------------------------------------- generation
     def generate(self, prompts: Sequence[str], stop: Sequence | None = None,
                  max_new_tokens: int | None = None) -> list[str]:
-        """Greedy completions of ``prompts``. ``stop`` (a ``detect.generation.stopping.AnswerShape`` or None per
-        prompt) ends each completion once its answer is done and cuts it to the kept length; ``stop_reasons``
-        then says, per prompt, why it stopped where the backend knows. ``max_new_tokens`` overrides the model's."""
+        """Greedy completions of ``prompts``. ``stop`` (an ``AnswerShape``, detect/detectors/time_travel/stopping.py,
+        or None per prompt) ends each completion once its answer is done and cuts it to the kept length;
+        ``stop_reasons`` then says, per prompt, why it stopped where the backend knows. ``max_new_tokens``
+        overrides the model's."""
         keys = [(prompt, shape, max_new_tokens)
                 for prompt, shape in zip(prompts, stop if stop is not None else [None] * len(prompts))]
         missing = [key for key in dict.fromkeys(keys) if key not in self._completions]

@@ -15,12 +15,12 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-import os
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from detect.cache import cache_dir, digest  # noqa: F401 (digest: public here too)
 from detect.errors import InputError
 from detect.runtime import Placement, needs_device_map, resolve_placement
 
@@ -33,15 +33,6 @@ class ModelRef:
     name: str  # how runs and reports call it
     path: str  # a local folder, or a hub id that from_pretrained downloads
     adapter: str | None = None  # a PEFT (LoRA) adapter folder applied on top of ``path``
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("CONTAMINATION_LAB_CACHE", "~/.cache/contamination-lab")).expanduser()
-
-
-def digest(value) -> str:
-    """A short content address for anything JSON can write: the name of a cached result."""
-    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def _write_once(target: Path, write) -> Path:
@@ -124,8 +115,8 @@ def tiny_random(
         tokenizer.save_pretrained(folder)
         (folder / "lab_model.json").write_text(json.dumps(shape))
 
-    digest = hashlib.sha1(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:10]
-    return ModelRef("tiny_random", str(_write_once(cache_dir() / "models" / f"tiny-random-{digest}", build)))
+    shape_digest = hashlib.sha1(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:10]
+    return ModelRef("tiny_random", str(_write_once(cache_dir() / "models" / f"tiny-random-{shape_digest}", build)))
 
 
 def hub(name_or_path: str, name: str | None = None) -> ModelRef:

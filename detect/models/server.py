@@ -29,10 +29,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from detect.cache import cache_dir, digest
 from detect.errors import InputError
 from detect.generation.openai import OpenAIGenerator
 from detect.models.base import LanguageModel
-from detect.models.loading import ModelRef, cache_dir, digest
+from detect.models.loading import ModelRef
 
 LOGPROB_METHODS = ("echo", None)
 COPY_PASSAGE = "Mara Quell repaired fourteen looms in Dunhollow before the spring fair."
