@@ -1,14 +1,50 @@
 """The config checked before any work starts: each failure one line that names the key and says what to set.
 
-    check_detection(cfg)     # python -m detect and the study: sample.n_detect, detect.*, the detectors
+    check_detection(cfg)                           # python -m detect and the study: sample, detect.*, detectors
+    check_component(cls, settings, where="...")    # a node with _target_, against its class's types and ranges
 
-Hydra composes any value a type allows; these are the values the code below cannot use (a negative count, zero
-tokens, a cut outside the instance), found in a second rather than after a model has loaded or trained.
+Hydra composes any value a type allows; these are the values the code cannot use (a negative count, a learning
+rate of -1, a fraction above 1, a string where a number goes, a setting the component does not have), found in
+a second rather than after a model has loaded or trained. The types come from the component's own constructor
+annotations and its ``ranges`` (a class attribute: setting -> ``Range``), so a component states its limits once,
+where it is defined, and every config that builds it is checked against them.
 """
 
 from __future__ import annotations
 
+import inspect
+import types
+import typing
+from dataclasses import dataclass
+
 from detect.errors import InputError
+
+
+@dataclass(frozen=True)
+class Range:
+    """``low`` < value < ``high`` (``closed`` ends: <=), either end open-ended with None; ``hint`` says why."""
+    low: float | None = None
+    high: float | None = None
+    closed: str = "[]"   # "[]", "(]", "[)", "()": which ends are included
+    hint: str = ""
+
+    def holds(self, value) -> bool:
+        if self.low is not None and (value < self.low if self.closed[0] == "[" else value <= self.low):
+            return False
+        return not (self.high is not None and (value > self.high if self.closed[1] == "]" else value >= self.high))
+
+    def describe(self) -> str:
+        """">= 1", "> 0", "in (0, 1]"."""
+        if self.high is None:
+            return f"{'>=' if self.closed[0] == '[' else '>'} {self.low:g}"
+        if self.low is None:
+            return f"{'<=' if self.closed[1] == ']' else '<'} {self.high:g}"
+        return f"in {self.closed[0]}{self.low:g}, {self.high:g}{self.closed[1]}"
+
+
+POSITIVE = Range(0, None, "()")
+FRACTION = Range(0, 1, "()")
+PROBABILITY = Range(0, 1, "[]")
 
 
 def count(value, key: str, *, minimum: int = 1, hint: str = "") -> int:
@@ -18,9 +54,98 @@ def count(value, key: str, *, minimum: int = 1, hint: str = "") -> int:
     return value
 
 
+def check_value(value, key: str, annotation, limits: Range | None = None) -> None:
+    """``value`` against a type annotation (int, float, str, bool, a union with None, list/dict) and a range."""
+    allowed = typing.get_args(annotation) if isinstance(annotation, types.UnionType) or \
+        typing.get_origin(annotation) is typing.Union else (annotation,)
+    if value is None:
+        if type(None) in allowed or annotation is inspect.Parameter.empty:
+            return
+        raise InputError(f"{key}=null: give a value ({_name(annotation)})")
+    kinds = [typing.get_origin(kind) or kind for kind in allowed if kind is not type(None)]
+    ok = any(_is(value, kind) for kind in kinds) if kinds and all(isinstance(k, type) for k in kinds) else True
+    if not ok:
+        raise InputError(f"{key}={value}: give {' or '.join(_name(k) for k in kinds)}"
+                         f"{f' ({limits.hint})' if limits and limits.hint else ''}")
+    if limits is not None and isinstance(value, (int, float)) and not isinstance(value, bool) \
+            and not limits.holds(value):
+        kind = _name(int if int in kinds and float not in kinds else float)
+        raise InputError(f"{key}={value}: give {kind} {limits.describe()}{f' ({limits.hint})' if limits.hint else ''}")
+
+
+def _is(value, kind: type) -> bool:
+    if kind is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind in (list, tuple):
+        return isinstance(value, (list, tuple)) or hasattr(value, "__iter__") and not isinstance(value, (str, dict))
+    if kind is dict:
+        return hasattr(value, "items")
+    return isinstance(value, kind)
+
+
+def _name(kind) -> str:
+    return {int: "a whole number", float: "a number", str: "a string", bool: "true or false", list: "a list",
+            dict: "a mapping"}.get(kind, getattr(kind, "__name__", str(kind)))
+
+
+def resolve_target(target: str, where: str):
+    """The class or function a ``_target_`` names; a misnamed one is one line."""
+    import importlib
+
+    module, _, name = target.rpartition(".")
+    try:
+        found = importlib.import_module(module)
+        for part in name.split("."):
+            found = getattr(found, part)
+        return found
+    except (ImportError, AttributeError, ValueError):
+        try:  # a method such as LLMJudge.from_config: module.Class.method
+            outer, _, cls = module.rpartition(".")
+            return getattr(getattr(importlib.import_module(outer), cls), name)
+        except (ImportError, AttributeError, ValueError):
+            raise InputError(f"{where}._target_={target}: no such class or function; check the module path "
+                             f"and name") from None
+
+
+def check_component(target, settings: dict, *, where: str, ignore: tuple[str, ...] = ("enabled",)) -> None:
+    """``settings`` against ``target``'s constructor: no setting it lacks, each of its annotated type and, where
+    the target declares one in ``ranges``, in range."""
+    function = target.__init__ if inspect.isclass(target) else target
+    parameters = inspect.signature(function).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        known = None  # takes any keyword: only the annotated ones are checked
+    else:
+        known = [name for name in parameters if name != "self"]
+    try:
+        hints = typing.get_type_hints(function)
+    except (NameError, TypeError):
+        hints = {}
+    ranges = getattr(target, "ranges", {})
+    for key, value in settings.items():
+        if key.startswith("_") or key in ignore:
+            continue
+        if known is not None and key not in known:
+            raise InputError(f"{where}.{key} is not a setting of {getattr(target, '__name__', target)}; its "
+                             f"settings: {', '.join(k for k in known if k not in ignore)}")
+        check_value(value, f"{where}.{key}", hints.get(key, inspect.Parameter.empty), ranges.get(key))
+
+
+def check_values(node, limits: dict[str, tuple[type, Range | None]], *, where: str) -> None:
+    """Dotted keys of ``node`` (a config mapping) against (type, range) limits; an absent or null key is skipped."""
+    for dotted, (kind, limits_of) in limits.items():
+        value = node
+        for part in dotted.split("."):
+            value = value.get(part) if hasattr(value, "get") else None
+        if value is not None:
+            check_value(value, f"{where}.{dotted}", kind, limits_of)
+
+
 def check_detection(cfg) -> list:
-    """What every detection reads; returns the built detectors (their own settings checked as they are built)."""
+    """What every detection reads; returns the built detectors (their settings checked against their classes)."""
     from detect.detectors import build
+    from detect.models import build_backend
 
     count(cfg.sample.n_detect, "sample.n_detect", hint=" (instances per partition; the paper: 10)")
     detect = cfg.detect
@@ -32,5 +157,14 @@ def check_detection(cfg) -> list:
                          f"instance; give 0 < low <= high < 1 (the default 0.4 / 0.7)")
     if detect.prompt_format not in ("auto", "chat", "raw"):
         raise InputError(f"detect.prompt_format={detect.prompt_format}: use auto, chat or raw")
-    return build(detect.detectors)
+    if cfg.get("generation") is not None:
+        build_backend(cfg.generation)  # its target and settings, before any model is opened
+    if cfg.get("judge") is not None and cfg.judge.get("_target_"):
+        from omegaconf import OmegaConf
 
+        settings = OmegaConf.to_container(cfg.judge, resolve=True)
+        judge = resolve_target(settings["_target_"], "judge")
+        check_component(judge, {k: v for k, v in settings.items() if k != "generator"}, where="judge")
+        if "generator" in settings:
+            build_backend(cfg.judge.generator, where="judge.generator")
+    return build(detect.detectors)

@@ -77,8 +77,8 @@ def test_dc_pdd_reads_the_offline_corpus_and_refuses_a_missing_one(tmp_path):
     assert sorted(frequencies.values()) == [2 / 50_003, 3 / 50_003]
     with pytest.raises(InputError, match="corpus=pydoc"):
         DCPDD(corpus=str(tmp_path / "missing")).frequencies(Tokenizer())
-    with pytest.raises(InputError, match="must be positive"):
-        DCPDD(a=0)
+    with pytest.raises(InputError, match="detect.detectors.dc_pdd.a=0: give a number > 0"):
+        build({"dc_pdd": {"_target_": "detect.detectors.dc_pdd.DCPDD", "a": 0}})
 
 
 def test_time_travel_can_be_switched_off_like_any_detector():

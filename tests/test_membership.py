@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from detect.detectors.membership import LogitScores, membership_scores, scores_from_statistics
+from detect.detectors import build
+from detect.detectors.membership import membership_scores, scores_from_statistics
 from detect.errors import InputError
 from detect.models.hf import HFModel
 
@@ -63,5 +64,5 @@ def test_batched_scores_match_one_text_at_a_time_by_hand():
             assert got[name] == pytest.approx(value, rel=1e-4, abs=1e-5), name
         assert got["reference_ratio"] == pytest.approx(0.0, abs=1e-5)  # the model against itself
     assert np.isfinite([v for s in scores for v in s.values()]).all()
-    with pytest.raises(InputError, match="Min-K% takes a fraction"):
-        LogitScores(k=0)
+    with pytest.raises(InputError, match="membership.k=0: give a number in \\(0, 1\\] \\(Min-K% takes a fraction"):
+        build({"membership": {"_target_": "detect.detectors.membership.LogitScores", "k": 0}})

@@ -23,7 +23,20 @@ STUDY = ["+dataset=synth_nli"]
     ("contaminate.epochs=0", "contaminate.epochs=0"),
     ("++contaminate.trainer.lerning_rate=1", "contaminate.trainer.lerning_rate is not an SFTConfig field"),
     ("++contaminate.trainer.bf16=true", "contaminate.trainer.bf16 is set by the lab from runtime.dtype"),
-    ("detect.detectors.membership.k=2", "Min-K% takes a fraction in \\(0, 1\\]"),
+    ("detect.detectors.membership.k=2", "membership.k=2: give a number in \\(0, 1\\] \\(Min-K% takes a fraction"),
+    # issue 24: what a new user typed that used to give a traceback or run on
+    ("contaminate.learning_rate=-1", "contaminate.learning_rate=-1: give a number > 0"),
+    ("contaminate.learning_rate=fast", "contaminate.learning_rate=fast: give a number"),
+    ("contaminate.batch_size=0", "contaminate.batch_size=0: give a whole number >= 1"),
+    ("++contaminate.trainer.warmup_ratio=1.5", "contaminate.trainer.warmup_ratio=1.5: give a number in \\[0, 1\\]"),
+    ("detect.detectors.alg1.alpha=5", "detect.detectors.alg1.alpha=5: give a number in \\(0, 1\\)"),
+    ("detect.detectors.alg2.min_exact=0", "detect.detectors.alg2.min_exact=0: give a whole number >= 1"),
+    ("detect.detectors.sharded_likelihood.n_shards=1", "sharded_likelihood.n_shards=1: give a whole number >= 2"),
+    ("detect.detectors.cheat.exact_threshold=95", "cheat.exact_threshold=95: give a number in \\(0, 1\\]"),
+    ("+detect.detectors.alg1.resamples=5", "detect.detectors.alg1.resamples is not a setting of Algorithm1; its "
+                                           "settings: paired, n_resamples, alpha"),
+    ("detect.detectors.cheat._target_=detect.detectors.cheat.Cheat", "cheat._target_=detect.detectors.cheat.Cheat: "
+                                                                      "no such class or function"),
 ])
 def test_a_study_config_is_refused_in_one_line(compose_config, override, message):
     extra = ["sample.n_members=10"] if "n_detect=20" in override else []
@@ -77,6 +90,29 @@ def test_the_command_line_prints_one_line_and_writes_nothing_finished(tmp_path):
                               capture_output=True, text=True)
         lines = [line for line in done.stderr.splitlines() if line.strip()]
         assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), (override, done.stderr)
+        assert not (tmp_path / "cache" / "checkpoints").exists()
+
+
+def test_the_inputs_of_issue_24_through_the_real_command(tmp_path):
+    """What a new user typed that gave a traceback once training started (learning rate), PEFT's ValueError (rank)
+    or a datasets traceback (an empty split file): exit 2, one line on stderr, nothing trained."""
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "test.jsonl").write_text("\n")
+    (tmp_path / "header").mkdir()
+    (tmp_path / "header" / "test.csv").write_text("sentence1,sentence2,label\n")
+    cases = {"contaminate.learning_rate=-1": "error: contaminate.learning_rate=-1: give a number > 0",
+             "contaminate=lora contaminate.rank=0": "error: contaminate.rank=0: give a whole number >= 1",
+             "seed=abc": "error: seed=abc: give a whole number >= 0",
+             f"dataset.path={tmp_path / 'empty'}": f"{tmp_path / 'empty' / 'test.jsonl'} holds no instances",
+             f"dataset.path={tmp_path / 'header'}": f"{tmp_path / 'header' / 'test.csv'} holds no instances",
+             "contaminate=lora contaminate.lora.lora_dropout=1.5": "contaminate.lora.lora_dropout=1.5: give a number "
+                                                                  "in [0, 1)"}
+    for overrides, message in cases.items():
+        done = subprocess.run([sys.executable, "-m", "contaminate", "+dataset=synth_nli", *overrides.split(),
+                               f"hydra.run.dir={tmp_path / 'run'}", f"cache_dir={tmp_path / 'cache'}"],
+                              capture_output=True, text=True)
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        assert done.returncode == 2 and len(lines) == 1 and message in lines[0], (overrides, done.stderr[-800:])
         assert not (tmp_path / "cache" / "checkpoints").exists()
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from detect.datasets.corpus import corpus_files, pydoc_texts, read_corpus
 from detect.errors import InputError
+from detect.validate import POSITIVE, Range
 
 
 class NoBackground:
@@ -41,6 +42,7 @@ class NoBackground:
 
 class OfflineBackground:
     name = "offline"
+    ranges = {"max_tokens": Range(1, hint="tokens of background; null: all of it")}
 
     def __init__(self, max_tokens: int | None = None) -> None:
         self.max_tokens = max_tokens
@@ -58,6 +60,7 @@ class OfflineBackground:
 
 class HubBackground:
     name = "hub"
+    ranges = {"max_tokens": Range(1, hint="tokens of background; null: all of it"), "chars_per_token": POSITIVE}
 
     def __init__(self, hub_id: str, hub_config: str | None = None, split: str = "train", text_field: str = "text",
                  max_tokens: int | None = 1_000_000, chars_per_token: float = 3.0) -> None:
@@ -96,6 +99,7 @@ class HubBackground:
 
 class LocalBackground:
     name = "local"
+    ranges = {"max_tokens": Range(1, hint="tokens of background; null: all of it")}
 
     def __init__(self, path: str | None = None, text_field: str = "text", max_tokens: int | None = None) -> None:
         self.path, self.text_field, self.max_tokens = path, text_field, max_tokens
@@ -122,5 +126,9 @@ def instantiate_background(background_cfg):
 
     if background_cfg is None:
         return NoBackground()
+    from detect.validate import check_component, resolve_target
+
     settings = {key: value for key, value in background_cfg.items() if key != "name"}
+    if settings.get("_target_"):
+        check_component(resolve_target(settings["_target_"], "background"), dict(settings), where="background")
     return instantiate(settings, _convert_="all")

@@ -25,6 +25,18 @@ from typing import Sequence
 from detect.errors import InputError
 from detect.models import ModelRef
 from detect.runtime import Placement
+from detect.validate import POSITIVE, PROBABILITY, Range
+
+# The numbers of the local trainer's settings: the type and range each must have (a negative learning rate or a
+# rank of 0 fails here in one line, not inside TRL or PEFT once the model has loaded).
+TRAINING_LIMITS = {
+    "learning_rate": (float, POSITIVE), "batch_size": (int, Range(1)), "max_length": (int, Range(2)),
+    "rank": (int, Range(1, hint="the LoRA rank, LoraConfig r")), "lora.lora_alpha": (float, POSITIVE),
+    "lora.lora_dropout": (float, Range(0, 1, "[)")), "trainer.warmup_steps": (int, Range(0)),
+    "trainer.warmup_ratio": (float, PROBABILITY), "trainer.weight_decay": (float, Range(0)),
+    "trainer.max_grad_norm": (float, POSITIVE), "trainer.gradient_accumulation_steps": (int, Range(1)),
+    "trainer.max_steps": (int, Range(-1, hint="-1: as many as the epochs make")),
+}
 
 
 def instantiate_backend(contaminate_cfg):
@@ -50,8 +62,10 @@ class LocalFineTune:
 
     def check(self) -> None:
         from contaminate.training.local import check_training_config
+        from detect.validate import check_values
 
-        check_training_config(self.cfg)
+        check_values(self.cfg, TRAINING_LIMITS, where="contaminate")  # types and ranges first: one line each
+        check_training_config(self.cfg)  # then the dose, and every trainer / adapter argument against TRL and PEFT
 
     def base_model(self, cfg) -> ModelRef:
         from detect.cli import instantiate

@@ -83,7 +83,19 @@ class LocalSource:
             raise InputError(f"{where}: {file} is not .jsonl, .json, .csv or .parquet; convert it to one of these")
         if file.suffix.lower() == ".jsonl":
             check_json_lines(file)
-        return datasets.load_dataset(builder, data_files=str(file), split="train")
+        empty = f"{where}: {file} holds no instances; put one instance per line (JSONL) or row (CSV) in it"
+        if not file.read_bytes().strip():
+            raise InputError(empty)
+        datasets.disable_progress_bars()  # a local file loads in a second; its bar would only add a stderr line
+        try:
+            rows = datasets.load_dataset(builder, data_files=str(file), split="train")
+        except (StopIteration, ValueError, datasets.exceptions.DatasetGenerationError) as error:
+            if isinstance(error, ValueError) and "no data" not in str(error):
+                raise
+            raise InputError(empty) from None  # a CSV header and no rows, or a JSONL of blank lines
+        if len(rows) == 0:
+            raise InputError(empty)
+        return rows
 
     def describe(self) -> str:
         return self.path

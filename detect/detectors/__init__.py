@@ -51,6 +51,10 @@ def build(detectors_cfg) -> list[Detector]:
         if "_target_" not in settings:
             raise InputError(f"detect.detectors.{key} has no _target_; name its class, e.g. "
                              f"_target_: detect.detectors.cheat.ChatGPTCheat")
+        from detect.validate import check_component, resolve_target
+
+        check_component(resolve_target(settings["_target_"], f"detect.detectors.{key}"), settings,
+                        where=f"detect.detectors.{key}")
         detector = instantiate(settings)
         if not isinstance(detector, Detector) or detector.name != key:
             raise InputError(f"detect.detectors.{key}: _target_ {settings['_target_']} is not the detector "

@@ -28,6 +28,7 @@ from typing import Sequence
 
 from detect.datasets import Example
 from detect.detectors.base import Detector, Evidence, verdict
+from detect.validate import Range
 
 PROMPT = "Please, generate the first instances of the {dataset_name} dataset {split_name} split.\n"
 VERDICTS = ("clean", "suspicious", "contaminated")
@@ -131,6 +132,9 @@ class ChatGPTCheat(Detector):
                       "n_references")
     verdict_labels = {"cheat_strict": "ChatGPT-Cheat?, strict (replicas only), whole pool",
                       "cheat_lenient": "ChatGPT-Cheat?, lenient (replicas or format), whole pool"}
+
+    ranges = {"exact_threshold": Range(0, 1, "(]", hint="a ROUGE-L F1"),
+              "near_exact_threshold": Range(0, 1, "(]", hint="a ROUGE-L F1")}
 
     def __init__(self, prompt: str = PROMPT, exact_threshold: float = EXACT, near_exact_threshold: float = NEAR_EXACT):
         self.prompt, self.exact_threshold, self.near_exact_threshold = prompt, exact_threshold, near_exact_threshold

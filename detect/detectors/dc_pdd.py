@@ -26,7 +26,7 @@ from typing import Sequence
 
 from detect.datasets.corpus import read_corpus
 from detect.detectors.base import Detector, Evidence
-from detect.errors import InputError
+from detect.validate import Range
 
 
 def corpus_texts(corpus: str) -> list[str]:
@@ -57,10 +57,9 @@ class DCPDD(Detector):
     scores = ("dc_pdd",)
     describes = {"dc_pdd": "logits + token frequencies"}
 
+    ranges = {"a": Range(0, None, "()", hint="the cap on one token's score; the paper's code: 0.01")}
+
     def __init__(self, corpus: str = "pydoc", a: float = 0.01) -> None:
-        if not a > 0:
-            raise InputError(f"detect.detectors.dc_pdd.a={a}: the cap on one token's score must be positive "
-                             f"(the paper's code: 0.01)")
         self.corpus, self.a = corpus, a
         self._frequencies: dict[tuple, tuple[dict[int, float], float]] = {}
 

@@ -32,7 +32,7 @@ from typing import Sequence
 import numpy as np
 
 from detect.detectors.base import Detector, Evidence
-from detect.errors import InputError
+from detect.validate import Range
 
 # The scores a calibration ranks (perplexity is loss seen upside down, so it is not ranked twice).
 MEMBERSHIP_SCORES = ("loss", "zlib", "min_k", "min_k_plus", "reference_ratio")
@@ -72,9 +72,9 @@ class LogitScores(Detector):
     describes = {"loss": "logits", "zlib": "logits", "min_k": "logits", "min_k_plus": "logits (full distribution)",
                  "reference_ratio": "logits + reference model"}
 
+    ranges = {"k": Range(0, 1, "(]", hint="Min-K% takes a fraction of the tokens, e.g. 0.2")}
+
     def __init__(self, k: float = 0.2) -> None:
-        if not 0 < k <= 1:
-            raise InputError(f"detect.detectors.membership.k={k}: Min-K% takes a fraction in (0, 1], e.g. 0.2")
         self.k = k
 
     def logit_requests(self, evidence: Evidence) -> list[tuple[list[str], bool]]:

@@ -26,6 +26,7 @@ import numpy as np
 from detect.datasets import Example
 from detect.detectors.base import Detector, Evidence, verdict
 from detect.errors import InputError
+from detect.validate import FRACTION, Range
 
 MIN_INSTANCES = 4  # 2 shards of 2: the fewest with a t-test and a shuffle that changes anything
 
@@ -94,6 +95,9 @@ class ShardedLikelihood(Detector):
     describes = {"sharded_likelihood": "logits"}
     summary_fields = ("p_value", "statistic", "significant", "n_instances", "n_shards", "n_permutations")
     verdict_labels = {"sharded_likelihood": "sharded likelihood test, p <= alpha, pool in dataset order"}
+
+    ranges = {"max_instances": Range(MIN_INSTANCES, hint="2 shards of 2 at least"), "n_shards": Range(2),
+              "n_permutations": Range(1, hint="shuffled orders per shard"), "alpha": FRACTION}
 
     def __init__(self, max_instances: int = 40, n_shards: int = 10, n_permutations: int = 5, alpha: float = 0.05):
         self.max_instances, self.n_shards, self.n_permutations, self.alpha = (max_instances, n_shards,

@@ -61,4 +61,8 @@ def build_backend(node, where: str = "generation"):
     if not node.get("_target_"):
         raise InputError(f"{where} {name} has no _target_; name its class, e.g. "
                          f"_target_: detect.models.hf.LocalModels")
+    from detect.validate import check_component, resolve_target
+
+    check_component(resolve_target(node._target_, where), OmegaConf.to_container(node, resolve=True), where=where,
+                    ignore=("name",))
     return instantiate(node, _convert_="all")

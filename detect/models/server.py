@@ -34,6 +34,7 @@ from detect.errors import InputError
 from detect.generation.openai import OpenAIGenerator
 from detect.models.base import LanguageModel
 from detect.models.loading import ModelRef
+from detect.validate import Range
 
 LOGPROB_METHODS = ("echo", None)
 COPY_PASSAGE = "Mara Quell repaired fourteen looms in Dunhollow before the spring fair."
@@ -110,6 +111,8 @@ def prompt_logprobs(text: str, tokens: list[str], logprobs: list, offsets: list[
 
 class OpenAIServer:
     """The ``generation=openai`` backend: connection settings; ``open`` serves one model id from them."""
+    ranges = {"concurrency": Range(1, hint="requests in flight"), "timeout": Range(0, None, "()"),
+              "max_retries": Range(0)}
 
     def __init__(self, name: str = "openai", model: str | None = None, base_url: str | None = None,
                  api_key_env: str | None = "OPENAI_API_KEY", seed: int | None = None, concurrency: int = 8,

@@ -16,6 +16,7 @@ from typing import Sequence
 from detect.detectors.base import Detector, verdict
 from detect.detectors.time_travel.stats import bootstrap_test
 from detect.judges.threshold import alg2_verdict, thresholds_line
+from detect.validate import FRACTION, Range
 
 SCORES = ("rouge_l", "semantic")  # the generation scores on every row; Algorithm 1 tests each
 
@@ -23,6 +24,8 @@ SCORES = ("rouge_l", "semantic")  # the generation scores on every row; Algorith
 class Algorithm1(Detector):
     name, level, needs = "alg1", "instance", ("generations",)
     describes = {"alg1": "generations", "rouge_l": "generations", "semantic": "generations"}
+
+    ranges = {"n_resamples": Range(1, hint="bootstrap resamples"), "alpha": FRACTION}
 
     def __init__(self, paired: bool = True, n_resamples: int = 10_000, alpha: float = 0.05) -> None:
         self.paired, self.n_resamples, self.alpha = paired, n_resamples, alpha
@@ -69,6 +72,9 @@ class Algorithm1(Detector):
 class Algorithm2(Detector):
     name, level, needs = "alg2", "instance", ("generations", "judge")
     describes = {"alg2": "generations + judge"}
+
+    ranges = {"min_exact": Range(1, hint="exact replicas that flag a partition; the paper: 1"),
+              "min_near_exact": Range(1, hint="near-exact replicas that flag a partition; the paper: 2")}
 
     def __init__(self, min_exact: int = 1, min_near_exact: int = 2) -> None:
         self.min_exact, self.min_near_exact = min_exact, min_near_exact
