@@ -31,27 +31,32 @@ def main() -> None:
     from detect.detectors.sharded import sharded_likelihood_test
     from detect.detectors.time_travel.scores import rouge_l
     from detect.models import embedded_smollm2, load
+    from detect.models.hf import HFModel
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--instances", type=int, default=10)
     args = parser.parse_args()
     model, tokenizer = load(embedded_smollm2())
+
+    def fresh():  # a new LanguageModel each time: its memo would answer a repeated text for free
+        return HFModel(model, tokenizer, progress=False)
+
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, embedded SmolLM2-135M fp32")
-    membership_scores(model, tokenizer, ["warm-up text"])
+    membership_scores(fresh(), ["warm-up text"])
     for key in ("synth_nli", "synth_news", "synth_xsum"):
         dataset = OmegaConf.load(f"conf/dataset/{key}.yaml")
         texts = [e.full_text for e in sample(load_split(dataset, "test"), args.instances, seed=0)]
         tokens = sum(len(tokenizer(t).input_ids) for t in texts)
-        batched, batched_s = timed(lambda: membership_scores(model, tokenizer, texts))
-        single, single_s = timed(lambda: [membership_scores(model, tokenizer, [t])[0] for t in texts])
+        batched, batched_s = timed(lambda: membership_scores(fresh(), texts))
+        single, single_s = timed(lambda: [membership_scores(fresh(), [t])[0] for t in texts])
         assert all(abs(a["min_k_plus"] - b["min_k_plus"]) < 1e-3 for a, b in zip(batched, single))
-        _, reference_s = timed(lambda: membership_scores(model, tokenizer, texts, reference=(model, tokenizer)))
+        _, reference_s = timed(lambda: membership_scores(fresh(), texts, reference=fresh()))
         print(f"{key}: logit scores of {len(texts)} instances ({tokens} tokens): batched {batched_s:.2f} s, one at a "
               f"time {single_s:.2f} s -> {single_s / batched_s:.1f}x; with the reference model {reference_s:.2f} s")
 
     dataset = OmegaConf.load("conf/dataset/synth_news.yaml")
     split = load_split(dataset, "test")
-    result, sharded_s = timed(lambda: sharded_likelihood_test(model, tokenizer, [e.full_text for e in split[:40]],
+    result, sharded_s = timed(lambda: sharded_likelihood_test(fresh(), [e.full_text for e in split[:40]],
                                                               n_shards=10, n_permutations=5))
     print(f"sharded likelihood test, 40 synth_news instances, 10 shards x (1 + 5) orders: {sharded_s:.1f} s "
           f"(p = {result['p_value']:.3f} on the clean model)")

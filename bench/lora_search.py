@@ -26,8 +26,8 @@ OFF = ("membership", "dc_pdd", "cheat", "sharded_likelihood")
 def run(setting: str, seed: int, cache: Path, extra: list[str] = ()) -> dict:
     from hydra import compose, initialize_config_dir
 
-    from contaminate.study import StudyModels, contaminate, detect_cell, sample_pools
-    from detect.cli import CONF_DIR, instantiate
+    from contaminate.study import StudyModels, check_study, contaminate, detect_cell, sample_pools
+    from detect.cli import CONF_DIR
     from detect.pipeline import summarize
     from detect.runtime import from_config
 
@@ -37,17 +37,17 @@ def run(setting: str, seed: int, cache: Path, extra: list[str] = ()) -> dict:
                                       f"cache_dir={cache}", "detect.semantic_model=null",
                                       *(f"detect.detectors.{name}.enabled=false" for name in OFF), *extra])
     placement = from_config(cfg.runtime)
+    setup = check_study(cfg)
     sampled = sample_pools(cfg)
     started = time.time()
-    contaminated = contaminate(cfg, sampled, placement, cache / "unused")
+    contaminated = contaminate(cfg, sampled, placement, cache / "unused", setup)
     train_s = time.time() - started
     models = StudyModels(cfg, placement, {"contaminated": (contaminated.model, contaminated.record["id"]),
-                                          "clean": contaminated.clean}, cache)
+                                          "clean": contaminated.clean}, contaminated.serving, setup.detectors)
     instances, split = sampled.detection["members"]
     started = time.time()
-    rows, _ = detect_cell(cfg, models, "contaminated", instances, sampled.whole["members"], split,
-                          instantiate(cfg.judge))
-    outcome = summarize(rows, models.detectors(), seed=seed)
+    rows, _ = detect_cell(cfg, models, "contaminated", instances, sampled.whole["members"], split, setup.judge)
+    outcome = summarize(rows, setup.detectors, seed=seed)
     record = contaminated.record
     return {"setting": setting, "seed": seed, "first_loss": record["first_loss"], "final_loss": record["final_loss"],
             "train_s": record["train_seconds"] if not contaminated.reused else round(train_s, 1),

@@ -36,13 +36,14 @@ import time
 from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from omegaconf import OmegaConf
 
 from contaminate.blind_baseline import blind_baseline
 from contaminate.code_version import DETECTOR_CODE, code_digest
 from contaminate.regime import Regime, check_regime, plan_regime
+from contaminate.regime.background import instantiate_background
 from contaminate.report import write_report
 from contaminate.study_models import StudyModels
 from contaminate.training import instantiate_backend
@@ -130,13 +131,23 @@ def _wait_for_everyone() -> None:
         PartialState().wait_for_everyone()
 
 
+@dataclass
+class Setup:
+    """The study's components, each built once from config (checked as it is built), as a recipe's setup does."""
+    trainer: Any            # contaminate/training: LocalFineTune or OpenAIFineTune
+    background: Any         # contaminate/regime/background.py
+    detectors: list[Detector]
+    judge: Any
+
+
 def run_study(cfg, out_dir: Path) -> dict:
-    """Everything ``python -m contaminate`` does, given a composed config and a run folder."""
+    """Everything ``python -m contaminate`` does, given a composed config and a run folder: setup, sample,
+    contaminate, detect, summarize, write."""
     started = time.time()
     out_dir = Path(out_dir)
     main_process = _is_main_process()
     placement = placement_from(cfg.runtime)  # a GPU asked for where none is: one line, before anything else
-    check_study(cfg)  # every count, trainer argument and detector setting, before any data or model is touched
+    setup = check_study(cfg)  # every component built and checked, before any data or model is touched
     if main_process:
         out_dir.mkdir(parents=True, exist_ok=True)
         write_config(out_dir / "config.yaml", cfg, placement)
@@ -144,10 +155,9 @@ def run_study(cfg, out_dir: Path) -> dict:
 
     stage = time.time()
     sampled = sample_pools(cfg)
-    judge = _judge(cfg)  # before training: a bad calibration path fails in a second, not an hour
     timings["sample_s"] = round(time.time() - stage, 2)
 
-    contaminated = contaminate(cfg, sampled, placement, out_dir)
+    contaminated = contaminate(cfg, sampled, placement, out_dir, setup)
     if contaminated is None:  # a dry run of an API job, or a non-main process of a distributed launch
         estimate = out_dir / "estimate.json"
         return {"dry_run": json.loads(estimate.read_text())} if main_process else {"distributed_worker": True}
@@ -155,25 +165,27 @@ def run_study(cfg, out_dir: Path) -> dict:
 
     stage = time.time()
     models = StudyModels(cfg, placement, {"contaminated": (contaminated.model, contaminated.record["id"]),
-                                          "clean": contaminated.clean}, contaminated.serving)
+                                          "clean": contaminated.clean}, contaminated.serving, setup.detectors)
     cells = study_cells(contaminated.regime)
-    cell_rows, cell_timings, cached_cells = detect_cells(cfg, sampled, models, judge, contaminated.runtime_key,
-                                                         cells)
+    cell_rows, cell_timings, cached_cells = detect_cells(cfg, sampled, models, setup.judge,
+                                                         contaminated.runtime_key, cells)
     timings["detect_s"] = round(time.time() - stage, 1)
     timings["cells"] = cell_timings
 
     stage = time.time()
-    summary = summarize_study(cfg, sampled, contaminated, cell_rows, models.detectors(), cells)
+    summary = summarize_study(cfg, sampled, contaminated, cell_rows, setup.detectors, cells)
     timings["summarize_s"] = round(time.time() - stage, 2)
 
     timings["total_s"] = round(time.time() - started, 1)
-    manifest = build_manifest(cfg, sampled, contaminated, judge, placement, models, cached_cells, timings)
+    manifest = build_manifest(cfg, sampled, contaminated, setup.judge, placement, models, cached_cells, timings)
     write_outputs(out_dir, summary, manifest, cell_rows)
     return summary
 
 
-def check_study(cfg) -> None:
-    """The study's config checked before any work: each failure one line naming the key to set."""
+def check_study(cfg) -> Setup:
+    """The study's config checked as a whole before any work, each component built once as it is checked (each
+    failure one line naming the key to set): the trainer, the background, the detectors and the judge (a bad
+    calibration path fails in a second, not after an hour of training)."""
     count(cfg.seed, "seed", minimum=0, hint=" (training, cut points, bootstrap)")
     count(cfg.sample.draw, "sample.draw", minimum=0, hint=" (which draw of members; default: the seed)")
     for key in ("n_members", "n_non_members"):
@@ -182,10 +194,12 @@ def check_study(cfg) -> None:
         if cfg.sample.n_detect > cfg.sample[key]:
             raise InputError(f"sample.n_detect={cfg.sample.n_detect} is more than sample.{key}="
                              f"{cfg.sample[key]}; each cell detects on n_detect of them: lower n_detect or raise {key}")
-    backend = instantiate_backend(cfg.contaminate)
-    backend.check()  # its counts, and every trainer / adapter argument
-    check_regime(cfg, api=backend.api)  # format fields, background, exposures
-    check_detection(cfg)
+    trainer = instantiate_backend(cfg.contaminate)
+    trainer.check()  # its numbers, and every trainer / adapter argument
+    background = instantiate_background(cfg.get("background"))
+    check_regime(cfg, background, api=trainer.api)  # format fields, background, exposures
+    detectors = check_detection(cfg)
+    return Setup(trainer, background, detectors, _judge(cfg))
 
 
 # --- sample ---------------------------------------------------------------------------------------------------
@@ -228,14 +242,14 @@ def sample_pools(cfg) -> Sampled:
 # --- contaminate ----------------------------------------------------------------------------------------------
 
 
-def contaminate(cfg, sampled: Sampled, placement: Placement, out_dir: Path) -> Contaminated | None:
+def contaminate(cfg, sampled: Sampled, placement: Placement, out_dir: Path, setup: Setup) -> Contaminated | None:
     """The contaminated checkpoint for this training config (and, with a background, its control): reused when a
     finished one exists, else trained. None for an API dry run (``estimate.json`` written) and in the non-main
     processes of a distributed launch."""
     dataset, seed = cfg.dataset, cfg.seed
-    backend = instantiate_backend(cfg.contaminate)
+    backend = setup.trainer
     base = backend.base_model(cfg)
-    regime = plan_regime(cfg, sampled.members, sampled.split, backend.tokenizer(base))
+    regime = plan_regime(cfg, sampled.members, sampled.split, backend.tokenizer(base), setup.background)
     texts = [document.text for document in regime.members]
     template = cfg.format.templates.get(dataset.task)
     hyperparameters = {k: v for k, v in OmegaConf.to_container(cfg.contaminate, resolve=True).items()
@@ -314,7 +328,7 @@ def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, runtime_key:
                     "seed": cfg.seed, "dataset": cfg.dataset.key, "code": code_digest(DETECTOR_CODE),
                     "runtime": runtime_key,
                     # data a detector reads beyond its settings (DC-PDD's corpus), by content
-                    "data": {name: key for name, key in ((d.name, d.data_key()) for d in models.detectors())
+                    "data": {name: key for name, key in ((d.name, d.data_key()) for d in models.detectors)
                              if key is not None}}
     cell_rows, timings, cached = {}, {}, []
     for checkpoint in DETECTION_ORDER:
@@ -351,7 +365,7 @@ def detect_cell(cfg, models: StudyModels, checkpoint: str, instances: list[Examp
     evidence = Evidence(cfg.dataset, split, instances, whole, model=models.model(checkpoint),
                         reference=models.model("clean"), seed=cfg.seed)
     before = models.counters(checkpoint)
-    rows, timing = run_partition(evidence, models.detectors(), judge=judge, detect_cfg=cfg.detect,
+    rows, timing = run_partition(evidence, models.detectors, judge=judge, detect_cfg=cfg.detect,
                                  semantic=models.semantic())
     after = models.counters(checkpoint)
     timing.update({name: after[name] - before[name] for name in after})

@@ -1,8 +1,8 @@
 """The one place a study opens models at run time: each checkpoint as a ``detect.models.LanguageModel``, the
-semantic encoder and the detectors, each built on first use and kept for the whole study (a torchtune recipe's
+semantic encoder, each opened on first use and kept for the whole study (a torchtune recipe's
 setup, done lazily so that a study whose cells are all cached loads nothing).
 
-    models = StudyModels(cfg, placement, {"contaminated": (ref, id), "clean": (base, id)}, serving)
+    models = StudyModels(cfg, placement, {"contaminated": (ref, id), "clean": (base, id)}, serving, detectors)
     models.model("clean")          # its LanguageModel: generation and log-probabilities, each memoised, so the
                                    # clean model's statistics of the members serve its cells and the reference
     models.placements()            # where each model really ran, for the manifest
@@ -21,12 +21,12 @@ from detect.runtime import Placement
 
 class StudyModels:
     def __init__(self, cfg, placement: Placement, refs: dict[str, tuple[ModelRef, str]],
-                 serving: Callable[[ModelRef], object]) -> None:
+                 serving: Callable[[ModelRef], object], detectors: list) -> None:
         self.cfg, self.placement, self.refs, self.serving = cfg, placement, refs, serving
+        self.detectors = detectors  # built once by the study's setup: DC-PDD's token counts serve every cell
         self.settings = GenerationSettings.of(cfg.detect)
         self._models: dict[str, LanguageModel] = {}
         self._semantic = None
-        self._detectors = None
 
     def model(self, checkpoint: str) -> LanguageModel:
         """A checkpoint's model (``contaminated`` or ``clean``), opened once."""
@@ -41,14 +41,6 @@ class StudyModels:
         if self._semantic is None and self.cfg.detect.semantic_model:
             self._semantic = SemanticScorer(self.cfg.detect.semantic_model, placement=self.placement)
         return self._semantic
-
-    def detectors(self) -> list:
-        """The run's detectors (``detect.detectors``), built once: DC-PDD's token counts serve every cell."""
-        from detect.detectors import build
-
-        if self._detectors is None:
-            self._detectors = build(self.cfg.detect.detectors)
-        return self._detectors
 
     def counters(self, checkpoint: str) -> dict[str, int]:
         """Tokens generated and scored so far by a checkpoint's model (0 for one not opened)."""

@@ -145,7 +145,7 @@ def check_values(node, limits: dict[str, tuple[type, Range | None]], *, where: s
 def check_detection(cfg) -> list:
     """What every detection reads; returns the built detectors (their settings checked against their classes)."""
     from detect.detectors import build
-    from detect.models import build_backend
+    from detect.models import check_backend
 
     count(cfg.sample.n_detect, "sample.n_detect", hint=" (instances per partition; the paper: 10)")
     detect = cfg.detect
@@ -158,7 +158,7 @@ def check_detection(cfg) -> list:
     if detect.prompt_format not in ("auto", "chat", "raw"):
         raise InputError(f"detect.prompt_format={detect.prompt_format}: use auto, chat or raw")
     if cfg.get("generation") is not None:
-        build_backend(cfg.generation)  # its target and settings, before any model is opened
+        check_backend(cfg.generation)  # its target and settings, before any model is opened
     if cfg.get("judge") is not None and cfg.judge.get("_target_"):
         from omegaconf import OmegaConf
 
@@ -166,5 +166,5 @@ def check_detection(cfg) -> list:
         judge = resolve_target(settings["_target_"], "judge")
         check_component(judge, {k: v for k, v in settings.items() if k != "generator"}, where="judge")
         if "generator" in settings:
-            build_backend(cfg.judge.generator, where="judge.generator")
+            check_backend(cfg.judge.generator, where="judge.generator")
     return build(detect.detectors)

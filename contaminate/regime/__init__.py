@@ -74,10 +74,10 @@ def check_format(format_cfg, dataset) -> None:
         check_template(format_cfg.answer, dataset)
 
 
-def check_regime(cfg, *, api: bool) -> None:
-    """The regime's settings, before any data or model is touched: each failure one line."""
+def check_regime(cfg, background, *, api: bool) -> None:
+    """The regime's settings (``background`` built from ``cfg.background``), before any data or model is touched:
+    each failure one line."""
     check_format(cfg.format, cfg.dataset)
-    background = instantiate_background(cfg.get("background"))
     exposures = cfg.contaminate.get("exposures")
     has_background = not isinstance(background, NoBackground)
     if api and (has_background or cfg.format.get("layout", "document") != "document"):
@@ -89,17 +89,14 @@ def check_regime(cfg, *, api: bool) -> None:
     if not has_background and exposures == 0:
         raise InputError("contaminate.exposures=0 with background=none trains on nothing; give exposures >= 1, or a "
                          "background (background=offline) whose exposures-0 model is the diluted study's control")
-    from detect.validate import count
-
-    if background.max_tokens is not None:
-        count(background.max_tokens, "background.max_tokens", hint=" (tokens of background; null: all of it)")
     if isinstance(background, LocalBackground):
         background.files()  # a missing path fails here, not after sampling
 
 
-def plan_regime(cfg, members: Sequence[Example], split: str, tokenizer=None) -> Regime:
+def plan_regime(cfg, members: Sequence[Example], split: str, tokenizer=None, source=None) -> Regime:
     """The documents of the study's regime, cut and counted with the base model's ``tokenizer`` (None for an API
-    model, whose regime is the members alone in a document layout)."""
+    model, whose regime is the members alone in a document layout); ``source`` is the background (built from
+    ``cfg.background`` when not given)."""
     dataset, fmt, contaminate_cfg = cfg.dataset, cfg.format, cfg.contaminate
     max_length = contaminate_cfg.get("max_length")
     exposures, epochs = contaminate_cfg.get("exposures"), contaminate_cfg.get("epochs")
@@ -116,7 +113,7 @@ def plan_regime(cfg, members: Sequence[Example], split: str, tokenizer=None) -> 
 
     documents = member_documents(members, fmt, dataset, split, count_tokens=count_tokens if tokenizer else None,
                                  max_length=max_length, chat=chat)
-    source = instantiate_background(cfg.get("background"))
+    source = source if source is not None else instantiate_background(cfg.get("background"))
     background = [Document(text) for text in chunk_texts(source.texts(), count_tokens=count_tokens,
                                                          max_length=max_length, max_tokens=source.max_tokens)] \
         if tokenizer is not None and not isinstance(source, NoBackground) else []

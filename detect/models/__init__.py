@@ -19,7 +19,7 @@ from detect.errors import InputError
 from detect.models.base import LanguageModel
 from detect.models.loading import ModelRef, embedded_smollm2, hub, load, tiny_random
 
-__all__ = ["LanguageModel", "ModelRef", "GenerationSettings", "build_backend", "cache_dir", "digest",
+__all__ = ["LanguageModel", "ModelRef", "GenerationSettings", "build_backend", "check_backend", "cache_dir", "digest",
            "embedded_smollm2", "hub", "load", "tiny_random"]
 
 
@@ -44,14 +44,19 @@ class GenerationSettings:
 
 
 def build_backend(node, where: str = "generation"):
-    """The backend a ``generation`` node names (``_target_``); a missing required setting or target is one line
-    naming the key under ``where`` (the node's place in the config)."""
-    from omegaconf import DictConfig, OmegaConf
-
+    """The backend a ``generation`` node names (``_target_``), checked first (``check_backend``)."""
     from detect.cli import instantiate
 
     if hasattr(node, "open"):  # already built (Hydra instantiates a nested _target_ first)
         return node
+    return instantiate(check_backend(node, where), _convert_="all")
+
+
+def check_backend(node, where: str = "generation"):
+    """A ``generation`` node checked against its class without building it: a missing required setting, a missing
+    or misnamed target, a setting of the wrong type or range is one line naming the key under ``where``."""
+    from omegaconf import DictConfig, OmegaConf
+
     if not isinstance(node, DictConfig):
         node = OmegaConf.create(dict(node))
     name = node.get("name", "?")
@@ -65,4 +70,4 @@ def build_backend(node, where: str = "generation"):
 
     check_component(resolve_target(node._target_, where), OmegaConf.to_container(node, resolve=True), where=where,
                     ignore=("name",))
-    return instantiate(node, _convert_="all")
+    return node
