@@ -99,3 +99,21 @@ def test_dc_pdd_cells_change_with_the_corpus_content(tmp_path):
     before = DCPDD(corpus=str(corpus)).data_key()
     corpus.write_text("the dog")
     assert DCPDD(corpus=str(corpus)).data_key() != before and DCPDD().data_key() != before
+
+
+def test_the_config_states_each_detector_default_its_class_has(compose_config):
+    """conf/detect/default.yaml lists every detector's settings so that a command line can override them; each
+    value is the class's own default, so the two cannot drift apart (Cheat?'s prompt and thresholds once lived in
+    three files)."""
+    import inspect
+
+    from omegaconf import OmegaConf
+
+    from detect.validate import resolve_target
+
+    detectors = OmegaConf.to_container(compose_config("detect", ["+dataset=synth_nli"]).detect.detectors)
+    for key, settings in detectors.items():
+        parameters = inspect.signature(resolve_target(settings["_target_"], key)).parameters
+        for name, value in settings.items():
+            if name not in ("_target_", "enabled"):
+                assert value == parameters[name].default, (key, name)
