@@ -5,6 +5,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+import contextlib  # noqa: E402
 import socket  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -34,33 +35,40 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+@contextlib.contextmanager
+def serving(name: str, command: list[str], port: int, ready: str, log_dir):
+    """A server process on loopback, up once ``ready`` (a path) answers; stopped afterwards. Its output goes to a
+    file, not a pipe: a full pipe would block the server."""
+    log_path = log_dir / f"{name}.log"
+    with open(log_path, "w") as log:
+        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            for _ in range(240):
+                if server.poll() is not None:
+                    pytest.fail(f"{name} exited: {log_path.read_text()[-2000:]}")
+                try:
+                    urllib.request.urlopen(f"http://127.0.0.1:{port}{ready}", timeout=1)
+                    break
+                except OSError:
+                    time.sleep(0.5)
+            else:
+                pytest.fail(f"{name} did not come up in 120 s")
+            yield f"http://127.0.0.1:{port}/v1"
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+
+
 @pytest.fixture(scope="session")
 def served_model(tmp_path_factory):
     """`transformers serve` on loopback with the embedded model: (base_url, model id). Up in ~6 s here."""
     from detect.models import embedded_smollm2
 
-    ref = embedded_smollm2()
-    port = free_port()
-    log_path = tmp_path_factory.mktemp("serve") / "serve.log"
-    log = open(log_path, "w")  # a file, not a pipe: a full pipe would block the server
-    server = subprocess.Popen([sys.executable, "-m", "transformers.cli.transformers", "serve", "--host", "127.0.0.1",
-                               "--port", str(port), ref.path], stdout=log, stderr=subprocess.STDOUT)
-    try:
-        for _ in range(240):
-            if server.poll() is not None:
-                pytest.fail(f"transformers serve exited: {log_path.read_text()[-2000:]}")
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.5)
-        else:
-            pytest.fail("transformers serve did not come up in 120 s")
-        yield f"http://127.0.0.1:{port}/v1", ref.path
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-        log.close()
+    ref, port = embedded_smollm2(), free_port()
+    command = [sys.executable, "-m", "transformers.cli.transformers", "serve", "--host", "127.0.0.1", "--port",
+               str(port), ref.path]
+    with serving("transformers serve", command, port, "/health", tmp_path_factory.mktemp("serve")) as base_url:
+        yield base_url, ref.path
 
 
 @pytest.fixture(scope="session")
@@ -70,25 +78,8 @@ def llama_server(tmp_path_factory):
     from detect.models.loading import EMBEDDED_GGUF, embedded_gguf_folder
 
     port = free_port()
-    log_path = tmp_path_factory.mktemp("llama") / "llama.log"
-    log = open(log_path, "w")
-    server = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model",
-                               str(embedded_gguf_folder() / EMBEDDED_GGUF), "--host", "127.0.0.1", "--port", str(port),
-                               "--n_ctx", "2048", "--logits_all", "true", "--model_alias", "smollm2"],
-                              stdout=log, stderr=subprocess.STDOUT)
-    try:
-        for _ in range(240):
-            if server.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited: {log_path.read_text()[-2000:]}")
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.5)
-        else:
-            pytest.fail("llama_cpp.server did not come up in 120 s")
-        yield f"http://127.0.0.1:{port}/v1", "smollm2"
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-        log.close()
+    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_gguf_folder() / EMBEDDED_GGUF),
+               "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--logits_all", "true",
+               "--model_alias", "smollm2"]
+    with serving("llama_cpp.server", command, port, "/v1/models", tmp_path_factory.mktemp("llama")) as base_url:
+        yield base_url, "smollm2"
