@@ -55,16 +55,18 @@ def count(value, key: str, *, minimum: int = 1, hint: str = "") -> int:
 
 
 def check_value(value, key: str, annotation, limits: Range | None = None) -> None:
-    """``value`` against a type annotation (int, float, str, bool, a union with None, list/dict) and a range."""
-    allowed = typing.get_args(annotation) if isinstance(annotation, types.UnionType) or \
+    """``value`` against a type annotation (int, float, str, bool, a union with None, list/dict) and a range; a
+    setting with no annotation (a ``**settings`` catch-all) is checked against its range only."""
+    untyped = annotation in (inspect.Parameter.empty, typing.Any)
+    allowed = () if untyped else typing.get_args(annotation) if isinstance(annotation, types.UnionType) or \
         typing.get_origin(annotation) is typing.Union else (annotation,)
     if value is None:
-        if type(None) in allowed or annotation is inspect.Parameter.empty:
+        if untyped or type(None) in allowed:
             return
         raise InputError(f"{key}=null: give a value ({_name(annotation)})")
     kinds = [typing.get_origin(kind) or kind for kind in allowed if kind is not type(None)]
-    ok = any(_is(value, kind) for kind in kinds) if kinds and all(isinstance(k, type) for k in kinds) else True
-    if not ok:
+    checkable = kinds and all(isinstance(kind, type) and kind is not typing.Any for kind in kinds)
+    if checkable and not any(_is(value, kind) for kind in kinds):
         raise InputError(f"{key}={value}: give {' or '.join(_name(k) for k in kinds)}"
                          f"{f' ({limits.hint})' if limits and limits.hint else ''}")
     if limits is not None and isinstance(value, (int, float)) and not isinstance(value, bool) \

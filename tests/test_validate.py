@@ -140,3 +140,25 @@ def test_a_hand_built_training_config_gets_the_labs_trainer_and_old_keys_are_nam
     assert arguments["activation_checkpointing"] is False and arguments["report_to"] == "none"
     with pytest.raises(InputError, match="contaminate.padding_free is now contaminate.trainer.padding_free"):
         trainer_arguments(OmegaConf.create({"backend": "full", "padding_free": True}))
+
+
+def test_values_against_types_and_ranges_by_hand():
+    import inspect
+
+    from detect.validate import Range, check_value
+
+    assert [Range(1).describe(), Range(0, None, "()").describe(), Range(0, 1, "(]").describe()] == \
+        [">= 1", "> 0", "in (0, 1]"]
+    assert Range(0, 1, "(]").holds(1) and not Range(0, 1, "(]").holds(0) and Range(0, 1, "[)").holds(0)
+    check_value(3, "a", int, Range(1))
+    check_value(None, "a", int | None)
+    check_value(2000, "a", inspect.Parameter.empty)  # a **settings catch-all: range only
+    check_value(2, "a", float, Range(0, None, "()"))  # a whole number is a number
+    for value, annotation, limits, message in [
+        (True, int, None, "a=True: give a whole number"), (0.5, int, None, "a=0.5: give a whole number"),
+        ("x", float, None, "a=x: give a number"), (None, float, None, "a=null: give a value"),
+        (0, inspect.Parameter.empty, Range(1), "a=0: give a number >= 1"),
+        (0, int | None, Range(1), "a=0: give a whole number >= 1"),
+    ]:
+        with pytest.raises(InputError, match=message):
+            check_value(value, "a", annotation, limits)
