@@ -1,8 +1,11 @@
-"""The docs hold what the code prints: no pasted traceback, the README's headline tables as the script generates
-them from the committed calibration, and the committed calibration as its committed studies recompute it."""
+"""The docs hold what the code prints: no pasted traceback, every documented command a config the lab accepts, the
+README's headline tables as the script generates them from the committed calibration, and the committed
+calibration as its committed studies recompute it."""
 
 import importlib.util
 import json
+import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -20,6 +23,52 @@ def test_no_traceback_stands_in_the_docs():
     pasted = [str(path.relative_to(ROOT)) for path in _docs() if "Traceback (most recent call last)" in
               path.read_text()]
     assert not pasted, f"a traceback where a table or a number should be: {pasted}"
+
+
+def documented_commands() -> list[tuple[str, str, list[str]]]:
+    """Every ``python -m detect`` / ``python -m contaminate`` in a shell block of the README and docs/: (where,
+    program, arguments), continuation lines joined, comments dropped, ``<placeholders>`` and ``$vars`` filled."""
+    found = []
+    for path in [ROOT / "README.md", *sorted(ROOT.glob("docs/*.md"))]:
+        for block in re.findall(r"```(?:bash|sh)?\n(.*?)```", path.read_text(), re.S):
+            for line in re.sub(r"\\\n\s*", " ", block).splitlines():
+                match = re.search(r"python -m (detect|contaminate)(\s.*)?$", line)
+                if match:
+                    arguments = re.split(r"\s#\s", match.group(2) or "")[0]
+                    arguments = re.sub(r"\$\w+", "1", re.sub(r"<[^>]*>", "org/placeholder", arguments))
+                    found.append((f"{path.name}: {line.strip()[:100]}", match.group(1), shlex.split(arguments)))
+    return found
+
+
+def test_every_documented_command_is_a_config_the_lab_accepts():
+    """Composed as the command line composes it (group choices checked, a multirun's first value of each swept
+    key, an experiment's sweep included) and checked as the run would check it before any work: a renamed group
+    or key, a removed option or a value out of range in the docs fails here. Paths that only exist on the
+    reader's machine (a corpus folder) are the one failure allowed."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from contaminate.study import check_study
+    from detect.cli import CONF_DIR, check_overrides
+    from detect.errors import InputError
+    from detect.validate import check_detection
+
+    commands = documented_commands()
+    assert len(commands) >= 25
+    for where, program, arguments in commands:
+        first = [a.split(",")[0] if "=" in a and "(" not in a else a
+                 for a in arguments if a not in ("-m", "--multirun")]
+        for experiment in [a.split("=", 1)[1] for a in first if a.startswith("+experiment=")]:
+            swept = OmegaConf.load(CONF_DIR / "experiment" / f"{experiment}.yaml").hydra.sweeper.params
+            given = {a.split("=", 1)[0] for a in first}
+            first += [f"{key}={str(value).split(',')[0]}" for key, value in swept.items() if key not in given]
+        overrides = check_overrides([program, *first])[1:]
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            cfg = compose("detect" if program == "detect" else "contaminate", overrides)
+        try:
+            check_detection(cfg) if program == "detect" else check_study(cfg)
+        except InputError as error:
+            assert "no such file" in str(error), f"{where}: {error}"
 
 
 def _headline_tables():
