@@ -53,10 +53,10 @@ from detect.datasets.sources import source_of
 from detect.detectors import Detector, Evidence
 from detect.errors import InputError
 from detect.models import ModelRef, digest
-from detect.pipeline import run_partition, summarize, verdicts, write_config, write_jsonl
+from detect.pipeline import check_detection, run_partition, summarize, verdicts, write_config, write_jsonl
 from detect.runtime import Placement
 from detect.runtime import from_config as placement_from
-from detect.validate import check_detection, count
+from detect.validate import count
 
 # (cell, checkpoint, pool, ground truth)
 CELLS = (

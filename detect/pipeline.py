@@ -23,14 +23,16 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from detect.datasets import Example, load_split, sample
-from detect.detectors import Detector, Evidence, read_back
+from detect.detectors import Detector, Evidence, build, read_back
 from detect.detectors.time_travel import SCORES  # noqa: F401 (the generation scores: public here too)
 from detect.detectors.time_travel.prompts import INSTRUCTIONS, build_prompt, clean_completion
 from detect.detectors.time_travel.scores import rouge_l
 from detect.detectors.time_travel.split import split_instance
 from detect.detectors.time_travel.stopping import AnswerShape
+from detect.errors import InputError
 from detect.judges.threshold import thresholds_line
-from detect.validate import check_detection
+from detect.models import check_backend
+from detect.validate import check_component, count, resolve_target
 
 _SAID: set[tuple[str, str]] = set()  # (model, detector) skips already printed: one line per run, not per cell
 
@@ -127,6 +129,32 @@ def detect_partition(
     for row, label in zip(guided, judge(guided)):
         row["judge"] = label
     return rows
+
+
+def check_detection(cfg) -> list:
+    """The detection config checked as a whole before any data or model is touched (sample, detect.*, the
+    generation node, the judge); returns the built detectors (their settings checked against their classes)."""
+    count(cfg.sample.n_detect, "sample.n_detect", hint=" (instances per partition; the paper: 10)")
+    detect = cfg.detect
+    count(detect.max_new_tokens, "detect.max_new_tokens", hint=" (tokens per completion; the default 256)")
+    count(detect.batch_size, "detect.batch_size", hint=" (prompts per generate call)")
+    low, high = detect.cut.low, detect.cut.high
+    if not 0 < low <= high < 1:
+        raise InputError(f"detect.cut.low={low} / detect.cut.high={high}: the cut point is a fraction of the "
+                         f"instance; give 0 < low <= high < 1 (the default 0.4 / 0.7)")
+    if detect.prompt_format not in ("auto", "chat", "raw"):
+        raise InputError(f"detect.prompt_format={detect.prompt_format}: use auto, chat or raw")
+    if cfg.get("generation") is not None:
+        check_backend(cfg.generation)  # its target and settings, before any model is opened
+    if cfg.get("judge") is not None and cfg.judge.get("_target_"):
+        from omegaconf import OmegaConf
+
+        settings = OmegaConf.to_container(cfg.judge, resolve=True)
+        judge = resolve_target(settings["_target_"], "judge")
+        check_component(judge, {k: v for k, v in settings.items() if k != "generator"}, where="judge")
+        if "generator" in settings:
+            check_backend(cfg.judge.generator, where="judge.generator")
+    return build(detect.detectors)
 
 
 def logit_requests(detectors: Sequence[Detector], evidence: Evidence) -> list[tuple[list[str], bool]]:

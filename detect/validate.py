@@ -1,7 +1,9 @@
 """The config checked before any work starts: each failure one line that names the key and says what to set.
 
-    check_detection(cfg)                           # python -m detect and the study: sample, detect.*, detectors
     check_component(cls, settings, where="...")    # a node with _target_, against its class's types and ranges
+    check_values(node, {"learning_rate": (float, POSITIVE)}, where="contaminate")   # keys of a catch-all node
+
+(``detect.pipeline.check_detection`` checks a whole detection config with these; a study adds its own.)
 
 Hydra composes any value a type allows; these are the values the code cannot use (a negative count, a learning
 rate of -1, a fraction above 1, a string where a number goes, a setting the component does not have), found in
@@ -142,31 +144,3 @@ def check_values(node, limits: dict[str, tuple[type, Range | None]], *, where: s
             value = value.get(part) if hasattr(value, "get") else None
         if value is not None:
             check_value(value, f"{where}.{dotted}", kind, limits_of)
-
-
-def check_detection(cfg) -> list:
-    """What every detection reads; returns the built detectors (their settings checked against their classes)."""
-    from detect.detectors import build
-    from detect.models import check_backend
-
-    count(cfg.sample.n_detect, "sample.n_detect", hint=" (instances per partition; the paper: 10)")
-    detect = cfg.detect
-    count(detect.max_new_tokens, "detect.max_new_tokens", hint=" (tokens per completion; the default 256)")
-    count(detect.batch_size, "detect.batch_size", hint=" (prompts per generate call)")
-    low, high = detect.cut.low, detect.cut.high
-    if not 0 < low <= high < 1:
-        raise InputError(f"detect.cut.low={low} / detect.cut.high={high}: the cut point is a fraction of the "
-                         f"instance; give 0 < low <= high < 1 (the default 0.4 / 0.7)")
-    if detect.prompt_format not in ("auto", "chat", "raw"):
-        raise InputError(f"detect.prompt_format={detect.prompt_format}: use auto, chat or raw")
-    if cfg.get("generation") is not None:
-        check_backend(cfg.generation)  # its target and settings, before any model is opened
-    if cfg.get("judge") is not None and cfg.judge.get("_target_"):
-        from omegaconf import OmegaConf
-
-        settings = OmegaConf.to_container(cfg.judge, resolve=True)
-        judge = resolve_target(settings["_target_"], "judge")
-        check_component(judge, {k: v for k, v in settings.items() if k != "generator"}, where="judge")
-        if "generator" in settings:
-            check_backend(cfg.judge.generator, where="judge.generator")
-    return build(detect.detectors)

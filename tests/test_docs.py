@@ -51,7 +51,7 @@ def test_every_documented_command_is_a_config_the_lab_accepts():
     from contaminate.study import check_study
     from detect.cli import CONF_DIR, check_overrides
     from detect.errors import InputError
-    from detect.validate import check_detection
+    from detect.pipeline import check_detection
 
     commands = documented_commands()
     assert len(commands) >= 25

@@ -8,7 +8,7 @@ import pytest
 from contaminate.study import check_study
 from detect.datasets import load_split
 from detect.errors import InputError
-from detect.validate import check_detection
+from detect.pipeline import check_detection
 
 STUDY = ["+dataset=synth_nli"]
 
