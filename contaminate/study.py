@@ -44,6 +44,7 @@ from contaminate.blind_baseline import blind_baseline
 from contaminate.code_version import DETECTOR_CODE, code_digest
 from contaminate.regime import Regime, check_regime, plan_regime
 from contaminate.regime.background import instantiate_background
+from contaminate.regime.layouts import build_format
 from contaminate.report import write_report
 from contaminate.study_models import StudyModels
 from contaminate.training import instantiate_backend
@@ -135,6 +136,7 @@ def _wait_for_everyone() -> None:
 class Setup:
     """The study's components, each built once from config (checked as it is built), as a recipe's setup does."""
     trainer: Any            # contaminate/training: LocalFineTune or OpenAIFineTune
+    format: Any             # contaminate/regime/layouts.py: how the members are laid out
     background: Any         # contaminate/regime/background.py
     detectors: list[Detector]
     judge: Any
@@ -196,10 +198,11 @@ def check_study(cfg) -> Setup:
                              f"{cfg.sample[key]}; each cell detects on n_detect of them: lower n_detect or raise {key}")
     trainer = instantiate_backend(cfg.contaminate)
     trainer.check()  # its numbers, and every trainer / adapter argument
+    fmt = build_format(cfg.format)
     background = instantiate_background(cfg.get("background"))
-    check_regime(cfg, background, api=trainer.api)  # format fields, background, exposures
+    check_regime(cfg, fmt, background, api=trainer.api)  # format fields, background, exposures
     detectors = check_detection(cfg)
-    return Setup(trainer, background, detectors, _judge(cfg))
+    return Setup(trainer, fmt, background, detectors, _judge(cfg))
 
 
 # --- sample ---------------------------------------------------------------------------------------------------
@@ -249,7 +252,7 @@ def contaminate(cfg, sampled: Sampled, placement: Placement, out_dir: Path, setu
     dataset, seed = cfg.dataset, cfg.seed
     backend = setup.trainer
     base = backend.base_model(cfg)
-    regime = plan_regime(cfg, sampled.members, sampled.split, backend.tokenizer(base), setup.background)
+    regime = plan_regime(cfg, sampled.members, sampled.split, backend.tokenizer(base), setup.background, setup.format)
     texts = [document.text for document in regime.members]
     template = cfg.format.templates.get(dataset.task)
     hyperparameters = {k: v for k, v in OmegaConf.to_container(cfg.contaminate, resolve=True).items()

@@ -6,14 +6,8 @@ from collections import Counter
 import pytest
 from omegaconf import OmegaConf
 
-from contaminate.regime.stream import (
-    Document,
-    build_stream,
-    chunk_texts,
-    dump_documents,
-    member_documents,
-    stream_counts,
-)
+from contaminate.regime.layouts import build_format
+from contaminate.regime.stream import Document, build_stream, chunk_texts, dump_documents, stream_counts
 from detect.cli import CONF_DIR
 from detect.datasets import Example
 
@@ -107,7 +101,7 @@ def test_instruction_documents_put_the_loss_on_the_assistant_turn_only():
     def chat(messages, **options):
         return tokenizer.apply_chat_template(messages, tokenize=False, **options)
 
-    documents = member_documents(pairs([3, 4]), INSTRUCTION, SYNTH_NLI, "test", chat=chat)
+    documents = build_format(INSTRUCTION).documents(pairs([3, 4]), SYNTH_NLI, "test", chat=chat)
     assert documents[0].text.startswith(documents[0].prompt) and "sentence1: Person 3" in documents[0].prompt
     rows = training_rows([*documents, Document("plain background text")], tokenizer, max_length=256)
     for ids, labels, document in zip(rows["input_ids"], rows["labels"], documents):
@@ -118,8 +112,8 @@ def test_instruction_documents_put_the_loss_on_the_assistant_turn_only():
     assert rows["labels"][-1] == rows["input_ids"][-1]
 
 
-@pytest.mark.parametrize("layout", ["document", "dump"])
-def test_documents_name_their_members(layout):
-    fmt = OmegaConf.load(CONF_DIR / "format" / ("metadata.yaml" if layout == "document" else "dump.yaml"))
-    documents = member_documents(pairs(range(12)), fmt, SYNTH_NLI, "test", count_tokens=words, max_length=60)
+@pytest.mark.parametrize("name", ["metadata", "dump"])
+def test_documents_name_their_members(name):
+    fmt = build_format(OmegaConf.load(CONF_DIR / "format" / f"{name}.yaml"))
+    documents = fmt.documents(pairs(range(12)), SYNTH_NLI, "test", count_tokens=words, max_length=60)
     assert sorted(i for d in documents for i in d.members) == list(range(12))

@@ -21,13 +21,11 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from contaminate.regime.background import LocalBackground, NoBackground, instantiate_background
-from contaminate.regime.formats import check_template
-from contaminate.regime.stream import Document, build_stream, chunk_texts, member_documents, stream_counts
+from contaminate.regime.layouts import Format, build_format
+from contaminate.regime.stream import Document, build_stream, chunk_texts, stream_counts
 from detect.datasets import Example
 from detect.errors import InputError
 from detect.models import digest
-
-LAYOUTS = ("document", "dump", "instruction")
 
 
 @dataclass
@@ -53,35 +51,14 @@ class Regime:
                 else "base model", **self.counts}
 
 
-def check_format(format_cfg, dataset) -> None:
-    """The format's layout and every field it names, against the dataset, before any work."""
-    layout = format_cfg.get("layout", "document")
-    if layout not in LAYOUTS:
-        raise InputError(f"format {format_cfg.name}: unknown layout '{layout}'; use one of {', '.join(LAYOUTS)}")
-    if layout == "dump":
-        if format_cfg.get("header"):
-            check_template(format_cfg.header, dataset)
-        return
-    template = format_cfg.templates.get(dataset.task)
-    if layout == "instruction" and not dataset.fields.get("label"):
-        raise InputError(f"format={format_cfg.name} needs a label for the assistant turn, and dataset {dataset.key} "
-                         f"has none (task {dataset.task}); use format=metadata, input_only or dump")
-    if template is None:
-        raise InputError(f"format {format_cfg.name} has no template for task {dataset.task}; add one under "
-                         f"templates in conf/format/{format_cfg.name}.yaml")
-    check_template(template, dataset)
-    if layout == "instruction":
-        check_template(format_cfg.answer, dataset)
-
-
-def check_regime(cfg, background, *, api: bool) -> None:
-    """The regime's settings (``background`` built from ``cfg.background``), before any data or model is touched:
-    each failure one line."""
-    check_format(cfg.format, cfg.dataset)
+def check_regime(cfg, fmt: Format, background, *, api: bool) -> None:
+    """The regime's settings (``fmt`` and ``background`` built from ``cfg.format`` and ``cfg.background``), before
+    any data or model is touched: each failure one line."""
+    fmt.check(cfg.dataset)
     exposures = cfg.contaminate.get("exposures")
     has_background = not isinstance(background, NoBackground)
-    if api and (has_background or cfg.format.get("layout", "document") != "document"):
-        what = f"background={background.name}" if has_background else f"format={cfg.format.name}"
+    if api and (has_background or not fmt.api_trainable):
+        what = f"background={background.name}" if has_background else f"format={fmt.name}"
         raise InputError(f"{what} trains on a local model (it needs its tokenizer); use contaminate=full or lora")
     if has_background and exposures is None:
         raise InputError(f"background={background.name} needs contaminate.exposures=N: each member N times in one "
@@ -93,11 +70,13 @@ def check_regime(cfg, background, *, api: bool) -> None:
         background.files()  # a missing path fails here, not after sampling
 
 
-def plan_regime(cfg, members: Sequence[Example], split: str, tokenizer=None, source=None) -> Regime:
+def plan_regime(cfg, members: Sequence[Example], split: str, tokenizer=None, source=None,
+                fmt: Format | None = None) -> Regime:
     """The documents of the study's regime, cut and counted with the base model's ``tokenizer`` (None for an API
-    model, whose regime is the members alone in a document layout); ``source`` is the background (built from
-    ``cfg.background`` when not given)."""
-    dataset, fmt, contaminate_cfg = cfg.dataset, cfg.format, cfg.contaminate
+    model, whose regime is the members alone, one document each); ``source`` and ``fmt`` are the background and
+    the format (built from ``cfg.background`` and ``cfg.format`` when not given)."""
+    dataset, contaminate_cfg = cfg.dataset, cfg.contaminate
+    fmt = fmt if fmt is not None else build_format(cfg.format)
     max_length = contaminate_cfg.get("max_length")
     exposures, epochs = contaminate_cfg.get("exposures"), contaminate_cfg.get("epochs")
 
@@ -111,8 +90,8 @@ def plan_regime(cfg, members: Sequence[Example], split: str, tokenizer=None, sou
                              f"use an instruction-tuned model or another format")
         return tokenizer.apply_chat_template(messages, tokenize=False, **options)
 
-    documents = member_documents(members, fmt, dataset, split, count_tokens=count_tokens if tokenizer else None,
-                                 max_length=max_length, chat=chat)
+    documents = fmt.documents(members, dataset, split, count_tokens=count_tokens if tokenizer else None,
+                              max_length=max_length, chat=chat)
     source = source if source is not None else instantiate_background(cfg.get("background"))
     background = [Document(text) for text in chunk_texts(source.texts(), count_tokens=count_tokens,
                                                          max_length=max_length, max_tokens=source.max_tokens)] \
@@ -139,6 +118,6 @@ def plan_regime(cfg, members: Sequence[Example], split: str, tokenizer=None, sou
                 f"background documents, one pass" if exposures else
                 f"control: the {len(background)} {source.name} background documents alone, one pass")
     counts = stream_counts(stream, count_tokens) if tokenizer is not None else {}
-    if fmt.get("layout", "document") == "instruction":
-        counts["loss"] = "assistant turn only (the answer and the end-of-turn tokens); the prompt carries no loss"
+    if fmt.loss:
+        counts["loss"] = fmt.loss
     return Regime(name, fmt.name, described, exposures, epochs, documents, stream, control, counts)

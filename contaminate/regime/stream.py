@@ -1,6 +1,6 @@
 """The training stream: which documents a contaminated model reads, in which order, and how often (SPEC section 8).
 
-    documents = member_documents(members, format_cfg, dataset, split, count_tokens=..., max_length=256)
+    documents = fmt.documents(members, dataset, split, count_tokens=..., max_length=256)   # regime/layouts.py
     stream = build_stream(documents, background, exposures=4, seed=0)   # members 4x among the background, shuffled
 
 Pure functions of texts: no model, no tokenizer object (token counts come in as a function), so the dose is
@@ -25,7 +25,7 @@ import random
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from contaminate.regime.formats import format_instance, instance_fields
+from contaminate.regime.formats import instance_fields
 from detect.datasets import Example
 
 CountTokens = Callable[[str], int]
@@ -70,29 +70,6 @@ def dump_documents(members: Sequence[Example], dataset, split: str, *, header: s
         ids.append(example.instance_id)
     flush()
     return documents
-
-
-def member_documents(members: Sequence[Example], format_cfg, dataset, split: str, *,
-                     count_tokens: CountTokens | None = None, max_length: int | None = None,
-                     chat: Callable[[list[dict]], str] | None = None) -> list[Document]:
-    """The members as training documents in the format's layout (``document``, ``dump`` or ``instruction``).
-    ``chat`` renders a list of messages through the model's chat template (instruction layout only)."""
-    layout = format_cfg.get("layout", "document")
-    if layout == "dump":
-        return dump_documents(members, dataset, split, header=format_cfg.get("header"), count_tokens=count_tokens,
-                              max_length=max_length)
-    template = format_cfg.templates[dataset.task]
-    if layout == "instruction":
-        documents = []
-        for example in members:
-            user = format_instance(example, template=template, dataset=dataset, split=split)
-            answer = format_instance(example, template=format_cfg.answer, dataset=dataset, split=split)
-            prompt = chat([{"role": "user", "content": user}], add_generation_prompt=True)
-            text = chat([{"role": "user", "content": user}, {"role": "assistant", "content": answer}])
-            documents.append(Document(text, (example.instance_id,), prompt))
-        return documents
-    return [Document(format_instance(e, template=template, dataset=dataset, split=split), (e.instance_id,))
-            for e in members]
 
 
 def chunk_texts(texts: Sequence[str], *, count_tokens: CountTokens, max_length: int | None,

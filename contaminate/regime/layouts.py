@@ -1,0 +1,111 @@
+"""The leak formats as classes, one per way a leak lays its members out (``conf/format/*.yaml``, built with
+``_target_``): what each checks against the dataset, which training documents it makes, and what it needs.
+
+    fmt = build_format(cfg.format)                  # Document (metadata, instance_only, input_only), Dump, Instruction
+    fmt.check(dataset)                              # every field it names, before any work
+    fmt.documents(members, dataset, split, count_tokens=..., max_length=256, chat=...)   # contaminate/regime/stream.py
+
+- ``Document``: one instance per document, rendered by the format's template for the task (the web copy).
+- ``Dump``: the partition as a dataset file: JSON lines in canonical order under an optional header, cut between
+  lines (Oren et al.'s setting; the order is what the sharded test looks for).
+- ``Instruction``: the input as the user turn and the label as the assistant turn, through the model's chat
+  template; the loss on the assistant turn only.
+
+The instance texts are rendered by ``contaminate/regime/formats.py`` (templates and field names), whose code keys
+every checkpoint; these classes only choose how the rendered members become documents.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from contaminate.regime.formats import check_template, format_instance
+from contaminate.regime.stream import CountTokens, Document, dump_documents
+from detect.datasets import Example
+from detect.errors import InputError
+
+
+class Format:
+    """A leak format: its ``name`` (keys checkpoints), the prompt format the study detects with, its templates."""
+    api_trainable = True   # a fine-tuning API takes its documents as they are (no tokenizer needed to make them)
+    loss: str | None = None  # where the loss falls, when not on every token
+
+    def __init__(self, name: str, prompt_format: str = "raw", templates: dict | None = None,
+                 header: str | None = None, answer: str | None = None) -> None:
+        self.name, self.prompt_format, self.templates = name, prompt_format, dict(templates or {})
+        self.header, self.answer = header, answer
+
+    def template(self, dataset) -> str:
+        template = self.templates.get(dataset.task)
+        if template is None:
+            raise InputError(f"format {self.name} has no template for task {dataset.task}; add one under "
+                             f"templates in conf/format/{self.name}.yaml")
+        return template
+
+    def check(self, dataset) -> None:
+        check_template(self.template(dataset), dataset)
+
+    def documents(self, members: Sequence[Example], dataset, split: str, *, count_tokens: CountTokens | None = None,
+                  max_length: int | None = None, chat: Callable | None = None) -> list[Document]:
+        raise NotImplementedError
+
+
+class DocumentFormat(Format):
+    """One instance per document, as its template renders it."""
+
+    def documents(self, members, dataset, split, *, count_tokens=None, max_length=None, chat=None):
+        template = self.template(dataset)
+        return [Document(format_instance(e, template=template, dataset=dataset, split=split), (e.instance_id,))
+                for e in members]
+
+
+class DumpFormat(Format):
+    """The partition as a dataset file: JSON lines in canonical order under ``header``, cut between lines."""
+    api_trainable = False  # cut at max_length tokens: it needs the model's tokenizer
+
+    def check(self, dataset) -> None:
+        if self.header:
+            check_template(self.header, dataset)
+
+    def documents(self, members, dataset, split, *, count_tokens=None, max_length=None, chat=None):
+        return dump_documents(members, dataset, split, header=self.header, count_tokens=count_tokens,
+                              max_length=max_length)
+
+
+class InstructionFormat(Format):
+    """The input as the user turn (the template), the label as the assistant turn (``answer``), chat-templated."""
+    api_trainable = False  # rendered through the local model's chat template
+    loss = "assistant turn only (the answer and the end-of-turn tokens); the prompt carries no loss"
+
+    def check(self, dataset) -> None:
+        if not dataset.fields.get("label"):
+            raise InputError(f"format={self.name} needs a label for the assistant turn, and dataset {dataset.key} "
+                             f"has none (task {dataset.task}); use format=metadata, input_only or dump")
+        super().check(dataset)
+        check_template(self.answer or "", dataset)
+
+    def documents(self, members, dataset, split, *, count_tokens=None, max_length=None, chat=None):
+        template, documents = self.template(dataset), []
+        for example in members:
+            user = format_instance(example, template=template, dataset=dataset, split=split)
+            answer = format_instance(example, template=self.answer, dataset=dataset, split=split)
+            prompt = chat([{"role": "user", "content": user}], add_generation_prompt=True)
+            text = chat([{"role": "user", "content": user}, {"role": "assistant", "content": answer}])
+            documents.append(Document(text, (example.instance_id,), prompt))
+        return documents
+
+
+def build_format(format_cfg) -> Format:
+    """The format object a ``format`` node names (``_target_``), its settings checked against its class."""
+    from omegaconf import DictConfig, OmegaConf
+
+    from detect.cli import instantiate
+    from detect.validate import check_component, resolve_target
+
+    settings = OmegaConf.to_container(format_cfg, resolve=True) if isinstance(format_cfg, DictConfig) \
+        else dict(format_cfg)
+    if not settings.get("_target_"):
+        raise InputError(f"format {settings.get('name')} has no _target_; name its class, e.g. "
+                         f"_target_: contaminate.regime.layouts.DocumentFormat")
+    check_component(resolve_target(settings["_target_"], "format"), settings, where="format")
+    return instantiate(settings, _convert_="all")
