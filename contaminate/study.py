@@ -198,6 +198,7 @@ def check_study(cfg) -> Setup:
                              f"{cfg.sample[key]}; each cell detects on n_detect of them: lower n_detect or raise {key}")
     trainer = instantiate_backend(cfg.contaminate)
     trainer.check()  # its numbers, and every trainer / adapter argument
+    trainer.serving(cfg, None)  # how its checkpoints will be served (a local checkpoint: generation=local)
     fmt = build_format(cfg.format)
     background = instantiate_background(cfg.get("background"))
     check_regime(cfg, fmt, background, api=trainer.api)  # format fields, background, exposures

@@ -39,6 +39,7 @@ STUDY = ["+dataset=synth_nli"]
                                                                       "no such class or function"),
     ("format._target_=contaminate.regime.layouts.Web", "format._target_=contaminate.regime.layouts.Web: no such class"),
     ("+format.layout=dump", "format.layout is not a setting of DocumentFormat"),
+    ("generation=openai", "generation=openai in a study that trains here"),
 ])
 def test_a_study_config_is_refused_in_one_line(compose_config, override, message):
     extra = ["sample.n_members=10"] if "n_detect=20" in override else []

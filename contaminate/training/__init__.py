@@ -83,7 +83,7 @@ class LocalFineTune:
 
         return {"runtime": placement.key(), "code": code_digest(TRAINING_CODE)}
 
-    def serving(self, cfg, base: ModelRef):
+    def serving(self, cfg, base: ModelRef | None):
         """``checkpoint ref -> generation backend``: the ``generation`` group's (local: transformers here)."""
         from detect.models import build_backend
 
@@ -152,7 +152,7 @@ class OpenAIFineTune:
     def reuse(self, base: ModelRef, folder: Path) -> ModelRef:
         return ModelRef(json.loads((folder / "lab_checkpoint.json").read_text())["id"], base.path)
 
-    def serving(self, cfg, base: ModelRef):
+    def serving(self, cfg, base: ModelRef | None):
         """``checkpoint ref -> generation backend``: the fine-tune and its base at the same API, chat models
         prompted as chat and base models raw, each model's completions cached in the study's cache."""
         from detect.models import digest
