@@ -143,7 +143,7 @@ def main() -> None:
     import torch
     from transformers import AutoTokenizer
 
-    from detect.models import embedded_folder
+    from detect.models.loading import embedded_folder
     from detect.runtime import resolve_placement
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

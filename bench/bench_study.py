@@ -86,7 +86,7 @@ def main() -> None:
     args = parser.parse_args()
     from transformers import AutoTokenizer
 
-    from detect.models import embedded_folder
+    from detect.models.loading import embedded_folder
 
     tokenizer = AutoTokenizer.from_pretrained(embedded_folder())
     overrides = SCALES[args.scale]

@@ -33,6 +33,9 @@ def check_overrides(argv: list[str], *, require: tuple[str, ...] = ("dataset",))
     flags = [arg for arg in args if arg.startswith("-") and arg not in ("-m", "--multirun")]
     chosen, rewritten = set(), []
     for arg in args:
+        if arg.startswith("judge.generator.name="):
+            raise InputError(f"{arg}: the judge's model is a generation node; choose it with "
+                             f"generation@judge.generator=local (or openai) and judge.generator.model=<...>")
         if re.match(r"^\+{0,2}backend[.=]", arg):
             raise InputError(f"{arg}: the model backend is now the generation group; use generation=openai "
                              f"generation.model=<served id> (generation.base_url=..., generation.api_key_env=...)")

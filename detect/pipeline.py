@@ -267,7 +267,7 @@ def main(cfg, out_dir: Path) -> dict:
     examples = sample(split_examples, cfg.sample.n_detect, seed=cfg.seed, where=f"{dataset.key} {split}")
     judge = instantiate(cfg.judge)
     settings = GenerationSettings.of(cfg.detect)
-    model = backend.open(instantiate(cfg.model) if backend.name == "local" else None, settings, placement)
+    model = backend.open(instantiate(cfg.model) if backend.reads_model_group else None, settings, placement)
     reference = None
     if cfg.detect.reference_model and any("reference" in d.needs for d in detectors):
         reference = build_backend({"_target_": "detect.models.hf.LocalModels"}).open(

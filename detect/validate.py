@@ -98,19 +98,23 @@ def resolve_target(target: str, where: str):
     """The class or function a ``_target_`` names; a misnamed one is one line."""
     import importlib
 
-    module, _, name = target.rpartition(".")
-    try:
-        found = importlib.import_module(module)
-        for part in name.split("."):
-            found = getattr(found, part)
-        return found
-    except (ImportError, AttributeError, ValueError):
-        try:  # a method such as LLMJudge.from_config: module.Class.method
-            outer, _, cls = module.rpartition(".")
-            return getattr(getattr(importlib.import_module(outer), cls), name)
-        except (ImportError, AttributeError, ValueError):
-            raise InputError(f"{where}._target_={target}: no such class or function; check the module path "
-                             f"and name") from None
+    parts = target.split(".")
+    for cut in range(len(parts) - 1, 0, -1):  # the longest importable module, then attributes (Class.method)
+        module = ".".join(parts[:cut])
+        try:
+            found = importlib.import_module(module)
+        except ModuleNotFoundError as error:
+            if error.name and not module.startswith(error.name):  # the module exists; something it imports does not
+                raise InputError(f"{where}._target_={target}: importing {module} failed ({error}); install what "
+                                 f"it needs") from None
+            continue
+        try:
+            for name in parts[cut:]:
+                found = getattr(found, name)
+            return found
+        except AttributeError:
+            break
+    raise InputError(f"{where}._target_={target}: no such class or function; check the module path and name")
 
 
 def check_component(target, settings: dict, *, where: str, ignore: tuple[str, ...] = ("enabled",)) -> None:

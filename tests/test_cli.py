@@ -24,6 +24,16 @@ def test_unknown_model_and_hub_ids():
     assert argv == ["prog", "+dataset=rte", "model=hub", "model.name_or_path=HuggingFaceTB/SmolLM2-360M-Instruct"]
 
 
+def test_renamed_keys_name_their_successors():
+    """backend= became the generation group (issue 24); the judge's model is chosen as a generation node."""
+    with pytest.raises(InputError, match="now the generation group; use generation=openai generation.model="):
+        check_overrides(["prog", "+dataset=rte", "backend=openai"])
+    with pytest.raises(InputError, match="now the generation group"):
+        check_overrides(["prog", "+dataset=rte", "backend.model=gpt-4o-mini"])
+    with pytest.raises(InputError, match="choose it with generation@judge.generator=local"):
+        check_overrides(["prog", "+dataset=rte", "judge=llm", "judge.generator.name=local"])
+
+
 def test_sweeps_and_plain_overrides_pass():
     argv = ["prog", "-m", "+dataset=synth_nli,synth_news", "model=tiny_random", "split=train", "seed=3"]
     assert check_overrides(argv) == argv

@@ -10,16 +10,20 @@ from detect.models.server import COPY_CHECK, OpenAIServer, prompt_logprobs
 
 
 def test_prompt_logprobs_of_an_echoed_completion_by_hand():
-    """An OpenAI-format echo answer (vLLM's, with a start token the server added and one generated token): the
-    scored tokens are the text's own, the first one (no context) and what follows the text dropped."""
+    """OpenAI-format echo answers: the scored tokens are the text's own that have a log-probability; what follows
+    the text (the one generated token) is dropped."""
     text = "The cat sat."
-    tokens = ["<s>", "The", " cat", " sat", ".", " It"]
-    offsets = [0, 0, 3, 7, 11, 12]
-    logprobs = [None, -3.0, -5.5, -1.25, -0.5, -2.0]
-    assert prompt_logprobs(text, tokens, logprobs, offsets) == {"logp": [-5.5, -1.25, -0.5],
-                                                                 "tokens": [" cat", " sat", "."]}
-    # without a start token: the same scored tokens
-    assert prompt_logprobs(text, tokens[1:], [None, *logprobs[2:]], offsets[1:])["logp"] == [-5.5, -1.25, -0.5]
+    # vLLM with a start token: its offsets count "<s>" (ggml / vLLM issue 5334's answer has the same shape), and the
+    # first text token is scored given the start token, as the local path scores a tokenizer that adds one
+    tokens, logprobs = ["<s>", "The", " cat", " sat", ".", " It"], [None, -3.0, -5.5, -1.25, -0.5, -2.0]
+    found = prompt_logprobs(text, tokens, logprobs, [0, 3, 6, 10, 14, 15])
+    assert found == {"logp": [-3.0, -5.5, -1.25, -0.5], "tokens": ["The", " cat", " sat", "."]}
+    # no start token: the first text token has no context and no log-probability
+    found = prompt_logprobs(text, tokens[1:], [None, -5.5, -1.25, -0.5, -2.0], [0, 3, 7, 11, 12])
+    assert found["logp"] == [-5.5, -1.25, -0.5]
+    # byte tokens whose strings are not the text: the server's offsets are used
+    found = prompt_logprobs("ab", ["bytes:a", "bytes:b", "x"], [None, -1.0, -2.0], [0, 1, 2])
+    assert found["logp"] == [-1.0]
 
 
 def test_one_factory_builds_every_backend_and_refuses_in_one_line():

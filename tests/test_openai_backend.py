@@ -166,3 +166,30 @@ def test_missing_key_and_unreachable_server(tmp_path, monkeypatch):
     closed = f"http://127.0.0.1:{free_port()}/v1"
     with pytest.raises(InputError, match="cannot reach .* is the server running"):
         _generator(closed, tmp_path, max_retries=0)(["p"])
+
+
+@pytest.mark.parametrize("status, refused", [(400, True), (404, True), (503, False), (429, False), (401, False)])
+def test_the_logprob_probe_tells_a_refusal_from_an_outage(scripted_server, tmp_path, status, refused):
+    """A server that refuses echo (400, 404) gives a one-line reason and the logit detectors are skipped; one
+    that is down, rate-limited or rejects the key stops the run, so a passing outage is never recorded as "this
+    server gives no log-probabilities" in a cached cell."""
+    from detect.models import GenerationSettings
+    from detect.models.server import OpenAIServer
+
+    _Scripted.script = [status] * 10
+    model = OpenAIServer(model="m", base_url=scripted_server, api_key_env=None, max_retries=0,
+                         cache_path=str(tmp_path / "c.jsonl")).open(None, GenerationSettings(prompt_format="raw"))
+    if refused:
+        assert "does not return prompt log-probabilities" in model.no_logprobs and "\n" not in model.no_logprobs
+    else:
+        with pytest.raises(InputError, match="after the retries|rejected the API key|rate limit"):
+            model.no_logprobs  # noqa: B018
+
+
+def test_a_server_that_answers_without_logprobs_is_a_refusal(scripted_server, tmp_path):
+    from detect.models import GenerationSettings
+    from detect.models.server import OpenAIServer
+
+    model = OpenAIServer(model="m", base_url=scripted_server, api_key_env=None,
+                         cache_path=str(tmp_path / "c.jsonl")).open(None, GenerationSettings(prompt_format="raw"))
+    assert "no logprobs in the answer" in model.no_logprobs  # the scripted server's 200 carries none

@@ -40,6 +40,7 @@ STUDY = ["+dataset=synth_nli"]
     ("format._target_=contaminate.regime.layouts.Web", "format._target_=contaminate.regime.layouts.Web: no such class"),
     ("+format.layout=dump", "format.layout is not a setting of DocumentFormat"),
     ("generation=openai", "generation=openai in a study that trains here"),
+    ("detect.detectors.dc_pdd._target_=detect.no_such_module.DCPDD", "no such class or function"),
 ])
 def test_a_study_config_is_refused_in_one_line(compose_config, override, message):
     extra = ["sample.n_members=10"] if "n_detect=20" in override else []

@@ -87,7 +87,9 @@ class LocalFineTune:
         """``checkpoint ref -> generation backend``: the ``generation`` group's (local: transformers here)."""
         from detect.models import build_backend
 
-        if cfg.generation.name != "local":
+        from detect.validate import resolve_target
+
+        if not getattr(resolve_target(cfg.generation._target_, "generation"), "reads_model_group", False):
             raise InputError(f"generation={cfg.generation.name} in a study that trains here: its checkpoints are "
                              f"folders on this machine; use generation=local (or contaminate=openai)")
         backend = build_backend(cfg.generation)

@@ -86,6 +86,7 @@ class LocalSource:
         empty = f"{where}: {file} holds no instances; put one instance per line (JSONL) or row (CSV) in it"
         if not file.read_bytes().strip():
             raise InputError(empty)
+        shown = datasets.is_progress_bar_enabled()
         datasets.disable_progress_bars()  # a local file loads in a second; its bar would only add a stderr line
         try:
             rows = datasets.load_dataset(builder, data_files=str(file), split="train")
@@ -93,6 +94,9 @@ class LocalSource:
             if isinstance(error, ValueError) and "no data" not in str(error):
                 raise
             raise InputError(empty) from None  # a CSV header and no rows, or a JSONL of blank lines
+        finally:
+            if shown:
+                datasets.enable_progress_bars()
         if len(rows) == 0:
             raise InputError(empty)
         return rows

@@ -72,6 +72,10 @@ class LLMJudge:
         from detect.runtime import from_config as placement_from
 
         backend = build_backend(generator, where="judge.generator")
+        if getattr(backend, "cache_path", "") is None:  # a server judge's answers keep the file they always had
+            from detect.cache import cache_dir
+
+            backend.cache_path = str(cache_dir() / "api" / "judge.jsonl")
         settings = GenerationSettings(prompt_format="auto", max_new_tokens=max_tokens, progress=False)
         model = backend.open(None, settings, placement_from(runtime) if runtime else None)
         return cls(model.generate, [dict(d) for d in [*demonstrations, *extra_demonstrations]], retries=retries,

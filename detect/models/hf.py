@@ -47,6 +47,8 @@ class LocalModels:
     """The ``generation=local`` backend: opens a ``ModelRef`` (the ``model`` group's, or a study's checkpoint;
     else ``model``, a hub id or folder, as a local LLM judge names it) with transformers on the run's placement."""
 
+    reads_model_group = True  # it loads weights: the `model` group's, or a study's checkpoint
+
     def __init__(self, name: str = "local", model: str | None = None) -> None:
         self.name, self.model = name, model
 

@@ -68,17 +68,35 @@ class ServerModel(LanguageModel):
             self._probed = True
             try:
                 copied = self._echo(" ".join([COPY_PASSAGE] * 3))["logp"]
-            except Exception as error:  # noqa: BLE001 (any refusal means the same: no prompt log-probabilities)
-                reason = " ".join(str(getattr(error, "message", error)).split())[:160]
-                self._no_logprobs = (f"the server at {self.path} does not return prompt log-probabilities "
-                                     f"(/completions with echo and logprobs: {reason})")
+            except Exception as error:  # noqa: BLE001 (a refusal; an outage or a bad key stops the run instead)
+                self._no_logprobs = self._refusal(error)
                 return self._no_logprobs
-            third = sum(copied[-len(copied) // 3:]) / max(1, len(copied) // 3)
+            third = copied[len(copied) - len(copied) // 3:]  # the last third of the scored tokens
+            if not third:
+                self._no_logprobs = (f"the server at {self.path} echoes the prompt without its tokens' "
+                                     f"log-probabilities")
+                return self._no_logprobs
+            third = sum(third) / len(third)
             if third < COPY_CHECK:
                 self._no_logprobs = (f"the server at {self.path} returns prompt log-probabilities that fail the copy "
                                      f"check (a passage's third copy scored {third:.1f} a token, below {COPY_CHECK}): "
                                      f"misaligned, as llama-cpp-python's echo is off by one token")
         return self._no_logprobs
+
+    def _refusal(self, error: Exception) -> str:
+        """The one-line reason for a server that will not echo prompt log-probabilities; a server that cannot be
+        reached, rejects the key, or is rate-limited or failing (after the SDK's retries) stops the run instead, so
+        that a passing outage is never recorded as "this server gives none" in a cached cell."""
+        import openai
+
+        transient = isinstance(error, (openai.APIConnectionError, openai.AuthenticationError,
+                                       openai.RateLimitError)) or \
+            (isinstance(error, openai.APIStatusError) and error.status_code >= 500 and error.status_code != 501)
+        if transient:
+            raise InputError(self.generator._failure(error)) from None
+        reason = " ".join(str(getattr(error, "message", error)).split())[:160]
+        return (f"the server at {self.path} does not return prompt log-probabilities (/completions with echo and "
+                f"logprobs: {reason})")
 
     def _echo(self, text: str) -> dict:
         def request() -> dict:
@@ -99,18 +117,27 @@ class ServerModel(LanguageModel):
 
 
 def prompt_logprobs(text: str, tokens: list[str], logprobs: list, offsets: list[int]) -> dict:
-    """The scored tokens of ``text`` from an echoed completion: the tokens that start inside the text, without the
-    first one (no context; a server that adds a start token gives it a log-probability the local path never
-    computes) and without what was generated after the text."""
-    inside = [i for i, offset in enumerate(offsets) if offset < len(text)]
-    if inside and not text.startswith(tokens[inside[0]], offsets[inside[0]]):
-        inside = inside[1:]  # a start token the server added ("<s>"): not the text's
-    scored = [i for i in inside[1:] if logprobs[i] is not None]
+    """The scored tokens of ``text`` from an echoed completion: the tokens that start inside the text and have a
+    log-probability. Where the text starts among the tokens is found from the token strings themselves (a start
+    token the server adds, "<s>", shifts vLLM's offsets by its length); the server's ``text_offset`` is the
+    fallback where the strings are not the text (byte tokens). The first position has no log-probability (no
+    context): the first text token without a start token, the start token with one, whose first text token is then
+    scored, as the local path scores a tokenizer that adds one."""
+    joined, starts, position = "".join(tokens), [], 0
+    for token in tokens:
+        starts.append(position)
+        position += len(token)
+    begin = joined.find(text) if text else -1
+    if begin < 0:  # the strings are not the text: trust the server's offsets
+        starts, begin = list(offsets), 0
+    inside = [i for i, start in enumerate(starts) if begin <= start < begin + len(text)]
+    scored = [i for i in inside if logprobs[i] is not None]
     return {"logp": [float(logprobs[i]) for i in scored], "tokens": [tokens[i] for i in scored]}
 
 
 class OpenAIServer:
     """The ``generation=openai`` backend: connection settings; ``open`` serves one model id from them."""
+    reads_model_group = False  # it serves a model by id; the `model` group's weights are not loaded
     ranges = {"concurrency": Range(1, hint="requests in flight"), "timeout": Range(0, None, "()"),
               "max_retries": Range(0)}
 
@@ -128,12 +155,12 @@ class OpenAIServer:
         model = ref.name if ref is not None else self.model
         if not model:
             raise InputError("generation=openai needs generation.model=<the served model's id>")
-        prompt_format = self.prompt_format or settings.prompt_format
-        prompt_format = "chat" if prompt_format == "auto" else prompt_format  # a served model is a chat model
-        request = {"model": model, "base_url": self.base_url, "prompt_format": prompt_format,
-                   "max_tokens": settings.max_new_tokens, "seed": self.seed}
+        # auto is sent as chat (a served model is a chat model); the cache file is named by the setting as given
+        request = {"model": model, "base_url": self.base_url, "prompt_format": self.prompt_format or
+                   settings.prompt_format, "max_tokens": settings.max_new_tokens, "seed": self.seed}
         # one cache file per server, model and generation settings, unless the caller names one
-        cache_path = Path(self.cache_path) if self.cache_path else cache_dir() / "api" / f"{digest(request)}.jsonl"
+        cache_path = Path(self.cache_path).expanduser() if self.cache_path else \
+            cache_dir() / "api" / f"{digest(request)}.jsonl"
         generator = OpenAIGenerator(**request, api_key_env=self.api_key_env, concurrency=self.concurrency,
                                     timeout=self.timeout, max_retries=self.max_retries, cache_path=cache_path)
         return ServerModel(generator, logprobs=self.logprobs)
