@@ -86,7 +86,6 @@ class LocalFineTune:
     def serving(self, cfg, base: ModelRef | None):
         """``checkpoint ref -> generation backend``: the ``generation`` group's (local: transformers here)."""
         from detect.models import build_backend
-
         from detect.validate import resolve_target
 
         if not getattr(resolve_target(cfg.generation._target_, "generation"), "reads_model_group", False):
