@@ -32,7 +32,7 @@ from detect.detectors.time_travel.stopping import AnswerShape
 from detect.errors import InputError
 from detect.judges.threshold import thresholds_line
 from detect.models import check_backend
-from detect.validate import check_component, count, resolve_target
+from detect.validate import check_node, count
 
 _SAID: set[tuple[str, str]] = set()  # (model, detector) skips already printed: one line per run, not per cell
 
@@ -146,12 +146,12 @@ def check_detection(cfg) -> list:
         raise InputError(f"detect.prompt_format={detect.prompt_format}: use auto, chat or raw")
     if cfg.get("generation") is not None:
         check_backend(cfg.generation)  # its target and settings, before any model is opened
-    if cfg.get("judge") is not None and cfg.judge.get("_target_"):
+    if cfg.get("judge") is not None:
         from omegaconf import OmegaConf
 
         settings = OmegaConf.to_container(cfg.judge, resolve=True)
-        judge = resolve_target(settings["_target_"], "judge")
-        check_component(judge, {k: v for k, v in settings.items() if k != "generator"}, where="judge")
+        check_node({k: v for k, v in settings.items() if k != "generator"}, where="judge",
+                   example="detect.judges.threshold.ThresholdJudge")
         if "generator" in settings:
             check_backend(cfg.judge.generator, where="judge.generator")
     return build(detect.detectors)

@@ -140,6 +140,17 @@ def check_component(target, settings: dict, *, where: str, ignore: tuple[str, ..
         check_value(value, f"{where}.{key}", hints.get(key, inspect.Parameter.empty), ranges.get(key))
 
 
+def check_node(settings: dict, *, where: str, example: str, what: str | None = None,
+                ignore: tuple[str, ...] = ("enabled",)) -> dict:
+    """A config node that builds a component (``settings``, a plain mapping): its ``_target_`` named (``example``:
+    one to suggest) and resolvable, each setting one of its class's, of its type and in its range. Returns the
+    settings, ready to instantiate; ``what`` names the node in the message (default: ``where``)."""
+    if not settings.get("_target_"):
+        raise InputError(f"{what or where} has no _target_; name its class, e.g. _target_: {example}")
+    check_component(resolve_target(settings["_target_"], where), settings, where=where, ignore=ignore)
+    return settings
+
+
 def check_values(node, limits: dict[str, tuple[type, Range | None]], *, where: str) -> None:
     """Dotted keys of ``node`` (a config mapping) against (type, range) limits; an absent or null key is skipped."""
     for dotted, (kind, limits_of) in limits.items():

@@ -126,9 +126,8 @@ def instantiate_background(background_cfg):
 
     if background_cfg is None:
         return NoBackground()
-    from detect.validate import check_component, resolve_target
+    from detect.validate import check_node
 
     settings = {key: value for key, value in background_cfg.items() if key != "name"}
-    if settings.get("_target_"):
-        check_component(resolve_target(settings["_target_"], "background"), dict(settings), where="background")
-    return instantiate(settings, _convert_="all")
+    return instantiate(check_node(settings, where="background", example="contaminate.regime.background."
+                                  "OfflineBackground"), _convert_="all")

@@ -100,12 +100,9 @@ def build_format(format_cfg) -> Format:
     from omegaconf import DictConfig, OmegaConf
 
     from detect.cli import instantiate
-    from detect.validate import check_component, resolve_target
+    from detect.validate import check_node
 
     settings = OmegaConf.to_container(format_cfg, resolve=True) if isinstance(format_cfg, DictConfig) \
         else dict(format_cfg)
-    if not settings.get("_target_"):
-        raise InputError(f"format {settings.get('name')} has no _target_; name its class, e.g. "
-                         f"_target_: contaminate.regime.layouts.DocumentFormat")
-    check_component(resolve_target(settings["_target_"], "format"), settings, where="format")
-    return instantiate(settings, _convert_="all")
+    return instantiate(check_node(settings, where="format", what=f"format {settings.get('name')}",
+                                  example="contaminate.regime.layouts.DocumentFormat"), _convert_="all")

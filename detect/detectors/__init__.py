@@ -48,14 +48,10 @@ def build(detectors_cfg) -> list[Detector]:
         settings = OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else dict(node)
         if not settings.pop("enabled", True):
             continue
-        if "_target_" not in settings:
-            raise InputError(f"detect.detectors.{key} has no _target_; name its class, e.g. "
-                             f"_target_: detect.detectors.cheat.ChatGPTCheat")
-        from detect.validate import check_component, resolve_target
+        from detect.validate import check_node
 
-        check_component(resolve_target(settings["_target_"], f"detect.detectors.{key}"), settings,
-                        where=f"detect.detectors.{key}")
-        detector = instantiate(settings)
+        detector = instantiate(check_node(settings, where=f"detect.detectors.{key}",
+                                          example="detect.detectors.cheat.ChatGPTCheat"))
         if not isinstance(detector, Detector) or detector.name != key:
             raise InputError(f"detect.detectors.{key}: _target_ {settings['_target_']} is not the detector "
                              f"named {key}; registered: {', '.join(registry())}")

@@ -63,11 +63,8 @@ def check_backend(node, where: str = "generation"):
     missing = [key for key in node if OmegaConf.is_missing(node, key)]
     if missing:
         raise InputError(f"{where}={name} needs {where}.{missing[0]}=<...> (for openai: the served model's id)")
-    if not node.get("_target_"):
-        raise InputError(f"{where} {name} has no _target_; name its class, e.g. "
-                         f"_target_: detect.models.hf.LocalModels")
-    from detect.validate import check_component, resolve_target
+    from detect.validate import check_node
 
-    check_component(resolve_target(node._target_, where), OmegaConf.to_container(node, resolve=True), where=where,
-                    ignore=("name",))
+    check_node(OmegaConf.to_container(node, resolve=True), where=where, what=f"{where} {name}",
+               example="detect.models.hf.LocalModels", ignore=("name",))
     return node
