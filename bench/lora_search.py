@@ -43,7 +43,7 @@ def run(setting: str, seed: int, cache: Path, extra: list[str] = ()) -> dict:
     contaminated = contaminate(cfg, sampled, placement, cache / "unused", setup)
     train_s = time.time() - started
     models = StudyModels(cfg, placement, {"contaminated": (contaminated.model, contaminated.record["id"]),
-                                          "clean": contaminated.clean}, contaminated.serving, setup.detectors)
+                                          "clean": contaminated.clean}, setup.serving, setup.detectors)
     instances, split = sampled.detection["members"]
     started = time.time()
     rows, _ = detect_cell(cfg, models, "contaminated", instances, sampled.whole["members"], split, setup.judge)

@@ -100,8 +100,6 @@ class Contaminated:
     template: str | None
     hyperparameters: dict
     seconds: float
-    serving: Callable  # checkpoint ref -> the generation backend that opens it (contaminate/training/__init__.py)
-    runtime_key: str | dict  # what, beyond the model, keys its cells: the placement here, "api" at an API
     control: tuple[ModelRef, Path, bool, dict] | None = None  # trained on the background alone: (model, folder,
     # reused, record); None: the base model is the control
 
@@ -136,6 +134,7 @@ def _wait_for_everyone() -> None:
 class Setup:
     """The study's components, each built once from config (checked as it is built), as a recipe's setup does."""
     trainer: Any            # contaminate/training: LocalFineTune or OpenAIFineTune
+    serving: Callable       # checkpoint ref -> the generation backend that opens it (the trainer's)
     format: Any             # contaminate/regime/layouts.py: how the members are laid out
     background: Any         # contaminate/regime/background.py
     detectors: list[Detector]
@@ -167,10 +166,10 @@ def run_study(cfg, out_dir: Path) -> dict:
 
     stage = time.time()
     models = StudyModels(cfg, placement, {"contaminated": (contaminated.model, contaminated.record["id"]),
-                                          "clean": contaminated.clean}, contaminated.serving, setup.detectors)
+                                          "clean": contaminated.clean}, setup.serving, setup.detectors)
     cells = study_cells(contaminated.regime)
-    cell_rows, cell_timings, cached_cells = detect_cells(cfg, sampled, models, setup.judge,
-                                                         contaminated.runtime_key, cells)
+    runtime_key = "api" if setup.trainer.api else placement.key()  # what, beyond the model, keys its cells
+    cell_rows, cell_timings, cached_cells = detect_cells(cfg, sampled, models, setup.judge, runtime_key, cells)
     timings["detect_s"] = round(time.time() - stage, 1)
     timings["cells"] = cell_timings
 
@@ -198,12 +197,12 @@ def check_study(cfg) -> Setup:
                              f"{cfg.sample[key]}; each cell detects on n_detect of them: lower n_detect or raise {key}")
     trainer = instantiate_backend(cfg.contaminate)
     trainer.check()  # its numbers, and every trainer / adapter argument
-    trainer.serving(cfg, None)  # how its checkpoints will be served (a local checkpoint: generation=local)
+    serving = trainer.serving(cfg)  # how its checkpoints will be served (a local checkpoint: generation=local)
     fmt = build_format(cfg.format)
     background = instantiate_background(cfg.get("background"))
     check_regime(cfg, fmt, background, api=trainer.api)  # format fields, background, exposures
     detectors = check_detection(cfg)
-    return Setup(trainer, fmt, background, detectors, _judge(cfg))
+    return Setup(trainer, serving, fmt, background, detectors, _judge(cfg))
 
 
 # --- sample ---------------------------------------------------------------------------------------------------
@@ -290,8 +289,7 @@ def contaminate(cfg, sampled: Sampled, placement: Placement, out_dir: Path, setu
         model, folder, reused = control[0], control[1], control[2]
     seconds = time.time() - started
     record = json.loads((folder / "lab_checkpoint.json").read_text())
-    return Contaminated(base, model, folder, reused, record, regime, template, hyperparameters, seconds,
-                        backend.serving(cfg, base), "api" if backend.api else placement.key(), control)
+    return Contaminated(base, model, folder, reused, record, regime, template, hyperparameters, seconds, control)
 
 
 def _checkpoint(backend, base: ModelRef, documents: list, training_key: dict, cfg,

@@ -11,7 +11,7 @@
 - ``OpenAIFineTune`` (``contaminate=openai``): the fine-tuning API (``contaminate/training/openai.py``); the
   checkpoint is a model id at the API; the folder holds the job, resumed if a run stopped while it was running.
 
-    backend.serving(cfg, base)(checkpoint_ref).open(...)   # how its checkpoints are served to the detectors
+    backend.serving(cfg)(checkpoint_ref).open(...)     # how its checkpoints are served to the detectors
 
 A new backend is a class here with these methods and a YAML file in ``conf/contaminate/`` naming it.
 """
@@ -28,9 +28,10 @@ from detect.runtime import Placement
 from detect.validate import POSITIVE, PROBABILITY, Range
 
 # The numbers of the local trainer's settings: the type and range each must have (a negative learning rate or a
-# rank of 0 fails here in one line, not inside TRL or PEFT once the model has loaded).
+# rank of 0 fails here in one line, not inside TRL or PEFT once the model has loaded). batch_size, max_length and
+# the dose are counted by the trainer's own check_training_config.
 TRAINING_LIMITS = {
-    "learning_rate": (float, POSITIVE), "batch_size": (int, Range(1)), "max_length": (int, Range(2)),
+    "learning_rate": (float, POSITIVE),
     "rank": (int, Range(1, hint="the LoRA rank, LoraConfig r")), "lora.lora_alpha": (float, POSITIVE),
     "lora.lora_dropout": (float, Range(0, 1, "[)")), "trainer.warmup_steps": (int, Range(0)),
     "trainer.warmup_ratio": (float, PROBABILITY), "trainer.weight_decay": (float, Range(0)),
@@ -83,7 +84,7 @@ class LocalFineTune:
 
         return {"runtime": placement.key(), "code": code_digest(TRAINING_CODE)}
 
-    def serving(self, cfg, base: ModelRef | None):
+    def serving(self, cfg):
         """``checkpoint ref -> generation backend``: the ``generation`` group's (local: transformers here)."""
         from detect.models import build_backend
         from detect.validate import resolve_target
@@ -153,11 +154,13 @@ class OpenAIFineTune:
     def reuse(self, base: ModelRef, folder: Path) -> ModelRef:
         return ModelRef(json.loads((folder / "lab_checkpoint.json").read_text())["id"], base.path)
 
-    def serving(self, cfg, base: ModelRef | None):
+    def serving(self, cfg):
         """``checkpoint ref -> generation backend``: the fine-tune and its base at the same API, chat models
         prompted as chat and base models raw, each model's completions cached in the study's cache."""
         from detect.models import digest
         from detect.models.server import OpenAIServer
+
+        base = self.base_model(cfg)
 
         def backend(ref: ModelRef) -> OpenAIServer:
             cache = Path(cfg.cache_dir) / "api" / f"{digest([ref.name, base.path, self.cfg.chat])}.jsonl"
