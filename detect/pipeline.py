@@ -42,27 +42,27 @@ def run_partition(evidence: Evidence, detectors: Sequence[Detector], *, judge, d
     """One partition x one model: (instance rows + partition rows, timing and skips). ``evidence`` holds the
     model (and a reference model, if any); ``detect_cfg`` is the ``detect`` group (cut points, stop rule)."""
     timing: dict = {}
-    skipped = {d.name: d.skipped(evidence) for d in detectors if d.skipped(evidence)}
+    skipped = {d.name: reason for d in detectors if (reason := d.skipped(evidence))}
     for name, reason in skipped.items():
         if (evidence.model.name, name) not in _SAID:
             _SAID.add((evidence.model.name, name))
             print(f"{name} skipped on {evidence.model.name}: {reason}", file=sys.stderr)
+    running = [d for d in detectors if d.runnable(evidence)]  # decided once for every stage below
     started = time.time()
-    requests = logit_requests(detectors, evidence)
+    requests = logit_requests(running, evidence)
     if requests:  # one batched pass for everything the logit detectors read
         evidence.model.prefetch(requests)
-        if evidence.reference is not None and not evidence.reference.no_logprobs \
-                and any("reference" in d.needs and d.runnable(evidence) for d in detectors):
-            evidence.reference.prefetch([(evidence.texts, False)])
+        if evidence.scoring_reference is not None and any("reference" in d.needs for d in running):
+            evidence.scoring_reference.prefetch([(evidence.texts, False)])
         timing["logits_s"] = round(time.time() - started, 2)
     started = time.time()
     rows = detect_partition(evidence.instances, dataset=evidence.dataset, split=evidence.split, model=evidence.model,
-                            judge=judge, semantic=semantic, membership=instance_scorer(detectors, evidence),
+                            judge=judge, semantic=semantic, membership=instance_scorer(running, evidence),
                             seed=evidence.seed, cut_low=detect_cfg.cut.low, cut_high=detect_cfg.cut.high,
                             stop=detect_cfg.stop)
     timing["instances_s"] = round(time.time() - started, 2)
     started = time.time()
-    rows += partition_rows(detectors, evidence)
+    rows += partition_rows(running, evidence)
     timing["partition_s"] = round(time.time() - started, 2)
     if skipped:
         timing["skipped"] = skipped
@@ -158,16 +158,15 @@ def check_detection(cfg) -> list:
 
 
 def logit_requests(detectors: Sequence[Detector], evidence: Evidence) -> list[tuple[list[str], bool]]:
-    """Everything the detectors will read from the model, as ``LanguageModel.prefetch`` requests, so one batched
-    pass serves them all (membership texts with moments, the sharded test's orders, DC-PDD's texts)."""
-    return [request for detector in detectors if detector.runnable(evidence)
-            for request in detector.logit_requests(evidence)]
+    """Everything the (running) detectors will read from the model, as ``LanguageModel.prefetch`` requests, so one
+    batched pass serves them all (membership texts with moments, the sharded test's orders, DC-PDD's texts)."""
+    return [request for detector in detectors for request in detector.logit_requests(evidence)]
 
 
 def instance_scorer(detectors: Sequence[Detector], evidence: Evidence) -> Callable[[list[str]], list[dict]] | None:
-    """``texts -> [{score: value}]`` over every runnable instance-level detector with scores (logit scores of the
+    """``texts -> [{score: value}]`` over the (running) instance-level detectors with scores (logit scores of the
     whole instance, kept on its guided row), or None when none runs."""
-    scoring = [d for d in detectors if d.level == "instance" and d.scores and d.runnable(evidence)]
+    scoring = [d for d in detectors if d.level == "instance" and d.scores]
     if not scoring:
         return None
 
@@ -182,11 +181,11 @@ def instance_scorer(detectors: Sequence[Detector], evidence: Evidence) -> Callab
 
 
 def partition_rows(detectors: Sequence[Detector], evidence: Evidence) -> list[dict]:
-    """The partition-level detectors' rows (each reads ``evidence.pool``: Cheat? searches it for replicas, the
-    sharded test orders it); a detector whose needs the model cannot meet is skipped."""
+    """The (running) partition-level detectors' rows (each reads ``evidence.pool``: Cheat? searches it for
+    replicas, the sharded test orders it)."""
     rows = []
     for detector in detectors:
-        if detector.level == "partition" and detector.runnable(evidence):
+        if detector.level == "partition":
             row = detector.run(evidence)
             if row is not None:
                 rows.append({**row, "dataset": evidence.dataset.key, "split": evidence.split})
@@ -250,6 +249,7 @@ def main(cfg, out_dir: Path) -> dict:
     from detect.cli import instantiate
     from detect.detectors.time_travel.scores import SemanticScorer
     from detect.models import GenerationSettings, build_backend, hub
+    from detect.models.hf import LocalModels
     from detect.runtime import from_config as placement_from
 
     started = time.time()
@@ -270,8 +270,7 @@ def main(cfg, out_dir: Path) -> dict:
     model = backend.open(instantiate(cfg.model) if backend.reads_model_group else None, settings, placement)
     reference = None
     if cfg.detect.reference_model and any("reference" in d.needs for d in detectors):
-        reference = build_backend({"_target_": "detect.models.hf.LocalModels"}).open(
-            hub(str(cfg.detect.reference_model)), settings, placement)
+        reference = LocalModels().open(hub(str(cfg.detect.reference_model)), settings, placement)
     semantic = SemanticScorer(cfg.detect.semantic_model, placement=placement) if cfg.detect.semantic_model else None
     # The partition detectors read the split, not the sample: Cheat? searches all of it for replicas, the
     # sharded test takes its first instances in the dataset's order.
@@ -299,8 +298,9 @@ def main(cfg, out_dir: Path) -> dict:
         summary["skipped"] = timing["skipped"]
 
     # --- write
-    write_jsonl(out_dir / "results.jsonl", [row for row in rows if row.get("level") != "partition"])
+    instance_rows = [row for row in rows if row.get("level") != "partition"]
+    write_jsonl(out_dir / "results.jsonl", instance_rows)
     write_jsonl(out_dir / "partition.jsonl", [row for row in rows if row.get("level") == "partition"])
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
-    write_report(out_dir / "report.md", summary, [row for row in rows if row.get("level") != "partition"])
+    write_report(out_dir / "report.md", summary, instance_rows)
     return summary

@@ -51,6 +51,11 @@ class Evidence:
     seed: int = 0
 
     @property
+    def scoring_reference(self):
+        """The reference model where it gives log-probabilities, else None (the reference ratio is then left out)."""
+        return self.reference if self.reference is not None and not self.reference.no_logprobs else None
+
+    @property
     def texts(self) -> list[str]:
         """The whole instances, as the instance-level logit detectors score them."""
         return [example.full_text for example in self.instances]

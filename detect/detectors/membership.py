@@ -82,6 +82,4 @@ class LogitScores(Detector):
         return [(evidence.texts, evidence.model.no_moments is None)]
 
     def score(self, evidence: Evidence, texts: Sequence[str]) -> list[dict[str, float]]:
-        reference = evidence.reference if evidence.reference is not None and not evidence.reference.no_logprobs \
-            else None
-        return membership_scores(evidence.model, texts, k=self.k, reference=reference)
+        return membership_scores(evidence.model, texts, k=self.k, reference=evidence.scoring_reference)

@@ -33,14 +33,9 @@ class GenerationSettings:
     progress: bool = True
 
     @classmethod
-    def of(cls, detect_cfg, **overrides) -> "GenerationSettings":
+    def of(cls, detect_cfg) -> "GenerationSettings":
         return cls(prompt_format=detect_cfg.prompt_format, max_new_tokens=detect_cfg.max_new_tokens,
-                   batch_size=detect_cfg.batch_size, share_prefix=detect_cfg.share_prefix).with_(**overrides)
-
-    def with_(self, **overrides) -> "GenerationSettings":
-        from dataclasses import replace
-
-        return replace(self, **overrides)
+                   batch_size=detect_cfg.batch_size, share_prefix=detect_cfg.share_prefix)
 
 
 def build_backend(node, where: str = "generation"):

@@ -8,15 +8,16 @@
 
 Generation is ``detect/generation/openai.py`` (temperature 0, cached as it arrives, one-line errors). The logit
 detectors run too where the server scores a prompt's own tokens: ``logprobs: echo`` asks ``/completions`` for
-``echo=true, logprobs=0, max_tokens=1``, as GPT-3's API answered it and vLLM and llama.cpp's server still do; the
-prompt's tokens come back with their log-probabilities, and the one generated token is dropped.
+``echo=true, logprobs=0, max_tokens=1``, as GPT-3's API answered it and vLLM still does; the prompt's tokens come
+back with their log-probabilities, and the one generated token is dropped.
 
 The first request is a probe, and a check: a passage written three times. A model that reads its context copies
 the third copy almost surely (the embedded SmolLM2-135M: mean log p -0.35 a token, where the first copy scores
 -7.6), so a mean below ``COPY_CHECK`` (-2) says the numbers are not the prompt tokens' log-probabilities. Measured
 on the servers that run offline here: llama-cpp-python 0.3.36 returns each token's log-probability under the
-*next* position's distribution (-15.6 on the same passage; abetlen/llama-cpp-python#1983), llama.cpp's own server
-returns none for the prompt (ggml-org/llama.cpp#27174), ``transformers serve`` ignores ``echo`` and ``logprobs``.
+*next* position's distribution (-15.6 on the same passage; abetlen/llama-cpp-python#1983) and ``transformers
+serve`` ignores ``echo`` and ``logprobs``; llama.cpp's own server returns none for the prompt, by its issue tracker
+(ggml-org/llama.cpp#27174).
 A server that refuses or fails the check leaves ``no_logprobs`` set to its one-line reason, and the logit
 detectors are skipped with it; vLLM's ``/completions`` answers as OpenAI's did.
 
@@ -48,7 +49,7 @@ class ServerModel(LanguageModel):
 
     def __init__(self, generator: OpenAIGenerator, *, logprobs: str | None = "echo") -> None:
         super().__init__()
-        self.generator, self.logprobs_method = generator, logprobs
+        self.generator = generator
         self.name, self.path = generator.model, generator.base_url or "https://api.openai.com/v1"
         self.prompt_format = generator.prompt_format
         if logprobs not in LOGPROB_METHODS:
