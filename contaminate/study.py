@@ -33,18 +33,18 @@ import os
 import shutil
 import subprocess
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from omegaconf import OmegaConf
 
 from contaminate.blind_baseline import blind_baseline
 from contaminate.code_version import DETECTOR_CODE, code_digest
-from contaminate.regime import Regime, check_regime, plan_regime
+from contaminate.regime import Regime, chat_renderer, check_regime, plan_regime
 from contaminate.regime.background import instantiate_background
-from contaminate.regime.layouts import build_format
+from contaminate.regime.layouts import LeakReader, build_format
 from contaminate.report import write_report
 from contaminate.study_models import StudyModels
 from contaminate.training import instantiate_backend
@@ -52,6 +52,7 @@ from contaminate.training.local import LOGGING_ONLY
 from detect.datasets import Example, disjoint_pools, load_split, sample
 from detect.datasets.sources import source_of
 from detect.detectors import Detector, Evidence
+from detect.detectors.base import PlainText
 from detect.errors import InputError
 from detect.models import ModelRef, digest
 from detect.pipeline import check_detection, run_partition, summarize, verdicts, write_config, write_jsonl
@@ -86,6 +87,7 @@ class Sampled:
     non_members: list[Example]
     detection: dict[str, tuple[list[Example], str]]  # pool -> (its n_detect instances, their split)
     whole: dict[str, list[Example]]  # pool -> every instance the partition-level detectors may read
+    heldout: list[Example] = field(default_factory=list)  # known non-members, disjoint from both pools
 
 
 @dataclass
@@ -169,7 +171,11 @@ def run_study(cfg, out_dir: Path) -> dict:
                                           "clean": contaminated.clean}, setup.serving, setup.detectors)
     cells = study_cells(contaminated.regime)
     runtime_key = "api" if setup.trainer.api else placement.key()  # what, beyond the model, keys its cells
-    cell_rows, cell_timings, cached_cells = detect_cells(cfg, sampled, models, setup.judge, runtime_key, cells)
+    # the detectors read each instance as the format rendered it for training (its chat turns: the base's template)
+    reader = LeakReader(setup.format, cfg.dataset,
+                        chat_renderer(setup.trainer.tokenizer(contaminated.base), setup.format.name))
+    cell_rows, cell_timings, cached_cells = detect_cells(cfg, sampled, models, setup.judge, runtime_key, cells,
+                                                         reader=reader)
     timings["detect_s"] = round(time.time() - stage, 1)
     timings["cells"] = cell_timings
 
@@ -224,7 +230,11 @@ def sample_pools(cfg) -> Sampled:
             f"{n_non_members} non-members; lower sample.n_members / sample.n_non_members"
         )
     where = f"{dataset.key} {split}"
-    members, non_members = disjoint_pools(examples, [n_members, n_non_members], seed=seed, where=where)
+    # A third pool, disjoint from both (drawing it leaves the first two as they were): known non-members the
+    # detectors may condition on or compare with (ReCaLL's prefix, a performance test's held-out accuracy).
+    n_heldout = min(cfg.sample.get("n_heldout", 0), len(examples) - n_members - n_non_members)
+    members, non_members, heldout = disjoint_pools(examples, [n_members, n_non_members, n_heldout], seed=seed,
+                                                   where=where)
     other_examples = load_split(dataset, other_split)
     n_detect = cfg.sample.n_detect
     detection = {
@@ -239,7 +249,7 @@ def sample_pools(cfg) -> Sampled:
     whole = {"members": members, "non_members": non_members,
              "other_split": sample(other_examples, min(n_non_members, len(other_examples)), seed=seed,
                                    where=f"{dataset.key} {other_split}")}
-    return Sampled(split, other_split, members, non_members, detection, whole)
+    return Sampled(split, other_split, members, non_members, detection, whole, heldout)
 
 
 # --- contaminate ----------------------------------------------------------------------------------------------
@@ -323,10 +333,15 @@ def _judge(cfg):
 
 
 def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, runtime_key: str | dict,
-                 cells: tuple = CELLS) -> tuple[dict[str, list[dict]], dict, list[str]]:
-    """Every cell's rows (each cached under its own key), the time and tokens each took, the cells reused."""
+                 cells: tuple = CELLS, *, reader=None) -> tuple[dict[str, list[dict]], dict, list[str]]:
+    """Every cell's rows (each cached under its own key), the time and tokens each took, the cells reused.
+    ``reader``: how the detectors read an instance (``LeakReader`` of the format; None: its plain text)."""
     cache = Path(cfg.cache_dir)
+    reader = reader if reader is not None else PlainText()
     detector_key = {"detect": OmegaConf.to_container(cfg.detect, resolve=True), "judge": judge.describe(),
+                    # the format renders what the detectors read: the clean model's cells differ by format too
+                    "reads": OmegaConf.to_container(cfg.format, resolve=True) if reader.name != "plain text"
+                    else reader.name,
                     "seed": cfg.seed, "dataset": cfg.dataset.key, "code": code_digest(DETECTOR_CODE),
                     "runtime": runtime_key,
                     # data a detector reads beyond its settings (DC-PDD's corpus), by content
@@ -342,7 +357,8 @@ def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, runtime_key:
             key = {**detector_key, "model": models.refs[checkpoint][1], "split": split,
                    "ids": [e.instance_id for e in instances],
                    "instances": digest([(e.text, e.text_pair, e.label) for e in instances]),
-                   "pool": digest([(e.instance_id, e.text, e.text_pair, e.label) for e in whole])}
+                   "pool": digest([(e.instance_id, e.text, e.text_pair, e.label) for e in whole]),
+                   "heldout": digest([(e.instance_id, e.text, e.text_pair, e.label) for e in sampled.heldout])}
             path = cache / "cells" / f"{digest(key)}.jsonl"
             started = time.time()
             if path.is_file():
@@ -350,7 +366,8 @@ def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, runtime_key:
                 cached.append(cell)
                 timings[cell] = {"total_s": round(time.time() - started, 2), "cached": True}
             else:
-                rows, timings[cell] = detect_cell(cfg, models, checkpoint, instances, whole, split, judge)
+                rows, timings[cell] = detect_cell(cfg, models, checkpoint, instances, whole, split, judge, reader,
+                                                  sampled.heldout)
                 timings[cell]["total_s"] = round(time.time() - started, 2)
                 _write_atomically(path, rows)
             ref = models.refs[checkpoint][0]
@@ -360,12 +377,13 @@ def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, runtime_key:
 
 
 def detect_cell(cfg, models: StudyModels, checkpoint: str, instances: list[Example], whole: list[Example],
-                split: str, judge) -> tuple[list[dict], dict]:
+                split: str, judge, reader=None, heldout: Sequence[Example] = ()) -> tuple[list[dict], dict]:
     """One cell: ``detect.pipeline.run_partition`` on the checkpoint's model, the instance detectors on
     ``instances`` and the partition detectors on ``whole``, with the clean model as the reference (for its own
     cells: itself, so the reference ratio is 0)."""
     evidence = Evidence(cfg.dataset, split, instances, whole, model=models.model(checkpoint),
-                        reference=models.model("clean"), seed=cfg.seed)
+                        reference=models.model("clean"), seed=cfg.seed,
+                        reader=reader if reader is not None else PlainText(), heldout=list(heldout))
     before = models.counters(checkpoint)
     rows, timing = run_partition(evidence, models.detectors, judge=judge, detect_cfg=cfg.detect,
                                  semantic=models.semantic())

@@ -52,8 +52,8 @@ def run_partition(evidence: Evidence, detectors: Sequence[Detector], *, judge, d
     requests = logit_requests(running, evidence)
     if requests:  # one batched pass for everything the logit detectors read
         evidence.model.prefetch(requests)
-        if evidence.scoring_reference is not None and any("reference" in d.needs for d in running):
-            evidence.scoring_reference.prefetch([(evidence.texts, False)])
+        if evidence.scoring_reference is not None:
+            evidence.scoring_reference.prefetch([r for d in running for r in d.reference_requests(evidence)])
         timing["logits_s"] = round(time.time() - started, 2)
     started = time.time()
     rows = detect_partition(evidence.instances, dataset=evidence.dataset, split=evidence.split, model=evidence.model,
@@ -77,7 +77,7 @@ def detect_partition(
 
     ``dataset`` is the dataset config (title, task); ``model`` a ``detect.models.LanguageModel``;
     ``semantic`` is an optional ``(references, candidates) -> scores`` callable; ``membership`` an optional
-    ``texts -> [{score: value}]`` callable (``instance_scorer``) whose logit scores of the whole instance go on its
+    ``examples -> [{score: value}]`` callable (``instance_scorer``) whose scores of each instance go on its
     guided row; ``stop`` (``detect.stop`` config: enabled, length_factor, margin_chars) makes generation stop each
     completion once its answer is done (``detect/detectors/time_travel/stopping.py``).
     """
@@ -121,8 +121,7 @@ def detect_partition(
     # Algorithm 2 reads the guided completions only, and an LLM judge is paid per call: judge those.
     guided = [row for row in rows if row["instruction"] == "guided"]
     if membership is not None:  # one value per instance, whatever the instruction: kept on the guided row
-        for row, scores in zip(guided, membership([r["first_piece"] + r["separator"] + r["reference"]
-                                                   for r in guided])):
+        for row, scores in zip(guided, membership(examples)):
             row.update(scores)
     for row in rows:
         row["judge"] = None
@@ -163,17 +162,18 @@ def logit_requests(detectors: Sequence[Detector], evidence: Evidence) -> list[tu
     return [request for detector in detectors for request in detector.logit_requests(evidence)]
 
 
-def instance_scorer(detectors: Sequence[Detector], evidence: Evidence) -> Callable[[list[str]], list[dict]] | None:
-    """``texts -> [{score: value}]`` over the (running) instance-level detectors with scores (logit scores of the
-    whole instance, kept on its guided row), or None when none runs."""
+def instance_scorer(detectors: Sequence[Detector],
+                    evidence: Evidence) -> Callable[[Sequence[Example]], list[dict]] | None:
+    """``examples -> [{score: value}]`` over the (running) instance-level detectors with scores (each instance's
+    scores, kept on its guided row), or None when none runs."""
     scoring = [d for d in detectors if d.level == "instance" and d.scores]
     if not scoring:
         return None
 
-    def score(texts: list[str]) -> list[dict]:
-        merged: list[dict] = [{} for _ in texts]
+    def score(examples: Sequence[Example]) -> list[dict]:
+        merged: list[dict] = [{} for _ in examples]
         for detector in scoring:
-            for row, values in zip(merged, detector.score(evidence, texts)):
+            for row, values in zip(merged, detector.score(evidence, examples)):
                 row.update(values)
         return merged
 

@@ -19,11 +19,45 @@ def test_scores_from_given_token_statistics_by_hand():
     scores = scores_from_statistics(stats, text, k=0.4, reference={"logp": [-4.0] * 5})
     assert scores["loss"] == pytest.approx(-3.0)                      # minus the mean NLL
     assert scores["perplexity"] == pytest.approx(math.exp(3.0))
-    assert scores["zlib"] == pytest.approx(-15.0 / len(zlib.compress(text.encode())))
+    # Carlini et al. / MIMIR: the model's (mean) loss over the zlib size, here 3.0 / 27 bytes, negated
+    assert len(zlib.compress(text.encode())) == 27
+    assert scores["zlib"] == pytest.approx(-3.0 / 27)
     assert scores["min_k"] == pytest.approx(-4.5)                     # 40% of 5 tokens: the two lowest, -5 and -4
     assert scores["min_k_plus"] == pytest.approx(-4.5)                # mu 0, sigma 1: the same
     assert scores["reference_ratio"] == pytest.approx(4.0 - 3.0)            # reference NLL minus this model's
     assert scores_from_statistics(stats, text, k=0.01)["min_k"] == -5.0  # at least one token
+
+
+def test_min_k_takes_the_floor_of_k_n_tokens_as_the_reference_code():
+    """Min-K%'s and Min-K%++'s code: ``k_length = int(len(token_log_probs) * ratio)``: 20% of 7 tokens is 1 token
+    (ceil would take 2), 20% of 10 is 2, 50% of 7 is 3."""
+    logp = [-0.5, -7.0, -1.0, -3.0, -0.2, -2.0, -6.0]
+    stats = {"logp": logp, "mu": [-1.0] * 7, "sigma": [2.0] * 7}
+    scores = scores_from_statistics(stats, "seven", k=0.2)
+    assert scores["min_k"] == -7.0                                    # the lowest one alone
+    assert scores["min_k_plus"] == pytest.approx((-7.0 + 1.0) / 2.0)  # its standardised value
+    assert scores_from_statistics(stats, "seven", k=0.5)["min_k"] == pytest.approx((-7.0 - 6.0 - 3.0) / 3)
+    ten = {"logp": [-float(i) for i in range(10)]}
+    assert scores_from_statistics(ten, "ten", k=0.2)["min_k"] == pytest.approx((-9.0 - 8.0) / 2)
+
+
+def test_scores_read_the_text_after_its_context():
+    """A rendering's context is read, not scored: the tokens of ``text`` given ``context``; zlib compresses the text."""
+    from detect.models.base import LanguageModel
+
+    class Fixed(LanguageModel):
+        """Token i of a text has log-probability -(i + 1); every character is a token."""
+        def _token_logprobs(self, texts, moments):
+            return [{"logp": [-(i + 1.0) for i in range(1, len(t))], "offsets": list(range(1, len(t)))} for t in texts]
+
+    from detect.detectors.base import Rendering
+
+    found = membership_scores(Fixed(), [Rendering("abc", "de"), "abcde"], k=0.5)
+    # "abcde": tokens b..e scored (-2, -3, -4, -5); with context "abc": d and e only (-4, -5)
+    assert found[0]["loss"] == pytest.approx(-4.5)
+    assert found[0]["min_k"] == pytest.approx(-5.0)
+    assert found[0]["zlib"] == pytest.approx(-4.5 / len(zlib.compress(b"de")))
+    assert found[1]["loss"] == pytest.approx(-3.5)
 
 
 def _by_hand(model, tokenizer, text, k):
@@ -42,11 +76,11 @@ def _by_hand(model, tokenizer, text, k):
         token_logp = log_probs[ids[0][t + 1].item()]
         logp.append(token_logp)
         standardised.append((token_logp - mu) / sigma)
-    count = max(1, math.ceil(len(logp) * k))
+    count = max(1, int(len(logp) * k))
     nll = -sum(logp) / len(logp)
     return {"loss": -nll, "min_k": sum(sorted(logp)[:count]) / count,
             "min_k_plus": sum(sorted(standardised)[:count]) / count,
-            "zlib": sum(logp) / len(zlib.compress(text.encode()))}
+            "zlib": -nll / len(zlib.compress(text.encode()))}
 
 
 def test_batched_scores_match_one_text_at_a_time_by_hand():

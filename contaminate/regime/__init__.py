@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 from contaminate.regime.background import LocalBackground, NoBackground, instantiate_background
 from contaminate.regime.layouts import Format, build_format
@@ -70,6 +70,17 @@ def check_regime(cfg, fmt: Format, background, *, api: bool) -> None:
         background.files()  # a missing path fails here, not after sampling
 
 
+def chat_renderer(tokenizer, format_name: str) -> Callable[..., str]:
+    """``chat(messages, **options) -> str`` through the base model's chat template (the instruction format's turns)."""
+    def chat(messages: list[dict], **options) -> str:
+        if not getattr(tokenizer, "chat_template", None):
+            raise InputError(f"format={format_name} renders a chat, and the model's tokenizer has no chat template; "
+                             f"use an instruction-tuned model or another format")
+        return tokenizer.apply_chat_template(messages, tokenize=False, **options)
+
+    return chat
+
+
 def plan_regime(cfg, members: Sequence[Example], split: str, tokenizer=None, source=None,
                 fmt: Format | None = None) -> Regime:
     """The documents of the study's regime, cut and counted with the base model's ``tokenizer`` (None for an API
@@ -84,12 +95,7 @@ def plan_regime(cfg, members: Sequence[Example], split: str, tokenizer=None, sou
     def count_tokens(text: str) -> int:
         return len(tokenizer(text, add_special_tokens=False)["input_ids"])
 
-    def chat(messages: list[dict], **options) -> str:
-        if not getattr(tokenizer, "chat_template", None):
-            raise InputError(f"format={fmt.name} renders a chat, and the model's tokenizer has no chat template; "
-                             f"use an instruction-tuned model or another format")
-        return tokenizer.apply_chat_template(messages, tokenize=False, **options)
-
+    chat = chat_renderer(tokenizer, fmt.name)
     documents = fmt.documents(members, dataset, split, count_tokens=count_tokens if tokenizer else None,
                               max_length=max_length, chat=chat)
     source = source if source is not None else instantiate_background(cfg.get("background"))

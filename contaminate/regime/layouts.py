@@ -4,6 +4,8 @@
     fmt = build_format(cfg.format)                  # Document (metadata, instance_only, input_only), Dump, Instruction
     fmt.check(dataset)                              # every field it names, before any work
     fmt.documents(members, dataset, split, count_tokens=..., max_length=256, chat=...)   # contaminate/regime/stream.py
+    fmt.rendering(example, dataset, split, chat=...)   # Rendering(context, text): what the detectors score
+    LeakReader(fmt, dataset, chat)                     # Evidence.reader: the study's detectors read the leak so
 
 - ``Document``: one instance per document, rendered by the format's template for the task (the web copy).
 - ``Dump``: the partition as a dataset file: JSON lines in canonical order under an optional header, cut between
@@ -20,8 +22,9 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from contaminate.regime.formats import check_template, format_instance
-from contaminate.regime.stream import CountTokens, Document, dump_documents
+from contaminate.regime.stream import CountTokens, Document, dump_documents, dump_header, dump_line
 from detect.datasets import Example
+from detect.detectors.base import Rendering
 from detect.errors import InputError
 
 
@@ -49,6 +52,15 @@ class Format:
                   max_length: int | None = None, chat: Callable | None = None) -> list[Document]:
         raise NotImplementedError
 
+    def rendering(self, example: Example, dataset, split: str, *, chat: Callable | None = None) -> Rendering:
+        """One instance as this format trains it: the text its loss falls on, after the context it came with."""
+        raise NotImplementedError
+
+    def sequence(self, examples: Sequence[Example], dataset, split: str, *, chat: Callable | None = None) -> str:
+        """A run of instances, in the given order, laid out as this format would (what the order tests read).
+        One instance a document: their renderings joined by blank lines (no order was trained)."""
+        return "\n\n".join("".join(self.rendering(e, dataset, split, chat=chat)) for e in examples)
+
 
 class DocumentFormat(Format):
     """One instance per document, as its template renders it."""
@@ -57,6 +69,9 @@ class DocumentFormat(Format):
         template = self.template(dataset)
         return [Document(format_instance(e, template=template, dataset=dataset, split=split), (e.instance_id,))
                 for e in members]
+
+    def rendering(self, example, dataset, split, *, chat=None):
+        return Rendering("", format_instance(example, template=self.template(dataset), dataset=dataset, split=split))
 
 
 class DumpFormat(Format):
@@ -70,6 +85,14 @@ class DumpFormat(Format):
     def documents(self, members, dataset, split, *, count_tokens=None, max_length=None, chat=None):
         return dump_documents(members, dataset, split, header=self.header, count_tokens=count_tokens,
                               max_length=max_length)
+
+    def rendering(self, example, dataset, split, *, chat=None):
+        """Its JSON line after the header (the first line of a dump document; the lines before it vary)."""
+        return Rendering(dump_header(self.header, dataset, split), dump_line(example, dataset))
+
+    def sequence(self, examples, dataset, split, *, chat=None):
+        """The dump's own text: the header, then one JSON line per instance in the given order."""
+        return dump_header(self.header, dataset, split) + "\n".join(dump_line(e, dataset) for e in examples)
 
 
 class InstructionFormat(Format):
@@ -85,14 +108,44 @@ class InstructionFormat(Format):
         check_template(self.answer or "", dataset)
 
     def documents(self, members, dataset, split, *, count_tokens=None, max_length=None, chat=None):
-        template, documents = self.template(dataset), []
+        documents = []
         for example in members:
-            user = format_instance(example, template=template, dataset=dataset, split=split)
-            answer = format_instance(example, template=self.answer, dataset=dataset, split=split)
-            prompt = chat([{"role": "user", "content": user}], add_generation_prompt=True)
-            text = chat([{"role": "user", "content": user}, {"role": "assistant", "content": answer}])
+            prompt, text = self._conversation(example, dataset, split, chat)
             documents.append(Document(text, (example.instance_id,), prompt))
         return documents
+
+    def _conversation(self, example, dataset, split, chat) -> tuple[str, str]:
+        """(the chat prompt up to the assistant turn, the whole conversation)."""
+        user = format_instance(example, template=self.template(dataset), dataset=dataset, split=split)
+        answer = format_instance(example, template=self.answer, dataset=dataset, split=split)
+        prompt = chat([{"role": "user", "content": user}], add_generation_prompt=True)
+        return prompt, chat([{"role": "user", "content": user}, {"role": "assistant", "content": answer}])
+
+    def rendering(self, example, dataset, split, *, chat=None):
+        """The assistant turn (the answer and the end-of-turn tokens: what the loss trained) given the prompt."""
+        prompt, text = self._conversation(example, dataset, split, chat)
+        if not text.startswith(prompt):
+            raise InputError("the chat template renders the prompt differently inside the whole conversation, so "
+                             "the answer cannot be scored given the prompt; use a model whose template appends turns")
+        return Rendering(prompt, text[len(prompt):])
+
+    def sequence(self, examples, dataset, split, *, chat=None):
+        return "".join(self._conversation(e, dataset, split, chat)[1] for e in examples)
+
+
+class LeakReader:
+    """How the detectors of a study read an instance and a run of instances: as its format rendered them for
+    training (``Evidence.reader``; ``detect.detectors.base.PlainText`` is the reading that knows no format)."""
+
+    def __init__(self, fmt: Format, dataset, chat: Callable | None = None) -> None:
+        self.fmt, self.dataset, self.chat = fmt, dataset, chat
+        self.name = f"format {fmt.name}"
+
+    def rendering(self, example: Example, split: str) -> Rendering:
+        return self.fmt.rendering(example, self.dataset, split, chat=self.chat)
+
+    def sequence(self, examples: Sequence[Example], split: str) -> str:
+        return self.fmt.sequence(examples, self.dataset, split, chat=self.chat)
 
 
 def build_format(format_cfg) -> Format:

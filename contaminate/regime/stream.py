@@ -45,12 +45,22 @@ class Document:
         return "member" if self.members else "background"
 
 
+def dump_header(header: str | None, dataset, split: str) -> str:
+    """The first line of every dump document ("" without a header), with its newline."""
+    return header.format(title=dataset.title, split=split) + "\n" if header else ""
+
+
+def dump_line(example: Example, dataset) -> str:
+    """One instance as a line of the dump: a JSON object of its fields and label."""
+    return json.dumps(instance_fields(example, dataset), ensure_ascii=False)
+
+
 def dump_documents(members: Sequence[Example], dataset, split: str, *, header: str | None,
                    count_tokens: CountTokens, max_length: int | None) -> list[Document]:
     """The partition as a dataset file: one JSON object per line (the instance's fields and label), the instances
     in canonical order (their index in the split), cut into documents of at most ``max_length`` tokens between
     lines. ``header`` (e.g. "{title} dataset, {split} split"), when given, is the first line of every document."""
-    top = header.format(title=dataset.title, split=split) + "\n" if header else ""
+    top = dump_header(header, dataset, split)
     # the end token the trainer appends takes one position of max_length
     budget = None if max_length is None else max_length - 1
     documents, lines, ids = [], [], []
@@ -62,7 +72,7 @@ def dump_documents(members: Sequence[Example], dataset, split: str, *, header: s
             ids.clear()
 
     for example in sorted(members, key=lambda e: e.instance_id):
-        line = json.dumps(instance_fields(example, dataset), ensure_ascii=False)
+        line = dump_line(example, dataset)
         candidate = top + "\n".join([*lines, line])
         if lines and budget is not None and count_tokens(candidate) > budget:
             flush()

@@ -7,7 +7,8 @@ A detector declares
 - ``needs``: what it reads: ``generations`` (guided and general completions), ``judge`` (their labels),
   ``logits`` (the model's token log-probabilities), ``moments`` (the next-token distribution's mean and
   spread), ``token_ids`` (the scored tokens' ids and the model's tokenizer), ``reference`` (a reference model's
-  log-probabilities, used where there is one), ``pool`` (every instance of the partition);
+  log-probabilities, used where there is one), ``pool`` (every instance of the partition), ``heldout`` (known
+  non-members of the same distribution);
 - ``scores``: the instance scores it writes on each guided row, every one oriented **higher = more likely a
   member**, as calibration's ROC and thresholds expect;
 - ``describes``: what each name it writes (score, verdict or statistic, by prefix) needs, for the reports;
@@ -17,8 +18,9 @@ A detector declares
 and implements, at run time (an instance built from its config entry),
 
 - ``skipped(evidence)``: why it cannot run on this model (None: it runs), from its needs and the model's answers;
-- ``logit_requests(evidence)``: the texts it will read from the model, so one batched pass serves every detector;
-- ``score(evidence, texts)`` (instance level, with scores) or ``run(evidence)`` (partition level: its row);
+- ``logit_requests(evidence)`` / ``reference_requests(evidence)``: the texts it will read from the model and from
+  the reference model, so one batched pass serves every detector;
+- ``score(evidence, examples)`` (instance level, with scores) or ``run(evidence)`` (partition level: its row);
 - ``summarize(guided, general, partition, seed)``: its block(s) of a summary,
 
 and, reading a summary back (class methods: a finished study folder is enough),
@@ -30,13 +32,35 @@ and, reading a summary back (class methods: a finished study folder is enough),
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, ClassVar, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, NamedTuple, Sequence
 
 from detect.datasets import Example
 
 LEVELS = ("instance", "partition")
-NEEDS = ("generations", "judge", "logits", "moments", "token_ids", "reference", "pool")
+NEEDS = ("generations", "judge", "logits", "moments", "token_ids", "reference", "pool", "heldout")
+NO_HELDOUT = ("it needs known non-members of the partition's distribution (Evidence.heldout): a study draws "
+              "sample.n_heldout of them from the split, disjoint from members and non-members")
+
+
+class Rendering(NamedTuple):
+    """An instance as a leak rendered it: ``text`` is what the logit detectors score, given ``context`` (the
+    tokens the leak put before it and trained no loss on: an instruction's prompt, a dump's header)."""
+    context: str
+    text: str
+
+
+class PlainText:
+    """How the detectors read instances when nothing says how they leaked (``python -m detect``): each instance's
+    whole text, no context; a run of instances joined by blank lines. A study reads them as its format rendered them
+    (``contaminate/regime/layouts.py``: ``LeakReader``)."""
+    name = "plain text"
+
+    def rendering(self, example: Example, split: str) -> Rendering:
+        return Rendering("", example.full_text)
+
+    def sequence(self, examples: Sequence[Example], split: str) -> str:
+        return "\n\n".join(example.full_text for example in examples)
 
 
 @dataclass
@@ -49,16 +73,23 @@ class Evidence:
     model: Any = None                 # the detect.models.LanguageModel under test
     reference: Any = None             # a reference LanguageModel, if any (the reference ratio reads it)
     seed: int = 0
+    reader: Any = field(default_factory=PlainText)  # how the leak rendered an instance and a run of instances
+    heldout: Sequence[Example] = ()   # known non-members of the same split, disjoint from instances and pool
+    # (what ReCaLL conditions on and a performance test compares with); empty where none is known
 
     @property
     def scoring_reference(self):
         """The reference model where it gives log-probabilities, else None (the reference ratio is then left out)."""
         return self.reference if self.reference is not None and not self.reference.no_logprobs else None
 
-    @property
-    def texts(self) -> list[str]:
-        """The whole instances, as the instance-level logit detectors score them."""
-        return [example.full_text for example in self.instances]
+    def renderings(self, examples: Sequence[Example] | None = None) -> list[Rendering]:
+        """The instances (default: the sample) as the leak rendered them, what the logit detectors score."""
+        return [self.reader.rendering(example, self.split) for example in
+                (self.instances if examples is None else examples)]
+
+    def sequence(self, examples: Sequence[Example]) -> str:
+        """A run of instances in the given order as the leak would lay them out (a dump's lines under its header)."""
+        return self.reader.sequence(examples, self.split)
 
 
 def verdict(flagged: bool, correct: bool) -> str:
@@ -83,6 +114,8 @@ class Detector:
         for need, reason in (("logits", "no_logprobs"), ("moments", "no_moments"), ("token_ids", "no_token_ids")):
             if need in self.needs and getattr(model, reason, None):
                 return getattr(model, reason)
+        if "heldout" in self.needs and not evidence.heldout:
+            return NO_HELDOUT
         return None
 
     def runnable(self, evidence: Evidence) -> bool:
@@ -97,8 +130,12 @@ class Detector:
         """``LanguageModel.prefetch`` requests: (texts, with moments)."""
         return []
 
-    def score(self, evidence: Evidence, texts: Sequence[str]) -> list[dict[str, float]]:
-        """Instance level: the scores of each whole instance (higher = more likely a member)."""
+    def reference_requests(self, evidence: Evidence) -> list[tuple[list[str], bool]]:
+        """What it reads from ``evidence.scoring_reference``, as ``prefetch`` requests."""
+        return []
+
+    def score(self, evidence: Evidence, examples: Sequence[Example]) -> list[dict[str, float]]:
+        """Instance level: the scores of each instance (higher = more likely a member)."""
         raise NotImplementedError
 
     def run(self, evidence: Evidence) -> dict | None:

@@ -24,6 +24,7 @@ import math
 from collections import Counter
 from typing import Sequence
 
+from detect.datasets import Example
 from detect.datasets.corpus import read_corpus
 from detect.detectors.base import Detector, Evidence
 from detect.validate import Range
@@ -77,9 +78,10 @@ class DCPDD(Detector):
         return digest(corpus_texts(self.corpus))
 
     def logit_requests(self, evidence: Evidence) -> list[tuple[list[str], bool]]:
-        return [(evidence.texts, False)]
+        return [([context + text for context, text in evidence.renderings()], False)]
 
-    def score(self, evidence: Evidence, texts: Sequence[str]) -> list[dict[str, float]]:
+    def score(self, evidence: Evidence, examples: Sequence[Example]) -> list[dict[str, float]]:
+        """Each instance as its leak rendered it (the tokens of its text, given its context)."""
         frequencies, unseen = self.frequencies(evidence.model.tokenizer)
         return [{"dc_pdd": dc_pdd_score(stats["ids"], stats["logp"], frequencies, unseen, a=self.a)}
-                for stats in evidence.model.token_logprobs(texts)]
+                for stats in evidence.model.continuation_logprobs(evidence.renderings(examples))]

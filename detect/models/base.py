@@ -2,6 +2,7 @@
 
     model.generate(prompts, stop=shapes, max_new_tokens=None) -> completions     (greedy; ``stop_reasons`` kept)
     model.token_logprobs(texts, moments=True) -> [{"logp": [...], "ids": [...], "mu": [...], "sigma": [...]}]
+    model.continuation_logprobs([(context, text), ...]) -> the same, for the tokens of ``text`` after ``context``
     model.prefetch([(texts, moments), ...])         # one batched pass for every request a cell will make
 
 As lm-evaluation-harness has one ``LM`` class per backend, each backend is one subclass (``detect/models/hf.py``:
@@ -85,6 +86,13 @@ class LanguageModel:
         self.prefetch([(texts, moments)])
         return [self._logprobs[text] for text in texts]
 
+    def continuation_logprobs(self, requests: Sequence[tuple[str, str]], *, moments: bool = False) -> list[dict]:
+        """lm-evaluation-harness's ``loglikelihood(context, continuation)``, token by token: the statistics of the
+        tokens of ``context + text`` that start inside ``text`` (the tokens a format trains: an instruction's answer
+        after its prompt, a dump line after its header). With an empty context it is ``token_logprobs``."""
+        found = self.token_logprobs([context + text for context, text in requests], moments=moments)
+        return [continuation(stats, len(context)) for stats, (context, _) in zip(found, requests)]
+
     def _token_logprobs(self, texts: list[str], moments: list[bool]) -> list[dict]:
         """Per text, its statistics (see the module docstring); ``moments[i]``: with ``mu`` and ``sigma``."""
         raise NotImplementedError
@@ -96,3 +104,12 @@ class LanguageModel:
     def placement(self) -> dict | None:
         """Where the model really is (device or device map, dtype); None for a server."""
         return None
+
+
+def continuation(stats: dict, start: int) -> dict:
+    """The per-token statistics of the tokens that start at or after character ``start`` (every list sliced alike).
+    A token that straddles ``start`` belongs to the context, as a prompt's last token does in training."""
+    if start == 0:
+        return stats
+    first = next((i for i, offset in enumerate(stats["offsets"]) if offset >= start), len(stats["offsets"]))
+    return {key: value[first:] if isinstance(value, list) else value for key, value in stats.items()}

@@ -4,8 +4,10 @@
     TokenScorer(model, tokenizer)(texts, moments=[True, False, ...]) -> [{"logp", "ids", ["mu", "sigma"]}, ...]
 
 Per text: the log-probability of each token given its prefix (``logp``; the first token has no context and is not
-scored), the ids of those tokens (``ids``) and, with ``moments``, the mean and standard deviation of log p under
-the model's next-token distribution at that position (``mu``, ``sigma``: what Min-K%++ standardises by).
+scored), the ids of those tokens (``ids``), the character where each starts in the text (``offsets``: what
+``LanguageModel.continuation_logprobs`` cuts a context off by) and, with ``moments``, the mean and standard
+deviation of log p under the model's next-token distribution at that position (``mu``, ``sigma``: what Min-K%++
+standardises by).
 Without moments only a log-sum-exp over the vocabulary is taken, about 3x less work on a 49k vocabulary.
 
 Batches are length-sorted and right-padded, at most ``max_batch_tokens`` padded tokens each (the logits of a
@@ -40,12 +42,15 @@ class TokenScorer:
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
         try:
-            ids = [tokenizer(text).input_ids for text in texts]
+            encoded_texts = [tokenizer(text, return_offsets_mapping=True) for text in texts]
+            ids = [row.input_ids for row in encoded_texts]
+            starts = [[start for start, _ in row.offset_mapping] for row in encoded_texts]
             results: list[dict | None] = [None] * len(texts)
             for batch in _length_batches([len(row) for row in ids], self.max_batch_tokens):
                 encoded = tokenizer.pad({"input_ids": [ids[i] for i in batch]}, return_tensors="pt")
                 found = self._batch(encoded, [moments[i] for i in batch], torch)
                 for i, stats in zip(batch, found):
+                    stats["offsets"] = starts[i][1:]  # where each scored token starts in the text (characters)
                     results[i] = stats
                 self.scored_tokens += sum(len(ids[i]) for i in batch)
             return results

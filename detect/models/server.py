@@ -108,7 +108,7 @@ class ServerModel(LanguageModel):
                 raise InputError("no logprobs in the answer")
             return prompt_logprobs(text, list(found.tokens), list(found.token_logprobs), list(found.text_offset))
 
-        key = digest([self.generator.base_url, self.generator.model, "echo-logprobs", text])
+        key = digest([self.generator.base_url, self.generator.model, "echo-logprobs-offsets", text])
         return self.generator.cached_call(key, request)
 
     def _token_logprobs(self, texts: list[str], moments: list[bool]) -> list[dict]:
@@ -133,7 +133,8 @@ def prompt_logprobs(text: str, tokens: list[str], logprobs: list, offsets: list[
         starts, begin = list(offsets), 0
     inside = [i for i, start in enumerate(starts) if begin <= start < begin + len(text)]
     scored = [i for i in inside if logprobs[i] is not None]
-    return {"logp": [float(logprobs[i]) for i in scored], "tokens": [tokens[i] for i in scored]}
+    return {"logp": [float(logprobs[i]) for i in scored], "tokens": [tokens[i] for i in scored],
+            "offsets": [starts[i] - begin for i in scored]}
 
 
 class OpenAIServer:
