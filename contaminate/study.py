@@ -50,6 +50,7 @@ from contaminate.study_models import StudyModels
 from contaminate.training import instantiate_backend
 from contaminate.training.local import LOGGING_ONLY
 from detect.datasets import Example, disjoint_pools, load_split, sample
+from detect.datasets.corpus import PYDOC, STDLIB_DOCSTRINGS
 from detect.datasets.sources import source_of
 from detect.detectors import Detector, Evidence
 from detect.detectors.base import PlainText
@@ -208,7 +209,24 @@ def check_study(cfg) -> Setup:
     background = instantiate_background(cfg.get("background"))
     check_regime(cfg, fmt, background, api=trainer.api)  # format fields, background, exposures
     detectors = check_detection(cfg)
+    check_reference_corpus(detectors, background)
     return Setup(trainer, serving, fmt, background, detectors, _judge(cfg))
+
+
+def check_reference_corpus(detectors: Sequence[Detector], background) -> None:
+    """DC-PDD's token frequencies must not be counted in the text the members are diluted in (its background): the
+    training stream's own tokens would look common. One line naming the setting."""
+    for detector in detectors:
+        corpus = getattr(detector, "corpus", None)
+        if corpus is None:
+            continue
+        source = background.describe().get("source") if getattr(background, "name", "none") != "none" else None
+        same = (corpus == PYDOC and getattr(background, "name", None) == "offline") or (
+            source is not None and corpus not in (PYDOC, STDLIB_DOCSTRINGS) and str(Path(corpus).resolve()) == source)
+        if same:
+            raise InputError(f"detect.detectors.{detector.name}.corpus={corpus} is the study's background "
+                             f"({background.name}): its token frequencies would count the dilution text; use "
+                             f"corpus={STDLIB_DOCSTRINGS} (the default) or another corpus")
 
 
 # --- sample ---------------------------------------------------------------------------------------------------

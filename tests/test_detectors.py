@@ -71,7 +71,7 @@ def test_dc_pdd_reads_the_offline_corpus_and_refuses_a_missing_one(tmp_path):
             return type("Encoded", (), {"input_ids": ids})
 
     frequencies, unseen = DCPDD().frequencies(Tokenizer())
-    assert len(frequencies) > 5_000 and unseen < 1e-5  # pydoc_data: Python's documentation text
+    assert len(frequencies) > 5_000 and unseen < 1e-5  # the standard library's docstrings
     (tmp_path / "corpus.txt").write_text("the the cat")
     frequencies, _ = DCPDD(corpus=str(tmp_path / "corpus.txt")).frequencies(Tokenizer())
     assert sorted(frequencies.values()) == [2 / 50_003, 3 / 50_003]
@@ -79,6 +79,29 @@ def test_dc_pdd_reads_the_offline_corpus_and_refuses_a_missing_one(tmp_path):
         DCPDD(corpus=str(tmp_path / "missing")).frequencies(Tokenizer())
     with pytest.raises(InputError, match="detect.detectors.dc_pdd.a=0: give a number > 0"):
         build({"dc_pdd": {"_target_": "detect.detectors.dc_pdd.DCPDD", "a": 0}})
+
+
+def test_dc_pdd_default_corpus_shares_no_paragraph_with_the_offline_background():
+    from detect.datasets.corpus import pydoc_texts, read_corpus
+
+    corpus = read_corpus("stdlib_docstrings")
+    assert len(corpus) > 1_000 and sum(map(len, corpus)) > 1_000_000
+    background = {p.strip() for text in pydoc_texts() for p in text.split("\n\n") if p.strip()}
+    assert not background & {p.strip() for text in corpus for p in text.split("\n\n")}
+
+
+def test_a_study_refuses_a_dc_pdd_corpus_that_is_its_background(tmp_path):
+    from contaminate.regime.background import LocalBackground, OfflineBackground
+    from contaminate.study import check_reference_corpus
+
+    with pytest.raises(InputError, match="^detect.detectors.dc_pdd.corpus=pydoc is the study's background "
+                                         "\\(offline\\): .* use corpus=stdlib_docstrings"):
+        check_reference_corpus([DCPDD(corpus="pydoc")], OfflineBackground())
+    (tmp_path / "bg.txt").write_text("some text")
+    with pytest.raises(InputError, match="is the study's background \\(local\\)"):
+        check_reference_corpus([DCPDD(corpus=str(tmp_path / "bg.txt"))], LocalBackground(str(tmp_path / "bg.txt")))
+    check_reference_corpus([DCPDD()], OfflineBackground())  # the default: disjoint
+    check_reference_corpus([DCPDD(corpus="pydoc")], LocalBackground(str(tmp_path / "bg.txt")))
 
 
 def test_time_travel_can_be_switched_off_like_any_detector():

@@ -11,11 +11,13 @@ A member's rare tokens are predicted with high probability: large alpha. Higher 
 official code returns the negative, "larger for non-members"). ``a`` caps one token's say; the paper's code
 defaults to 0.01.
 
-The reference corpus: the paper counts tokens in a large public corpus (C4). Offline, ``corpus: pydoc`` counts
-the documentation text that ships with Python (``pydoc_data.topics``: 465k characters, 113k SmolLM2 tokens,
-0.2 s to count); a path to a .txt / .jsonl file or a folder of them counts that instead
-(``detect/datasets/corpus.py``). Its token counts
-are computed once per tokenizer and kept.
+The reference corpus: the paper counts tokens in a large public corpus (C4). Offline, the default
+``corpus: stdlib_docstrings`` counts the standard library's docstrings (``detect/datasets/corpus.py``: 1.2M
+characters, about 312k SmolLM2 tokens), which share no paragraph with ``pydoc`` (Python's documentation topics, the
+offline background members are diluted in): a corpus that holds the dilution text would count the training stream's
+own tokens as common. A study refuses a DC-PDD corpus that is its background. ``pydoc``, or a path to a .txt / .jsonl
+file or a folder of them, counts that instead. Its token counts are computed once per tokenizer and kept. Unlike
+the official code, which counts each corpus document's first 1,024 tokens only, every token is counted.
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ class DCPDD(Detector):
 
     ranges = {"a": Range(0, None, "()", hint="the cap on one token's score; the paper's code: 0.01")}
 
-    def __init__(self, corpus: str = "pydoc", a: float = 0.01) -> None:
+    def __init__(self, corpus: str = "stdlib_docstrings", a: float = 0.01) -> None:
         self.corpus, self.a = corpus, a
         self._frequencies: dict[tuple, tuple[dict[int, float], float]] = {}
 
