@@ -17,10 +17,15 @@ def test_prompt_logprobs_of_an_echoed_completion_by_hand():
     # first text token is scored given the start token, as the local path scores a tokenizer that adds one
     tokens, logprobs = ["<s>", "The", " cat", " sat", ".", " It"], [None, -3.0, -5.5, -1.25, -0.5, -2.0]
     found = prompt_logprobs(text, tokens, logprobs, [0, 3, 6, 10, 14, 15])
-    assert found == {"logp": [-3.0, -5.5, -1.25, -0.5], "tokens": ["The", " cat", " sat", "."]}
+    # offsets: where each scored token starts in the text (what continuation_logprobs cuts a context off by)
+    assert found == {"logp": [-3.0, -5.5, -1.25, -0.5], "tokens": ["The", " cat", " sat", "."],
+                     "offsets": [0, 3, 7, 11]}
     # no start token: the first text token has no context and no log-probability
     found = prompt_logprobs(text, tokens[1:], [None, -5.5, -1.25, -0.5, -2.0], [0, 3, 7, 11, 12])
-    assert found["logp"] == [-5.5, -1.25, -0.5]
+    assert found["logp"] == [-5.5, -1.25, -0.5] and found["offsets"] == [3, 7, 11]
+    from detect.models.base import continuation
+
+    assert continuation(found, len("The cat")) == {"logp": [-1.25, -0.5], "tokens": [" sat", "."], "offsets": [7, 11]}
     # byte tokens whose strings are not the text: the server's offsets are used
     found = prompt_logprobs("ab", ["bytes:a", "bytes:b", "x"], [None, -1.0, -2.0], [0, 1, 2])
     assert found["logp"] == [-1.0]

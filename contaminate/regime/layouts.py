@@ -12,9 +12,13 @@
   lines (Oren et al.'s setting; the order is what the sharded test looks for).
 - ``Instruction``: the input as the user turn and the label as the assistant turn, through the model's chat
   template; the loss on the assistant turn only.
+- ``Paraphrase``: one member per document, reworded (same facts and label); the detectors read the verbatim.
+
+Each format also renders an instance as the detectors read it (``rendering``: the text its loss falls on, after
+the context it came with) and a run of instances in a given order (``sequence``: what the order tests read).
 
 The instance texts are rendered by ``contaminate/regime/formats.py`` (templates and field names), whose code keys
-every checkpoint; these classes only choose how the rendered members become documents.
+every checkpoint; these classes choose how the rendered members become documents and how the detectors read them.
 """
 
 from __future__ import annotations
@@ -24,8 +28,10 @@ from typing import Callable, Sequence
 from contaminate.regime.formats import check_template, format_instance
 from contaminate.regime.stream import CountTokens, Document, dump_documents, dump_header, dump_line
 from detect.datasets import Example
+from detect.datasets.paraphrase import no_rewriter, paraphrase_variants, synth_source
 from detect.detectors.base import Rendering
 from detect.errors import InputError
+from detect.validate import Range
 
 
 class Format:
@@ -159,3 +165,60 @@ def build_format(format_cfg) -> Format:
         else dict(format_cfg)
     return instantiate(check_node(settings, where="format", what=f"format {settings.get('name')}",
                                   example="contaminate.regime.layouts.DocumentFormat"), _convert_="all")
+
+
+# ---------------------------------------------------------------------------------------------------- paraphrased
+
+
+class ParaphraseFormat(DocumentFormat):
+    """One member per document as its template renders it, each member reworded first: the same facts and label in
+    other words (SPEC section 8, "paraphrased"; Dekoninck et al. 2024, "Evading data contamination detection for
+    language models is (too) easy": a paraphrased benchmark in training evades likelihood and overlap detectors).
+
+    ``variant`` (1..4, default 1) picks the paraphrase: for the lab's synthetic partitions the generator's other
+    wordings and frames of the instance's own draws (``detect/datasets/synth.py``, exact and model-free); for any
+    other dataset ``rewriter`` (a hub id or model folder, asked greedily; ``detect/datasets/paraphrase.py``) in style
+    ``variant``. A dataset that is not synthetic and has no rewriter fails ``check`` with one line.
+
+    What the detectors read (``reads``): ``verbatim`` (default), the benchmark's own instance under the template,
+    because that is what a benchmark user holds and checks; the regime asks whether a detector still finds a member
+    that leaked reworded, so scoring the planted text would answer another question. ``paraphrase``: the planted text
+    itself, the upper bound (as if the user had the leak), for comparison.
+    """
+
+    READS = ("verbatim", "paraphrase")
+    ranges = {"variant": Range(1, 4, "[]", hint="which paraphrase is planted: 1 to 4")}
+
+    def __init__(self, name: str, prompt_format: str = "raw", templates: dict | None = None,
+                 header: str | None = None, answer: str | None = None, variant: int = 1,
+                 rewriter: str | None = None, reads: str = "verbatim") -> None:
+        super().__init__(name, prompt_format, templates, header, answer)
+        if reads not in self.READS:
+            raise InputError(f"format.reads={reads}: give verbatim (the benchmark's instance, the default) or "
+                             f"paraphrase (the planted text)")
+        self.variant, self.rewriter, self.reads = variant, rewriter, reads
+
+    def check(self, dataset) -> None:
+        super().check(dataset)
+        if self.rewriter is None and synth_source(dataset) is None:
+            raise InputError(no_rewriter(dataset, "format.rewriter"))
+
+    def reworded(self, examples: Sequence[Example], dataset) -> list[Example]:
+        """The examples as planted: paraphrase ``variant`` of each, same instance id and label."""
+        found = [options[0] for options in paraphrase_variants(dataset, examples, [[self.variant]] * len(examples),
+                                                               rewriter=self.rewriter, setting="format.rewriter")]
+        for example, planted in zip(examples, found):
+            if (planted.text, planted.text_pair) == (example.text, example.text_pair):
+                # a member planted verbatim would be the web-copy regime under this regime's name
+                raise InputError(f"the rewriter returned {dataset.key} instance {example.instance_id} unchanged; "
+                                 f"use a stronger format.rewriter or another format.variant")
+        return found
+
+    def documents(self, members, dataset, split, *, count_tokens=None, max_length=None, chat=None):
+        return super().documents(self.reworded(members, dataset), dataset, split, count_tokens=count_tokens,
+                                 max_length=max_length, chat=chat)
+
+    def rendering(self, example, dataset, split, *, chat=None):
+        if self.reads == "paraphrase":
+            example = self.reworded([example], dataset)[0]
+        return super().rendering(example, dataset, split, chat=chat)

@@ -18,9 +18,17 @@ Shapes:
   cut at a word boundary.
 
 Train and test come from one stream of draws, so no text is in both splits.
+
+Paraphrases: every fact of every shape has three wordings and every shape a few frames, so an instance can be told
+again in other words with the same drawn values and label: ``paraphrase(row, shape, variant)`` (variants
+1..``VARIANTS``) re-renders the row's recorded draws (``generate_draws``: the same stream of draws the rows come
+from, so the rows themselves are unchanged). ``detect/datasets/paraphrase.py`` serves them for a dataset config.
 """
 
 from __future__ import annotations
+
+import string
+from functools import lru_cache
 
 import numpy as np
 
@@ -255,37 +263,128 @@ def _fill(template: str, rng: np.random.Generator, values: dict[str, str] | None
     return template.format(**values), values
 
 
-def _nli_instance(rng: np.random.Generator, label: int) -> dict:
+# Each instance is made in two steps: ``_*_draw`` takes every random draw (values, facts, wording and frame
+# indices) from the generator, in the order the partitions were first generated with, and ``_*_render`` writes
+# the text. Rendered with shifts (0, 0) a draw is the row; other shifts choose other wordings and frames of the
+# same facts (``render``: a paraphrase), so a paraphrase keeps every drawn value and the label.
+
+
+def _fields_of(template: str) -> frozenset[str]:
+    return frozenset(name for _, name, _, _ in string.Formatter().parse(template) if name)
+
+
+def _other(bank: tuple[str, ...], drawn: int, shift: int) -> int:
+    """Another wording of a fact (shift 1 or 2 picks among the others), or the drawn one (shift 0). Only a wording
+    that names the same fields qualifies: one with more would need a value never drawn (a new fact), one with
+    fewer would drop a drawn value (two of XSum's leads); a fact with no such wording keeps its own."""
+    if shift == 0:
+        return drawn
+    fields = _fields_of(bank[drawn])
+    others = [(drawn + k) % len(bank) for k in range(1, len(bank))
+              if _fields_of(bank[(drawn + k) % len(bank)]) == fields]
+    return others[(shift - 1) % len(others)] if others else drawn
+
+
+def _nli_draw(rng: np.random.Generator, label: int) -> dict:
     person = _FIELDS["person"](rng)
-    actions = [_NLI_ACTIONS[i] for i in rng.choice(len(_NLI_ACTIONS), size=3, replace=False)]
-    wordings = [_NLI_ROLE, _NLI_ORIGIN, *actions[:2]]  # the third action is the fresh, unmentioned one
-    values = [_fill(" ".join(w), rng)[1] for w in wordings]  # each fact draws its own values
-    role, origin, first_action, second_action = (w[0].format(**v) for w, v in zip(wordings, values))
-    sentence1 = f"{person}, a {values[0]['role']} from {values[1]['place']}, {first_action} and {second_action}."
+    action_ids = [int(i) for i in rng.choice(len(_NLI_ACTIONS), size=3, replace=False)]
+    banks = [_NLI_ROLE, _NLI_ORIGIN, *(_NLI_ACTIONS[i] for i in action_ids[:2])]  # the third action: the fresh one
+    values = [_fill(" ".join(bank), rng)[1] for bank in banks]  # each fact draws its own values
     chosen = [2, 3]
     while chosen == [2, 3]:  # the two actions in sentence1's order: a copy of sentence1 would score high
-        chosen = [int(i) for i in rng.choice(len(wordings), size=2, replace=False)]
-    restated = [wordings[i][int(rng.integers(3))].format(**values[i]) for i in chosen]
+        chosen = [int(i) for i in rng.choice(len(banks), size=2, replace=False)]
+    restated = [[i, int(rng.integers(3))] for i in chosen]  # (fact, wording) of each restated fact
+    fresh = None
     if label == 1:  # not_entailment: one of the two facts is a fresh action sentence1 does not mention
-        fresh_text, fresh_values = actions[2][int(rng.integers(3))], _fill(" ".join(actions[2]), rng)[1]
-        restated[int(rng.integers(2))] = fresh_text.format(**fresh_values)
-    frame = _NLI_FRAMES[int(rng.integers(len(_NLI_FRAMES)))]
+        wording, fresh_values = int(rng.integers(3)), _fill(" ".join(_NLI_ACTIONS[action_ids[2]]), rng)[1]
+        fresh = {"wording": wording, "values": fresh_values, "slot": int(rng.integers(2))}
+    frame = int(rng.integers(len(_NLI_FRAMES)))
+    return {"label": label, "person": person, "actions": action_ids, "values": values, "restated": restated,
+            "fresh": fresh, "frame": frame}
+
+
+# sentence1's frames: the first is the partition's own (role and origin as bare values, every action in its first
+# wording); a paraphrase uses another, with role and origin worded as sentence2 words them.
+_NLI_FIRST_FRAMES = (
+    "{person}, a {role} from {place}, {first} and {second}.",
+    "{person} {role_phrase}, {origin_phrase}, {first} and {second}.",
+    "{person}, who {role_phrase} and {origin_phrase}, {first} and {second}.",
+)
+
+
+def _nli_render(draws: dict, shift: int = 0, frame_shift: int = 0) -> dict:
+    values, person = draws["values"], draws["person"]
+    banks = [_NLI_ROLE, _NLI_ORIGIN, *(_NLI_ACTIONS[i] for i in draws["actions"][:2])]
+
+    def worded(fact: int, wording: int) -> str:
+        return banks[fact][_other(banks[fact], wording, shift)].format(**values[fact])
+
+    first, second = worded(2, 0), worded(3, 0)
+    sentence1 = _NLI_FIRST_FRAMES[frame_shift % len(_NLI_FIRST_FRAMES)].format(
+        person=person, role=values[0]["role"], place=values[1]["place"], first=first, second=second,
+        role_phrase=_NLI_ROLE[shift % 3].format(**values[0]), origin_phrase=_NLI_ORIGIN[shift % 3].format(**values[1]))
+    restated = [worded(fact, wording) for fact, wording in draws["restated"]]
+    fresh = draws["fresh"]
+    if fresh is not None:
+        bank = _NLI_ACTIONS[draws["actions"][2]]
+        restated[fresh["slot"]] = bank[_other(bank, fresh["wording"], shift)].format(**fresh["values"])
+    frame = _NLI_FRAMES[(draws["frame"] + frame_shift) % len(_NLI_FRAMES)]
     sentence2 = frame.format(person=person, first=restated[0], second=restated[1])
-    return {"sentence1": sentence1, "sentence2": sentence2, "label": label}
+    return {"sentence1": sentence1, "sentence2": sentence2, "label": draws["label"]}
+
+
+def _nli_instance(rng: np.random.Generator, label: int) -> dict:
+    return _nli_render(_nli_draw(rng, label))
+
+
+def _news_draw(rng: np.random.Generator, label: int) -> dict:
+    bank = _NEWS_FACTS[label]
+    fact_ids = [int(i) for i in rng.choice(len(bank), size=int(rng.integers(2, 4)), replace=False)]
+    facts = []
+    for fact in fact_ids:
+        wording = int(rng.integers(3))
+        facts.append([fact, wording, _fill(bank[fact][wording], rng)[1]])  # only the drawn wording's fields
+    return {"label": label, "facts": facts}
+
+
+def _news_render(draws: dict, shift: int = 0, frame_shift: int = 0) -> dict:
+    bank = _NEWS_FACTS[draws["label"]]
+    sentences = [bank[fact][_other(bank[fact], wording, shift)].format(**values)
+                 for fact, wording, values in draws["facts"]]
+    turn = frame_shift % len(sentences)  # a paraphrase may also tell the same facts in another order
+    return {"text": " ".join(sentences[turn:] + sentences[:turn]), "label": draws["label"]}
 
 
 def _news_instance(rng: np.random.Generator, label: int) -> dict:
-    facts = _NEWS_FACTS[label]
-    chosen = [facts[i] for i in rng.choice(len(facts), size=int(rng.integers(2, 4)), replace=False)]
-    sentences = [_fill(wordings[int(rng.integers(3))], rng)[0] for wordings in chosen]
-    return {"text": " ".join(sentences), "label": label}
+    return _news_render(_news_draw(rng, label))
+
+
+def _xsum_draw(rng: np.random.Generator, label: int) -> dict:
+    lead = [int(rng.integers(len(_XSUM_LEADS))), int(rng.integers(3))]
+    consequence = [int(rng.integers(len(_XSUM_CONSEQUENCES))), int(rng.integers(3))]
+    template = f"{_XSUM_LEADS[lead[0]][lead[1]]} {_XSUM_CONSEQUENCES[consequence[0]][consequence[1]]}"
+    return {"lead": lead, "consequence": consequence, "values": _fill(template, rng)[1]}
+
+
+# XSum's frames: the summary as drawn, or reported (a paraphrase's other sentence structure; no fact is added).
+_XSUM_FRAMES = ("{summary}", "It emerged that {summary}", "Reports say that {summary}")
+
+
+def _xsum_render(draws: dict, shift: int = 0, frame_shift: int = 0) -> dict:
+    (lead_id, lead_wording), (consequence_id, consequence_wording) = draws["lead"], draws["consequence"]
+    lead_bank, consequence_bank = _XSUM_LEADS[lead_id], _XSUM_CONSEQUENCES[consequence_id]
+    lead = lead_bank[_other(lead_bank, lead_wording, shift)]
+    consequence = consequence_bank[_other(consequence_bank, consequence_wording, shift)]
+    summary = f"{lead} {consequence}".format(**draws["values"])
+    frame = _XSUM_FRAMES[frame_shift % len(_XSUM_FRAMES)]
+    if frame_shift % len(_XSUM_FRAMES) and not lead.startswith("{"):
+        summary = summary[0].lower() + summary[1:]  # "A pilot from ..." inside a frame; a name keeps its capital
+    summary = frame.format(summary=summary)
+    return {"summary": summary[0].upper() + summary[1:]}
 
 
 def _xsum_instance(rng: np.random.Generator, label: int) -> dict:
-    lead = _XSUM_LEADS[int(rng.integers(len(_XSUM_LEADS)))][int(rng.integers(3))]
-    consequence = _XSUM_CONSEQUENCES[int(rng.integers(len(_XSUM_CONSEQUENCES)))][int(rng.integers(3))]
-    summary, _ = _fill(f"{lead} {consequence}", rng)
-    return {"summary": summary[0].upper() + summary[1:]}
+    return _xsum_render(_xsum_draw(rng, label))
 
 
 # shape -> (instance maker, label names or None, the field whose text must be unique)
@@ -296,23 +395,77 @@ SHAPES = {
 }
 
 
-def generate_rows(shape: str, size: int, seed: int) -> dict[str, list[dict]]:
-    """Both splits' rows, label-balanced (labels cycle, then the order is shuffled), all texts distinct."""
-    make, label_names, unique_field = SHAPES[shape]
+# shape -> (its draw, its render): an instance maker above is render(draw(rng, label))
+_STEPS = {"nli": (_nli_draw, _nli_render), "news": (_news_draw, _news_render), "xsum": (_xsum_draw, _xsum_render)}
+TEXT_FIELDS = {"nli": ("sentence1", "sentence2"), "news": ("text",), "xsum": ("summary",)}  # what a paraphrase rewords
+
+
+def generate_draws(shape: str, size: int, seed: int) -> dict[str, list[dict]]:
+    """Both splits' instances as their draws (``render`` writes each one's row or a paraphrase of it): the rows of
+    ``generate_rows``, from the same stream of draws in the same order."""
+    _, label_names, unique_field = SHAPES[shape]
+    draw, render_row = _STEPS[shape]
     n_labels = len(label_names) if label_names else 1
     rng = np.random.default_rng([seed, len(shape), sum(map(ord, shape))])
     seen: set[str] = set()
     splits: dict[str, list[dict]] = {}
     for split in SPLITS:
-        rows: list[dict] = []
-        while len(rows) < size:
-            row = make(rng, len(rows) % n_labels)
-            if row[unique_field] not in seen:  # a repeat would leak between members and non-members
-                seen.add(row[unique_field])
-                rows.append(row)
+        drawn: list[dict] = []
+        while len(drawn) < size:
+            instance = draw(rng, len(drawn) % n_labels)
+            text = render_row(instance)[unique_field]
+            if text not in seen:  # a repeat would leak between members and non-members
+                seen.add(text)
+                drawn.append(instance)
         order = rng.permutation(size)
-        splits[split] = [rows[i] for i in order]
+        splits[split] = [drawn[i] for i in order]
     return splits
+
+
+def generate_rows(shape: str, size: int, seed: int) -> dict[str, list[dict]]:
+    """Both splits' rows, label-balanced (labels cycle, then the order is shuffled), all texts distinct."""
+    render_row = _STEPS[shape][1]
+    return {split: [render_row(instance) for instance in drawn]
+            for split, drawn in generate_draws(shape, size, seed).items()}
+
+
+# A paraphrase of an instance is its draws rendered with other wordings and another frame: variant v (1..VARIANTS)
+# shifts every fact to another wording (1 + (v - 1) % 2: the first or second of its other wordings) and the frame
+# (1 + (v - 1) // 2: sentence1's and sentence2's frames, news's sentence order, XSum's reporting frame). Every fact
+# changes wording where it has another with the same fields, and the frame always changes, so each variant differs
+# from the instance; the label and every drawn value stay.
+VARIANTS = 4
+
+
+def render(shape: str, draws: dict, variant: int = 0) -> dict:
+    """The row of an instance's draws (variant 0) or its paraphrase ``variant`` (1..VARIANTS)."""
+    if not 0 <= variant <= VARIANTS:
+        raise ValueError(f"variant {variant}: the synthetic shapes have paraphrase variants 1..{VARIANTS}")
+    shift, frame_shift = (0, 0) if variant == 0 else (1 + (variant - 1) % 2, 1 + (variant - 1) // 2)
+    return _STEPS[shape][1](draws, shift, frame_shift)
+
+
+@lru_cache(maxsize=8)
+def _draws_by_text(shape: str, size: int, seed: int) -> dict[str, dict]:
+    """Both splits' draws by their unique text (train and test share no text, so one text is one instance)."""
+    unique_field = SHAPES[shape][2]
+    render_row = _STEPS[shape][1]
+    return {render_row(instance)[unique_field]: instance
+            for drawn in generate_draws(shape, size, seed).values() for instance in drawn}
+
+
+def draws_of(row: dict, shape: str, *, size: int = 1200, seed: int = 0) -> dict | None:
+    """The draws of a generated row (found by its unique text in the partition of that size and seed), or None."""
+    return _draws_by_text(shape, size, seed).get(row[SHAPES[shape][2]])
+
+
+def paraphrase(row: dict, shape: str, variant: int, *, size: int = 1200, seed: int = 0) -> dict:
+    """Paraphrase ``variant`` (1..VARIANTS) of a generated row: its text fields (``TEXT_FIELDS``) in other wordings,
+    the same drawn values and label. The row is found in the partition of ``size`` and ``seed``."""
+    draws = draws_of(row, shape, size=size, seed=seed)
+    if draws is None:
+        raise KeyError(f"not a row of the {shape} partition of size {size}, seed {seed}")
+    return render(shape, draws, variant)
 
 
 def build(shape: str, split: str, *, size: int = 1200, seed: int = 0):
