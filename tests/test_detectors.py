@@ -13,17 +13,22 @@ from detect.pipeline import verdicts
 
 
 def test_every_detector_module_is_registered_by_its_summary_name():
-    assert set(registry()) == {"alg1", "alg2", "membership", "dc_pdd", "cheat", "sharded_likelihood"}
+    assert set(registry()) == {"alg1", "alg2", "membership", "membership_raw", "dc_pdd", "cheat", "sharded_likelihood",
+                               "permutation", "recall", "performance", "dcq", "ts_guessing", "cdd"}
     assert {cls.level for cls in registry().values()} == {"instance", "partition"}
 
 
 def test_the_default_config_builds_every_registered_detector_in_order():
     cfg = OmegaConf.load("conf/detect/default.yaml")
-    assert [d.name for d in build(cfg.detectors)] == ["alg1", "alg2", "membership", "dc_pdd", "cheat",
-                                                      "sharded_likelihood"]
+    assert [d.name for d in build(cfg.detectors)] == ["alg1", "alg2", "membership", "membership_raw", "dc_pdd",
+                                                      "cheat", "sharded_likelihood", "permutation", "recall",
+                                                      "performance", "ts_guessing"]  # dcq and cdd: off
     cfg.detectors.cheat.enabled = False
     cfg.detectors.dc_pdd = None
-    assert [d.name for d in build(cfg.detectors)] == ["alg1", "alg2", "membership", "sharded_likelihood"]
+    cfg.detectors.cdd.enabled = True
+    assert [d.name for d in build(cfg.detectors)] == ["alg1", "alg2", "membership", "membership_raw",
+                                                      "sharded_likelihood", "permutation", "recall", "performance",
+                                                      "ts_guessing", "cdd"]
 
 
 def test_a_misnamed_or_untargeted_entry_is_one_line():

@@ -11,6 +11,9 @@ prompts are sorted by token ids, which puts prompts with a common prefix next to
 prefix is run once and its key/value cache copied into the rows of the batch (left-padded, so every row's
 positions stay 0, 1, 2, ... as in a plain run), and generate() continues from there.
 Measured in ``bench/bench_detect.py``.
+
+``LocalGenerator.sample(prompts, n, temperature=0.8, seed=0)``: ``n`` sampled completions per prompt (what CDD
+reads), seeded per prompt by (seed, prompt text).
 """
 
 from __future__ import annotations
@@ -159,6 +162,36 @@ class LocalGenerator:
         # the end token counts as generated; a row stopped by its answer's shape ends on its last real token
         self.generated_tokens += sum(length + (reason == "eos") for length, reason in zip(lengths, reasons))
         return self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True), reasons
+
+
+    def sample(self, prompts: Sequence[str], n: int, *, temperature: float, max_new_tokens: int | None = None,
+               seed: int = 0) -> list[list[str]]:
+        """``n`` completions of each prompt sampled at ``temperature`` from the whole next-token distribution (top-k
+        and top-p off, whatever the model's generation config says). One prompt at a time, its ``n`` samples as one
+        batch; each prompt's draws are seeded by (``seed``, the prompt's text), so a prompt's samples do not depend
+        on which other prompts are asked with it, and the global random state is left as it was."""
+        import torch
+
+        from detect.cache import digest
+
+        add_special_tokens = self.prompt_format == "raw"
+        device = self.model.device
+        cuda = [device.index or 0] if device.type == "cuda" else []
+        found = []
+        for prompt in prompts:
+            tokens = self.tokenizer(self.render(prompt), add_special_tokens=add_special_tokens).input_ids
+            inputs = torch.tensor([tokens], device=device)
+            with torch.random.fork_rng(devices=cuda), torch.inference_mode():
+                torch.manual_seed(int(digest([seed, prompt])[:15], 16))
+                output = self.model.generate(
+                    input_ids=inputs, attention_mask=torch.ones_like(inputs), do_sample=True,
+                    temperature=temperature, top_k=0, top_p=1.0, num_return_sequences=n,
+                    max_new_tokens=max_new_tokens or self.max_new_tokens, pad_token_id=self.tokenizer.pad_token_id)
+            new_tokens = output[:, inputs.shape[1]:]
+            lengths = _lengths_to_pad(new_tokens, self.tokenizer.pad_token_id)
+            self.generated_tokens += sum(min(length + 1, new_tokens.shape[1]) for length in lengths)
+            found.append(self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True))
+        return found
 
 
 def _lengths_to_pad(new_tokens, pad_token_id: int) -> list[int]:

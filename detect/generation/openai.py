@@ -123,6 +123,38 @@ class OpenAIGenerator:
         texts = self.map(complete, prompts)
         return texts if shapes is None else [shape.cut(t) if shape else t for t, shape in zip(texts, shapes)]
 
+    def sample(self, prompts: Sequence[str], n: int, *, temperature: float, max_new_tokens: int | None = None,
+               seed: int = 0) -> list[list[str]]:
+        """``n`` completions of each prompt at ``temperature`` (top_p 1), asked with OpenAI's ``n`` and ``seed``; a
+        server that returns fewer choices than asked is asked again for the rest (with seed + 1, + 2, ... so that a
+        server that honours the seed does not repeat itself), as CDD's own client asks in batches. Cached like the
+        greedy completions, under the sampling settings."""
+        max_tokens = max_new_tokens or self.max_tokens
+
+        def request(prompt: str) -> list[str]:
+            texts: list[str] = []
+            for attempt in range(n):  # at least one choice an answer, so n requests at most
+                common = {"model": self.model, "temperature": temperature, "top_p": 1.0, "max_tokens": max_tokens,
+                          "n": n - len(texts), "seed": seed + attempt}
+                if self.prompt_format == "chat":
+                    response = self.client.chat.completions.create(
+                        messages=[{"role": "user", "content": prompt}], **common)
+                    texts += [choice.message.content or "" for choice in response.choices]
+                else:
+                    response = self.client.completions.create(prompt=prompt, **common)
+                    texts += [choice.text or "" for choice in response.choices]
+                if len(texts) >= n:
+                    return texts[:n]
+            raise InputError(f"the server at {self.base_url or 'api.openai.com'} returned {len(texts)} of {n} samples "
+                             f"in {n} requests: it does not sample; turn off the detectors that sample (cdd)")
+
+        def samples(prompt: str) -> list[str]:
+            key = digest([self.base_url, self.model, self.prompt_format, max_tokens, "sample", n, temperature, seed,
+                          prompt])
+            return self.cached_call(key, lambda: request(prompt))
+
+        return self.map(samples, prompts)
+
     def _failure(self, error) -> str:
         """One line: what failed, what to check, and what was kept. The SDK has already retried what it retries."""
         import openai

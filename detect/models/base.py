@@ -1,6 +1,7 @@
 """The one model interface: what every detector, judge and the study ask of a model, whatever serves it.
 
     model.generate(prompts, stop=shapes, max_new_tokens=None) -> completions     (greedy; ``stop_reasons`` kept)
+    model.sample(prompts, n, temperature=0.8, max_new_tokens=None, seed=0) -> [[n sampled completions], ...]
     model.token_logprobs(texts, moments=True) -> [{"logp": [...], "ids": [...], "mu": [...], "sigma": [...]}]
     model.continuation_logprobs([(context, text), ...]) -> the same, for the tokens of ``text`` after ``context``
     model.prefetch([(texts, moments), ...])         # one batched pass for every request a cell will make
@@ -12,8 +13,8 @@ log-probability of each token given its prefix (``logp``; the first token has no
 token ids where the backend has them (``ids``) and, with ``moments``, the mean and standard deviation of log p
 under the model's next-token distribution at each position (``mu``, ``sigma``: what Min-K%++ standardises by).
 
-What a backend cannot give is said, not failed: ``no_logprobs`` / ``no_moments`` / ``no_token_ids`` hold the
-reason (None where it can), and a detector that needs it is skipped with that line.
+What a backend cannot give is said, not failed: ``no_logprobs`` / ``no_moments`` / ``no_token_ids`` /
+``no_sampling`` hold the reason (None where it can), and a detector that needs it is skipped with that line.
 
 Both answers are memoised per model: a prompt (with its stop rule) is generated once, a text scored once (a
 request without moments is served by a result with them). In a study the same prompts and texts are asked for
@@ -34,9 +35,12 @@ class LanguageModel:
     no_logprobs: str | None = None   # why token_logprobs cannot run here (None: it can)
     no_moments: str | None = None    # why the next-token moments cannot be had (None: they can)
     no_token_ids: str | None = None  # why token ids cannot be had (None: they can)
+    # why temperature sampling cannot be had (None: it can); a backend that implements ``_sample`` sets None
+    no_sampling: str | None = "this model backend does not sample (it implements greedy generation only)"
 
     def __init__(self) -> None:
         self._completions: dict[tuple, tuple[str, str | None]] = {}
+        self._samples: dict[tuple, tuple[str, ...]] = {}
         self._logprobs: dict[str, dict] = {}
         self.stop_reasons: list[str | None] = []
         self.generated_tokens = 0  # tokens produced so far (local backends count them)
@@ -60,6 +64,27 @@ class LanguageModel:
 
     def _generate(self, prompts: list[str], stop: list, max_new_tokens: int | None) -> tuple[list[str], list]:
         """(completions, stop reasons) of prompts not asked before."""
+        raise NotImplementedError
+
+    def sample(self, prompts: Sequence[str], n: int, *, temperature: float = 0.8, max_new_tokens: int | None = None,
+               seed: int = 0) -> list[list[str]]:
+        """``n`` completions of each prompt sampled at ``temperature`` (no top-k, no top-p: the whole distribution),
+        up to ``max_new_tokens`` each (None: the model's). Seeded: the same (prompt, n, temperature, max_new_tokens,
+        seed) gives the same samples whatever else is asked with it (a local backend seeds each prompt by the seed
+        and the prompt's text; a server gets ``seed``, which it honours as far as it can). Memoised like
+        ``generate``."""
+        if self.no_sampling:
+            raise RuntimeError(f"{self.name}: {self.no_sampling}")
+        keys = [(prompt, n, temperature, max_new_tokens, seed) for prompt in prompts]
+        missing = [key for key in dict.fromkeys(keys) if key not in self._samples]
+        if missing:
+            found = self._sample([key[0] for key in missing], n, temperature, max_new_tokens, seed)
+            self._samples.update((key, tuple(texts)) for key, texts in zip(missing, found))
+        return [list(self._samples[key]) for key in keys]
+
+    def _sample(self, prompts: list[str], n: int, temperature: float, max_new_tokens: int | None,
+                seed: int) -> list[list[str]]:
+        """``n`` sampled completions of each prompt not asked before."""
         raise NotImplementedError
 
     # ---------------------------------------------------------------------------------------------- log-probabilities

@@ -16,6 +16,8 @@ from detect.runtime import Placement, placement_of
 
 
 class HFModel(LanguageModel):
+    no_sampling = None  # transformers' do_sample, seeded per prompt (detect/generation/local.py)
+
     def __init__(self, model, tokenizer, *, name: str = "local", path: str = "", prompt_format: str = "auto",
                  batch_size: int = 32, max_new_tokens: int = 256, share_prefix: bool = True,
                  progress: bool = True) -> None:
@@ -32,6 +34,10 @@ class HFModel(LanguageModel):
     def _generate(self, prompts: list[str], stop: list, max_new_tokens: int | None) -> tuple[list[str], list]:
         texts = self.generator(prompts, stop if any(stop) else None, max_new_tokens=max_new_tokens)
         return texts, list(self.generator.stop_reasons)
+
+    def _sample(self, prompts: list[str], n: int, temperature: float, max_new_tokens: int | None,
+                seed: int) -> list[list[str]]:
+        return self.generator.sample(prompts, n, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed)
 
     def _token_logprobs(self, texts: list[str], moments: list[bool]) -> list[dict]:
         return self.scorer(texts, moments)

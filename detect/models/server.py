@@ -46,6 +46,8 @@ class ServerModel(LanguageModel):
     no_moments = ("a server returns the chosen tokens' log-probabilities, not the next-token distribution whose "
                   "moments Min-K%++ standardises by")
     no_token_ids = "a server returns token strings, not the ids DC-PDD counts against its corpus"
+    no_sampling = None  # OpenAI's n, temperature and seed (detect/generation/openai.py); reproducible as far as the
+    # server honours the seed, and cached once answered
 
     def __init__(self, generator: OpenAIGenerator, *, logprobs: str | None = "echo") -> None:
         super().__init__()
@@ -61,6 +63,10 @@ class ServerModel(LanguageModel):
     def _generate(self, prompts: list[str], stop: list, max_new_tokens: int | None) -> tuple[list[str], list]:
         texts = self.generator(prompts, stop if any(stop) else None, max_new_tokens=max_new_tokens)
         return texts, [None] * len(prompts)
+
+    def _sample(self, prompts: list[str], n: int, temperature: float, max_new_tokens: int | None,
+                seed: int) -> list[list[str]]:
+        return self.generator.sample(prompts, n, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed)
 
     @property
     def no_logprobs(self) -> str | None:

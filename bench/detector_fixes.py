@@ -1,0 +1,140 @@
+"""The logit detectors before and after issue 25, within one model: each contaminated model's 100 members against
+its own 100 non-members of the same split (SPEC section 9), under three readings.
+
+    python bench/detector_fixes.py score <study folder> [...] --out results/detector_fixes   # needs the checkpoints
+    python bench/detector_fixes.py table --out results/detector_fixes                         # from scores.jsonl
+
+- **before**: the definitions the lab had (zlib = the *summed* log-likelihood over the zlib size; Min-K% and
+  Min-K%++ over ceil(k n) tokens; DC-PDD's frequencies from ``pydoc``, the offline background) on each instance's
+  bare text (``Example.full_text``);
+- **fixed**: the published definitions (zlib = the mean loss over the zlib size, as MIMIR and the Min-K% code; the
+  reference code's floor(k n); DC-PDD on the stdlib's docstrings) on the same bare text: the ``membership_raw``
+  detector;
+- **fixed, read as the leak**: the published definitions on each instance as its format trained it (the web copy
+  with title, split and label; a dump's line under its header; an instruction's answer given its chat prompt): the
+  ``membership`` and ``dc_pdd`` detectors.
+
+``score`` writes one row per (study, instance, reading) with every score, from the study's own config, manifest and
+checkpoint (the reference ratio's reference is the study's clean model, the base here); ``table`` recomputes the
+AUCs from those rows. One contaminated model per study: one (draw, seed) unit, so no interval (a 100 vs 100 AUC's
+null standard error is about 0.04).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+K = 0.2
+
+
+def _ceil_lowest(values, k: float) -> float:  # the lab's Min-K% count before issue 25
+    count = max(1, math.ceil(len(values) * k))
+    return float(np.mean(np.sort(np.asarray(values))[:count]))
+
+
+def score(folders: list[Path], out: Path) -> None:
+    from omegaconf import OmegaConf
+
+    from contaminate.regime import chat_renderer
+    from contaminate.regime.layouts import LeakReader, build_format
+    from detect.datasets import load_split
+    from detect.detectors.base import Rendering
+    from detect.detectors.dc_pdd import DCPDD, dc_pdd_score
+    from detect.detectors.membership import scores_from_statistics
+    from detect.models import ModelRef, load
+    from detect.models.hf import HFModel
+
+    rows = []
+    for folder in folders:
+        cfg = OmegaConf.load(folder / "config.yaml")
+        manifest = json.loads((folder / "manifest.json").read_text())
+        by_id = {e.instance_id: e for e in load_split(cfg.dataset, manifest["split"])}
+        roles = {"member": manifest["member_ids"], "non_member": manifest["non_member_ids"]}
+        base = HFModel(*load(ModelRef("base", manifest["base_model"]["path"])), name="base")
+        model = HFModel(*load(ModelRef("contaminated", str(Path(manifest["checkpoint"]["folder"]) / "model"))),
+                        name="contaminated")
+        fmt = build_format(cfg.format)
+        reader = LeakReader(fmt, cfg.dataset, chat_renderer(model.tokenizer, fmt.name))
+        pydoc, stdlib = DCPDD(corpus="pydoc").frequencies(model.tokenizer), DCPDD().frequencies(model.tokenizer)
+        for role, ids in roles.items():
+            examples = [by_id[i] for i in ids]
+            readings = {"raw": [Rendering("", e.full_text) for e in examples],
+                        "leak": [reader.rendering(e, manifest["split"]) for e in examples]}
+            for reading, renderings in readings.items():
+                stats = model.continuation_logprobs(renderings, moments=True)
+                reference = base.continuation_logprobs(renderings)
+                for example, rendering, s, r in zip(examples, renderings, stats, reference):
+                    found = scores_from_statistics(s, rendering.text, k=K, reference=r)
+                    logp = np.asarray(s["logp"])
+                    standardised = (logp - np.asarray(s["mu"])) / np.asarray(s["sigma"])
+                    found.update({
+                        "zlib_summed": float(logp.sum()) / len(zlib.compress(rendering.text.encode("utf-8"))),
+                        "min_k_ceil": _ceil_lowest(logp, K), "min_k_plus_ceil": _ceil_lowest(standardised, K),
+                        "dc_pdd": dc_pdd_score(s["ids"], s["logp"], *stdlib),
+                        "dc_pdd_pydoc": dc_pdd_score(s["ids"], s["logp"], *pydoc)})
+                    rows.append({"study": folder.name, "format": fmt.name, "role": role,
+                                 "instance_id": example.instance_id, "reading": reading, "tokens": len(logp),
+                                 **found})
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "scores.jsonl", "w") as handle:
+        for row in rows:
+            handle.write(json.dumps(row) + "\n")
+
+
+# (detector, score before, score fixed): the same name where only the reading changed
+DETECTORS = (("loss", "loss", "loss"), ("zlib", "zlib_summed", "zlib"), ("Min-K% (k = 20%)", "min_k_ceil", "min_k"),
+             ("Min-K%++ (k = 20%)", "min_k_plus_ceil", "min_k_plus"), ("reference ratio", "reference_ratio",
+                                                                      "reference_ratio"),
+             ("DC-PDD", "dc_pdd_pydoc", "dc_pdd"))
+
+
+def table(out: Path) -> str:
+    from sklearn.metrics import roc_auc_score
+
+    rows = [json.loads(line) for line in (out / "scores.jsonl").read_text().splitlines()]
+    formats = list(dict.fromkeys(row["format"] for row in rows))
+
+    def auc(fmt: str, reading: str, name: str) -> str:
+        chosen = [r for r in rows if r["format"] == fmt and r["reading"] == reading]
+        return f"{roc_auc_score([r['role'] == 'member' for r in chosen], [r[name] for r in chosen]):.3f}"
+
+    lines = ["| detector | " + " | ".join(f"{fmt}: before | {fmt}: fixed | {fmt}: fixed, read as the leak"
+                                          for fmt in formats) + " |",
+             "|---|" + "---|---|---|" * len(formats)]
+    for label, before, fixed in DETECTORS:
+        cells = [f"{auc(fmt, 'raw', before)} | {auc(fmt, 'raw', fixed)} | {auc(fmt, 'leak', fixed)}"
+                 for fmt in formats]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    counts = {fmt: (sum(r["format"] == fmt and r["reading"] == "raw" and r["role"] == "member" for r in rows),
+                    sum(r["format"] == fmt and r["reading"] == "raw" and r["role"] == "non_member" for r in rows))
+              for fmt in formats}
+    lines.append("")
+    lines.append("Members against non-members of the same contaminated model: " + "; ".join(
+        f"{fmt} {m} vs {n}" for fmt, (m, n) in counts.items()) + ". One model per format (one unit): no interval.")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("stage", choices=("score", "table"))
+    parser.add_argument("folders", nargs="*", type=Path)
+    parser.add_argument("--out", type=Path, default=Path("results/detector_fixes"))
+    args = parser.parse_args()
+    if args.stage == "score":
+        score(args.folders, args.out)
+    text = table(args.out)
+    (args.out / "auc.md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
