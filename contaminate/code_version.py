@@ -9,7 +9,7 @@ from detect.models import digest
 
 # The code that makes a cell: the detectors, and the formats' renderings of an instance that they read.
 DETECTOR_CODE = sorted((Path(__file__).parent.parent / "detect").rglob("*.py")) + [
-    Path(__file__).parent / "regime" / name for name in ("formats.py", "layouts.py", "stream.py")]
+    Path(__file__).parent / "regime" / name for name in ("__init__.py", "formats.py", "layouts.py", "stream.py")]
 # The code that makes a checkpoint: the trainer and the leak formats. Digested by content in path order, so moving
 # them (issue 24: contaminate/train.py and formats.py into training/ and regime/) keeps every checkpoint's key.
 TRAINING_CODE = [Path(__file__).parent / "training" / "local.py", Path(__file__).parent / "regime" / "formats.py"]

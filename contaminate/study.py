@@ -88,7 +88,8 @@ class Sampled:
     non_members: list[Example]
     detection: dict[str, tuple[list[Example], str]]  # pool -> (its n_detect instances, their split)
     whole: dict[str, list[Example]]  # pool -> every instance the partition-level detectors may read
-    heldout: list[Example] = field(default_factory=list)  # known non-members, disjoint from both pools
+    # split -> known non-members of that split, disjoint from every pool and sample a cell of that split reads
+    heldout: dict[str, list[Example]] = field(default_factory=dict)
 
 
 @dataclass
@@ -267,7 +268,13 @@ def sample_pools(cfg) -> Sampled:
     whole = {"members": members, "non_members": non_members,
              "other_split": sample(other_examples, min(n_non_members, len(other_examples)), seed=seed,
                                    where=f"{dataset.key} {other_split}")}
-    return Sampled(split, other_split, members, non_members, detection, whole, heldout)
+    # the other split's cell gets known non-members of its own split, disjoint from what that cell reads
+    taken = {e.instance_id for e in [*whole["other_split"], *detection["other_split"][0]]}
+    left = len(other_examples) - len(taken)
+    other_heldout = sample(other_examples, min(len(heldout), left), seed=seed, exclude=taken,
+                           where=f"{dataset.key} {other_split}") if heldout and left else []
+    return Sampled(split, other_split, members, non_members, detection, whole,
+                   {split: heldout, other_split: other_heldout})
 
 
 # --- contaminate ----------------------------------------------------------------------------------------------
@@ -376,7 +383,8 @@ def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, runtime_key:
                    "ids": [e.instance_id for e in instances],
                    "instances": digest([(e.text, e.text_pair, e.label) for e in instances]),
                    "pool": digest([(e.instance_id, e.text, e.text_pair, e.label) for e in whole]),
-                   "heldout": digest([(e.instance_id, e.text, e.text_pair, e.label) for e in sampled.heldout])}
+                   "heldout": digest([(e.instance_id, e.text, e.text_pair, e.label)
+                                      for e in sampled.heldout.get(split, [])])}
             path = cache / "cells" / f"{digest(key)}.jsonl"
             started = time.time()
             if path.is_file():
@@ -385,7 +393,7 @@ def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, runtime_key:
                 timings[cell] = {"total_s": round(time.time() - started, 2), "cached": True}
             else:
                 rows, timings[cell] = detect_cell(cfg, models, checkpoint, instances, whole, split, judge, reader,
-                                                  sampled.heldout)
+                                                  sampled.heldout.get(split, []))
                 timings[cell]["total_s"] = round(time.time() - started, 2)
                 _write_atomically(path, rows)
             ref = models.refs[checkpoint][0]

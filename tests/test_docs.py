@@ -100,3 +100,21 @@ def test_the_committed_calibration_recomputes_from_its_committed_studies(tmp_pat
     assert without_timestamp(tmp_path / "calibration.md") == without_timestamp(HEADLINE / "calibration.md")
     again, committed = (json.loads((folder / "calibration.json").read_text()) for folder in (tmp_path, HEADLINE))
     assert again["by_regime"] == committed["by_regime"] and again["thresholds"] == committed["thresholds"]
+
+
+def test_included_result_tables_are_the_files_the_scripts_wrote():
+    """docs blocks marked ``<!-- include results/... -->`` hold their file's content (bench/include_tables.py), and
+    the detector-fix AUC table recomputes from its committed per-instance scores (bench/detector_fixes.py)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import include_tables
+
+    for path in _docs():
+        text = path.read_text()
+        assert include_tables.filled(text) == text, f"python bench/include_tables.py {path.relative_to(ROOT)}"
+    fixes = ROOT / "results" / "detector_fixes"
+    if (fixes / "scores.jsonl").is_file():
+        import detector_fixes
+
+        assert detector_fixes.table(fixes) == (fixes / "auc.md").read_text()

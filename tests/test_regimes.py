@@ -5,6 +5,7 @@ import json
 from collections import Counter
 
 import pytest
+from omegaconf import OmegaConf
 
 from contaminate.regime import plan_regime
 from contaminate.study import run_study, sample_pools
@@ -69,7 +70,7 @@ def test_a_diluted_study_and_its_control(study):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("fmt", ["dump", "instruction", "input_only"])
+@pytest.mark.parametrize("fmt", ["dump", "instruction", "input_only", "paraphrase"])
 def test_each_format_trains_and_detects(study, fmt):
     summary, manifest, folder = study(f"format={fmt}", "contaminate.exposures=1")
     assert summary["format"] == fmt and manifest["regime"]["format"] == fmt
@@ -82,7 +83,17 @@ def test_each_format_trains_and_detects(study, fmt):
         assert manifest["checkpoint"]["loss_tokens"] < manifest["checkpoint"]["trained_tokens"] / 3
     if fmt == "input_only":
         assert "label" not in example and "sentence1:" in example
+    if fmt == "paraphrase":  # planted reworded: no member's verbatim text is in the training example
+        from detect.datasets import load_split
+
+        verbatim = {e.text for e in load_split(OmegaConf.create(manifest["dataset"]), manifest["split"])
+                    if e.instance_id in manifest["member_ids"]}
+        assert "sentence1:" in example and not any(text in example for text in verbatim)
     assert set(summary["cells"]) and all("alg2" in cell for cell in summary["cells"].values())
+    # the detectors read the leak as it was trained: every instance score on every guided row
+    rows = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
+    guided = [r for r in rows if r["instruction"] == "guided"]
+    assert all(r["loss"] is not None and r["loss_raw"] is not None and "recall" in r for r in guided)
 
 
 @pytest.mark.parametrize("overrides, message", [
