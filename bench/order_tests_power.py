@@ -1,7 +1,7 @@
 """Which sizes give Oren et al.'s order tests a 5% test with any power: their rejection rate on a simulated null and
 on a simulated leak, through the lab's own test functions (``detect/detectors/sharded.py``).
 
-    python bench/order_tests_power.py --out results/order_tests_power      # about 1 minute on 2 cores
+    python bench/order_tests_power.py --replications 2000 --out results/order_tests_power   # 20 min, loaded 2-core CPU
 
 The simulated model: the log-likelihood of a run of n instances in an order is the sum, over adjacent pairs, of a
 transition term T[i, j] ~ N(0, 1), drawn once per simulated model (how well the model happens to predict instance j

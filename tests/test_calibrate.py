@@ -202,7 +202,8 @@ def test_calibration_over_a_multirun_of_tiny_studies(tmp_path, capsys):
     assert (counts["positive"], counts["in_pools"]) == (16, 80) and 32 + 8 <= counts["negative"] <= 32 + 16
     assert calibration["targets"]["exact_fpr"] == 0.02
     scores = {"rouge_l", "semantic", "rouge_l_gain", "semantic_gain", "loss", "zlib", "min_k", "min_k_plus",
-              "reference_ratio", "dc_pdd"}
+              "reference_ratio", "dc_pdd", "loss_raw", "zlib_raw", "min_k_raw", "min_k_plus_raw",
+              "reference_ratio_raw", "recall", "ts_guessing"}
     assert set(calibration["instance"]) == scores
     # every detector ranked by its within-model AUC, best first (its cross-model AUC beside it); partition
     # statistics over cells
@@ -218,7 +219,7 @@ def test_calibration_over_a_multirun_of_tiny_studies(tmp_path, capsys):
     assert all(r["auc_within_model"] == within["scores"][r["detector"]]["auc"]["estimate"] for r in ranked)
     assert [r["auc_within_model"] for r in ranked] == sorted((r["auc_within_model"] for r in ranked), reverse=True)
     partition = {r["detector"]: r for r in calibration["ranking"]["partition"]}
-    assert {"alg1_rouge_l", "alg2", "cheat", "sharded_likelihood"} <= set(partition)
+    assert {"alg1_rouge_l", "alg2", "cheat", "sharded_likelihood", "permutation", "performance"} <= set(partition)
     # clean cells shared by a seed's two doses count once; an exposure's cells of one model are one computation each
     assert (partition["cheat"]["n_positive"], partition["cheat"]["n_negative"]) == (4, 8 + 4)
     assert set(calibration["partition_detectors"]["verdicts"]) >= {"cheat_strict", "cheat_lenient",

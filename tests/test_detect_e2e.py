@@ -25,13 +25,18 @@ def test_detect_on_tiny_random_writes_the_run_folder(compose_config, tmp_path):
     summary = run_detect(cfg, tmp_path)
     rows, saved = _read(tmp_path)
     assert saved == json.loads(json.dumps(summary))
-    cheat, sharded = [json.loads(line) for line in (tmp_path / "partition.jsonl").read_text().splitlines()]
+    # no known non-members in python -m detect: the performance test is skipped; Oren et al.'s two tests run
+    cheat, sharded, permutation = [json.loads(line) for line in (tmp_path / "partition.jsonl").read_text().splitlines()]
     assert cheat["detector"] == "cheat" and cheat["n_references"] == 1200  # the whole split is searched
     assert summary["cheat"]["verdict"] == cheat["verdict"] and "SynthNLI dataset test split" in cheat["prompt"]
     assert sharded["n_instances"] == 40 and sharded["n_shards"] == 10 and len(sharded["shard_differences"]) == 10
     assert summary["sharded_likelihood"]["p_value"] == sharded["p_value"]
+    assert permutation["n_instances"] == 20 and permutation["n_permutations"] == 25
+    assert summary["permutation"]["p_value"] == permutation["p_value"] and "performance" not in summary
     assert len(rows) == 20 and all(ROW_FIELDS <= row.keys() for row in rows)
     assert set(summary["membership"]) == {"loss", "zlib", "min_k", "min_k_plus"}  # no reference model given
+    # without a format the leak's rendering is the bare text: the raw variant is the same reading
+    assert summary["membership_raw"] == {f"{name}_raw": value for name, value in summary["membership"].items()}
     assert sorted(r["instruction"] for r in rows) == ["general"] * 10 + ["guided"] * 10
     assert {r["split"] for r in rows} == {"test"}
     assert all(r["judge"] in LABELS for r in rows if r["instruction"] == "guided")

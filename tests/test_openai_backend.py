@@ -70,16 +70,17 @@ def test_python_m_detect_through_the_server_keeps_no_key(served_model, tmp_path)
     # transformers serve ignores echo and logprobs: the logit detectors are skipped, each with one line saying why,
     # and the console has no per-request HTTP log line
     skipped = [line for line in result.stderr.splitlines() if " skipped on " in line]
-    assert {line.split()[0] for line in skipped} == {"membership", "dc_pdd", "sharded_likelihood"}
+    logit = {"membership", "membership_raw", "dc_pdd", "sharded_likelihood", "permutation", "recall", "performance"}
+    assert {line.split()[0] for line in skipped} == logit
     assert all("does not return prompt log-probabilities" in line for line in skipped)
     assert "HTTP Request" not in result.stderr + result.stdout
-    assert set(summary["skipped"]) == {"membership", "dc_pdd", "sharded_likelihood"}
+    assert set(summary["skipped"]) == logit
     rows = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
     assert len(rows) == 4 and all(row["raw_completion"] for row in rows)
     cache_files = list((tmp_path / "cache" / "api").glob("*.jsonl"))
-    # 2 instances x 2 instructions, and ChatGPT-Cheat?'s one request (black-box: it runs over an API; the
-    # logit detectors do not, so there is no sharded test and no logit score)
-    assert len(cache_files) == 1 and len(cache_files[0].read_text().splitlines()) == 5
+    # 2 instances x 2 instructions, ChatGPT-Cheat?'s one request and TS-Guessing's two (black-box: they run over an
+    # API; the logit detectors do not, so there is no sharded test and no logit score)
+    assert len(cache_files) == 1 and len(cache_files[0].read_text().splitlines()) == 7
     partition = [json.loads(line) for line in (tmp_path / "run" / "partition.jsonl").read_text().splitlines()]
     assert [row["detector"] for row in partition] == ["cheat"] and summary["cheat"]["n_references"] == 1200
     assert "sharded_likelihood" not in summary and "membership" not in summary and "dc_pdd" not in summary

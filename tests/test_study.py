@@ -71,14 +71,16 @@ def test_the_whole_study_writes_every_file_and_field(study):
 
     rows = instance_rows = _rows(folder)
     assert len(instance_rows) == len(CELLS) * 2 * 4
-    # each cell: one ChatGPT-Cheat? row over its whole pool (12) and one sharded likelihood test of that pool
+    # each cell: one ChatGPT-Cheat? row over its whole pool (12), Oren et al.'s two order tests and the performance
+    # test of that pool
     partition = _rows(folder, "partition.jsonl")
     assert sorted((r["cell"], r["detector"]) for r in partition) == sorted(
-        (cell, detector) for cell, *_ in CELLS for detector in ("cheat", "sharded_likelihood"))
+        (cell, detector) for cell, *_ in CELLS
+        for detector in ("cheat", "sharded_likelihood", "permutation", "performance"))
     cheat = next(r for r in partition if r["detector"] == "cheat" and r["cell"] == "contaminated_x_other_split")
     assert cheat["n_references"] == 12 and "SynthNLI dataset train split" in cheat["prompt"]
     sharded = next(r for r in partition if r["detector"] == "sharded_likelihood")
-    assert sharded["n_instances"] == 12 and sharded["n_shards"] == 6 and 0 <= sharded["p_value"] <= 1
+    assert sharded["n_instances"] == 12 and sharded["n_shards"] == 4 and 0 <= sharded["p_value"] <= 1
     # logit scores on every guided row; the clean model is its own reference, so its ratio is 0
     guided = [r for r in instance_rows if r["instruction"] == "guided"]
     assert all(isinstance(r["min_k_plus"], float) for r in guided)
@@ -194,11 +196,14 @@ def test_study_on_the_embedded_model_with_a_small_dose(tmp_path):
     assert manifest["checkpoint"]["final_loss"] < manifest["checkpoint"]["first_loss"]  # training did something
     partition = _rows(folder, "partition.jsonl")
     assert len(rows) == len(CELLS) * 2 * 4 and all(r["completion"] is not None for r in rows)
-    assert len(partition) == len(CELLS) * 2  # Cheat? and the sharded test per cell
+    # Cheat?, the sharded and permutation tests, the performance test per cell
+    assert sorted(r["detector"] for r in partition) == sorted(["cheat", "sharded_likelihood", "permutation",
+                                                                "performance"] * len(CELLS))
     for cell, *_ in CELLS:
         outcome = summary["cells"][cell]
         assert outcome["cheat"]["verdict"] in ("clean", "suspicious", "contaminated")
-        assert outcome["sharded_likelihood"]["n_shards"] == 8 and 0 <= outcome["sharded_likelihood"]["p_value"] <= 1
+        assert outcome["sharded_likelihood"]["n_shards"] == 5 and 0 <= outcome["sharded_likelihood"]["p_value"] <= 1
+        assert outcome["permutation"]["n_instances"] == 16 and outcome["permutation"]["p_value"] >= 1 / 26
         # one epoch already makes the members more likely under the contaminated model than under the base
         if cell == "contaminated_x_members":
             assert outcome["membership"]["reference_ratio"] > 0
