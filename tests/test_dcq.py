@@ -113,17 +113,21 @@ def test_skipped_without_paraphrases_or_logits_and_built_from_config():
         build({"dcq": {"_target_": "detect.detectors.dcq.DataContaminationQuiz", "n_paraphrases": 5}})
 
 
-def test_logit_requests_cover_every_letter_text_so_scoring_needs_no_second_pass():
-    examples = load_split(SYNTH_NLI, "test")[:3]
-    model = LetterModel([e.full_text for e in examples])
-    evidence = evidence_for(examples, model)
-    quiz = DataContaminationQuiz()
-    [(texts, moments)] = quiz.logit_requests(evidence)
-    assert len(texts) == 3 * 5 and not moments and all(t[-2:] in {" A", " B", " C", " D", " E"} for t in texts)
-    model.prefetch([(texts, moments)])
-    known = len(model._logprobs)
-    quiz.score(evidence, examples)
-    assert len(model._logprobs) == known
+def test_one_pass_over_the_prompt_gives_each_letter_as_the_general_path():
+    """``HFModel.choice_logprobs`` reads single-token letters from the next-token distribution after the prompt: the
+    numbers ``continuation_logprobs`` gives, one pass instead of one per letter."""
+    from detect.models import load, tiny_random
+    from detect.models.base import LanguageModel
+    from detect.models.hf import HFModel
+
+    model = HFModel(*load(tiny_random()), progress=False)
+    examples = load_split(SYNTH_NLI, "test")[:2]
+    quizzes = DataContaminationQuiz().quizzes(evidence_for(examples, model), examples)
+    requests = [(prompt, [f" {letter}" for letter in "ABCDE"[:count]]) for prompt, _, count in quizzes]
+    fast = model.choice_logprobs(requests)
+    general = LanguageModel.choice_logprobs(model, requests)
+    assert [len(row) for row in fast] == [5, 5]
+    assert fast == [pytest.approx(row, abs=1e-4) for row in general]
 
 
 def test_the_quiz_runs_on_the_tiny_random_model():

@@ -22,13 +22,13 @@ def test_the_default_config_builds_every_registered_detector_in_order():
     cfg = OmegaConf.load("conf/detect/default.yaml")
     assert [d.name for d in build(cfg.detectors)] == ["alg1", "alg2", "membership", "membership_raw", "dc_pdd",
                                                       "cheat", "sharded_likelihood", "permutation", "recall",
-                                                      "performance", "ts_guessing"]  # dcq and cdd: off
+                                                      "performance", "dcq", "ts_guessing"]  # cdd: off
     cfg.detectors.cheat.enabled = False
     cfg.detectors.dc_pdd = None
     cfg.detectors.cdd.enabled = True
     assert [d.name for d in build(cfg.detectors)] == ["alg1", "alg2", "membership", "membership_raw",
                                                       "sharded_likelihood", "permutation", "recall", "performance",
-                                                      "ts_guessing", "cdd"]
+                                                      "dcq", "ts_guessing", "cdd"]
 
 
 def test_a_misnamed_or_untargeted_entry_is_one_line():

@@ -18,7 +18,7 @@ options are the whole rendering, prompt included.
   ``quiz_question.py``: the task, two rules, the hint that only one option has the exact wording, the lettered options,
   "None of the provided options" last), ending in ``Answer:``.
 - The model's answer is the option letter with the highest log-probability as the continuation of the prompt
-  (``" A"``, ``" B"``, ...: ``LanguageModel.continuation_logprobs``), not a parsed generation: a small or
+  (``" A"``, ``" B"``, ...: ``LanguageModel.choice_logprobs``), not a parsed generation: a small or
   contaminated model asked to generate often writes no letter at all (it starts an option's text, a chat preamble,
   a repeat of the prompt), and lm-evaluation-harness scores multiple choice the same way. The choice is then always
   one of the allowed answers, deterministic, and comes with a margin.
@@ -37,11 +37,9 @@ options are the whole rendering, prompt included.
   dataset needs ``rewriter`` (a hub id or model folder that rewrites each instance greedily; the paper used GPT-4 with
   word-level synonym perturbations), and without one the detector is skipped with that one line.
 
-Cost: (n_paraphrases + 2) scored texts per instance, each the whole quiz prompt (about five renderings long), and
-``continuation_logprobs`` scores every token of each: 10 synth_nli instances under the metadata format are 50 texts,
-26,395 tokens, about 30x what ``membership`` reads; measured 389 s wall (about 170 s of CPU) on the embedded model
-on a shared 2-core CPU under load. A next-token API (one pass per prompt, the letters' log-probabilities at its last
-position) would cut it about 5x in texts and far more in vocabulary work.
+Cost: one pass over each quiz prompt (about five renderings long) where every letter is one token after it
+(``LanguageModel.choice_logprobs``: the letters' log-probabilities from the next-token distribution at its last
+position); otherwise (n_paraphrases + 2) scored texts per instance. Measured: ``bench/detector_costs.py``.
 """
 
 from __future__ import annotations
@@ -119,22 +117,13 @@ class DataContaminationQuiz(Detector):
             options="\n\n".join(f"{LETTERS[i]})\n{option}" for i, option in enumerate(options)))
         return prompt, answer, count
 
-    @staticmethod
-    def _requests(quiz: tuple[str, int, int]) -> list[tuple[str, str]]:
-        prompt, _, count = quiz
-        return [(prompt, f" {letter}") for letter in LETTERS[:count]]
-
-    def logit_requests(self, evidence: Evidence) -> list[tuple[list[str], bool]]:
-        return [([context + text for quiz in self.quizzes(evidence, evidence.instances)
-                  for context, text in self._requests(quiz)], False)]
-
     def score(self, evidence: Evidence, examples: Sequence[Example]) -> list[dict[str, float]]:
+        # the letters' log-probabilities after each prompt: one pass a quiz where each letter is one token
         quizzes = self.quizzes(evidence, examples)
-        requests = [request for quiz in quizzes for request in self._requests(quiz)]
-        found = iter(evidence.model.continuation_logprobs(requests))
+        found = evidence.model.choice_logprobs([(prompt, [f" {letter}" for letter in LETTERS[:count]])
+                                                for prompt, _, count in quizzes])
         rows = []
-        for _, answer, count in quizzes:
-            letters = [float(sum(next(found)["logp"])) for _ in range(count)]
+        for (_, answer, count), letters in zip(quizzes, found):
             best_other = max(value for i, value in enumerate(letters) if i != answer)
             rows.append({"dcq": float(int(np.argmax(letters)) == answer), "dcq_margin": letters[answer] - best_other})
         return rows

@@ -4,6 +4,7 @@
     model.sample(prompts, n, temperature=0.8, max_new_tokens=None, seed=0) -> [[n sampled completions], ...]
     model.token_logprobs(texts, moments=True) -> [{"logp": [...], "ids": [...], "mu": [...], "sigma": [...]}]
     model.continuation_logprobs([(context, text), ...]) -> the same, for the tokens of ``text`` after ``context``
+    model.choice_logprobs([(context, [" A", " B"]), ...]) -> each choice's summed log-probability after the context
     model.prefetch([(texts, moments), ...])         # one batched pass for every request a cell will make
 
 As lm-evaluation-harness has one ``LM`` class per backend, each backend is one subclass (``detect/models/hf.py``:
@@ -117,6 +118,13 @@ class LanguageModel:
         after its prompt, a dump line after its header). With an empty context it is ``token_logprobs``."""
         found = self.token_logprobs([context + text for context, text in requests], moments=moments)
         return [continuation(stats, len(context)) for stats, (context, _) in zip(found, requests)]
+
+    def choice_logprobs(self, requests: Sequence[tuple[str, Sequence[str]]]) -> list[list[float]]:
+        """lm-evaluation-harness's multiple choice: per (context, choices), each choice's summed log-probability
+        after the context. Here through ``continuation_logprobs``; a backend may answer single-token choices from
+        one pass over the context (``HFModel``)."""
+        found = iter(self.continuation_logprobs([(context, c) for context, choices in requests for c in choices]))
+        return [[float(sum(next(found)["logp"])) for _ in choices] for _, choices in requests]
 
     def _token_logprobs(self, texts: list[str], moments: list[bool]) -> list[dict]:
         """Per text, its statistics (see the module docstring); ``moments[i]``: with ``mu`` and ``sigma``."""
