@@ -53,7 +53,7 @@ def score(folders: list[Path], out: Path) -> None:
     from detect.models import ModelRef, load
     from detect.models.hf import HFModel
 
-    rows = []
+    rows, performance = [], []
     for folder in folders:
         cfg = OmegaConf.load(folder / "config.yaml")
         manifest = json.loads((folder / "manifest.json").read_text())
@@ -84,10 +84,27 @@ def score(folders: list[Path], out: Path) -> None:
                     rows.append({"study": folder.name, "format": fmt.name, "role": role,
                                  "instance_id": example.instance_id, "reading": reading, "tokens": len(logp),
                                  **found})
+        # the performance test (after ConStat) on the same model: the first 40 members, and the first 40
+        # non-members, each against 50 known non-members of the split (a third pool that leaves the draw as it was)
+        from contaminate.study import sample_pools
+        from detect.detectors.base import Evidence
+        from detect.detectors.performance import PerformanceTest
+
+        cfg.sample.n_heldout = 50
+        sampled = sample_pools(cfg)
+        assert [e.instance_id for e in sampled.members] == roles["member"]
+        for role, pool in (("member", sampled.members), ("non_member", sampled.non_members)):
+            evidence = Evidence(cfg.dataset, sampled.split, pool[:10], pool, model=model, reader=reader,
+                                heldout=sampled.heldout[sampled.split], seed=cfg.seed)
+            found = PerformanceTest().run(evidence)
+            performance.append({"study": folder.name, "format": fmt.name, "role": role,
+                                **{key: found[key] for key in ("accuracy", "accuracy_heldout", "p_value",
+                                                               "n_instances", "n_heldout")}})
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "scores.jsonl", "w") as handle:
         for row in rows:
             handle.write(json.dumps(row) + "\n")
+    (out / "performance.json").write_text(json.dumps(performance, indent=1) + "\n")
 
 
 # (detector, score before, score fixed): the same name where only the reading changed
@@ -120,6 +137,58 @@ def table(out: Path) -> str:
     lines.append("")
     lines.append("Members against non-members of the same contaminated model: " + "; ".join(
         f"{fmt} {m} vs {n}" for fmt, (m, n) in counts.items()) + ". One model per format (one unit): no interval.")
+    if (out / "performance.json").is_file():
+        lines += ["", "| format | pool | accuracy on the pool | on 50 known non-members | one-sided Fisher p |",
+                  "|---|---|---|---|---|"]
+        for row in json.loads((out / "performance.json").read_text()):
+            lines.append(f"| {row['format']} | {row['n_instances']} {row['role'].replace('_', '-')}s | "
+                         f"{row['accuracy']:.3f} | {row['accuracy_heldout']:.3f} | {row['p_value']:.2g} |")
+    return "\n".join(lines) + "\n"
+
+
+STUDY_SCORES = ("rouge_l", "loss", "zlib", "min_k", "min_k_plus", "reference_ratio", "dc_pdd", "loss_raw", "zlib_raw",
+                "min_k_raw", "recall", "ts_guessing", "dcq_margin")
+PARTITION = ("sharded_likelihood", "permutation", "performance", "alg2", "cheat")
+
+
+def studies_table(out: Path) -> str:
+    """Each committed study (``out/studies/<format>/``, a study folder's results.jsonl and summary.json): every
+    instance score's within-model AUC (the contaminated model's 10 members against its 10 non-members) and every
+    partition-level verdict (p-value) per cell."""
+    from sklearn.metrics import roc_auc_score
+
+    folders = sorted((out / "studies").glob("*/summary.json"))
+    if not folders:
+        return ""
+    lines = ["| score | " + " | ".join(f.parent.name for f in folders) + " |", "|---|" + "---|" * len(folders)]
+    found = {}
+    for summary_path in folders:
+        rows = [json.loads(line) for line in (summary_path.parent / "results.jsonl").read_text().splitlines()]
+        guided = [r for r in rows if r["instruction"] == "guided" and r["checkpoint"] == "contaminated"
+                  and r["cell"] in ("contaminated_x_members", "contaminated_x_non_members")]
+        for name in STUDY_SCORES:
+            values = [r.get(name) for r in guided]
+            found[summary_path.parent.name, name] = "-" if any(v is None for v in values) else \
+                f"{roc_auc_score([r['cell'] == 'contaminated_x_members' for r in guided], values):.2f}"
+    for name in STUDY_SCORES:
+        lines.append(f"| {name} | " + " | ".join(found[f.parent.name, name] for f in folders) + " |")
+    lines += ["", "| cell | " + " | ".join(f"{f.parent.name}: " + ", ".join(PARTITION) for f in folders) + " |",
+              "|---|" + "---|" * len(folders)]
+    summaries = {f.parent.name: json.loads(f.read_text()) for f in folders}
+    cells = list(next(iter(summaries.values()))["cells"])
+
+    def verdict(block: dict, name: str) -> str:
+        found = block.get(name)
+        if found is None:
+            return "-"
+        if "p_value" in found:
+            return f"{found['p_value']:.2g}{'*' if found['significant'] else ''}"
+        return {"alg2": lambda b: "C" if b["contaminated"] else "-",
+                "cheat": lambda b: {"contaminated": "C", "suspicious": "S"}.get(b["verdict"], "-")}[name](found)
+
+    for cell in cells:
+        lines.append(f"| {cell} | " + " | ".join(", ".join(verdict(summaries[f.parent.name]["cells"][cell], name)
+                                                         for name in PARTITION) for f in folders) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -133,7 +202,10 @@ def main() -> None:
         score(args.folders, args.out)
     text = table(args.out)
     (args.out / "auc.md").write_text(text)
-    print(text)
+    studies = studies_table(args.out)
+    if studies:
+        (args.out / "studies.md").write_text(studies)
+    print(text + "\n" + studies)
 
 
 if __name__ == "__main__":

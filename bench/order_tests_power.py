@@ -28,12 +28,7 @@ from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from detect.detectors.sharded import (  # noqa: E402
-    permutation_test,
-    shard_orders,
-    sharded_test,
-    shards_of,
-)
+from detect.detectors.sharded import permutation_test, sharded_test, shards_of  # noqa: E402
 
 ALPHA = 0.05
 
@@ -49,21 +44,12 @@ def simulated_log_likelihood(n_items: int, delta: float, rng: np.random.Generato
     return log_likelihood
 
 
-def oren_population_p(log_likelihood, n_items: int, n_shards: int, n_permutations: int, seed: int) -> float:
-    """Oren et al.'s code's p-value: the mean shard difference over the population standard deviation / sqrt(n),
-    against a t distribution with n - 1 degrees of freedom."""
-    orders = shard_orders(n_items, n_shards=n_shards, n_permutations=n_permutations, seed=seed)
-    values = log_likelihood([positions for _, _, positions in orders])
-    shards = orders[-1][0] + 1
-    canonical, shuffled = np.zeros(shards), [[] for _ in range(shards)]
-    for (shard, is_canonical, _), value in zip(orders, values):
-        if is_canonical:
-            canonical[shard] = value
-        else:
-            shuffled[shard].append(value)
-    differences = canonical - np.array([np.mean(v) for v in shuffled])
-    z = differences.mean() / (differences.std() / np.sqrt(shards))
-    return float(stats.t.sf(z, df=shards - 1))
+def oren_population_p(differences: list[float]) -> float:
+    """Oren et al.'s code's p-value from the sharded test's per-shard differences: their mean over the population
+    standard deviation / sqrt(n), against a t distribution with n - 1 degrees of freedom."""
+    differences = np.asarray(differences)
+    z = differences.mean() / (differences.std() / np.sqrt(len(differences)))
+    return float(stats.t.sf(z, df=len(differences) - 1))
 
 
 def rate(rejections: int, total: int) -> dict:
@@ -86,9 +72,10 @@ def run(replications: int, seed: int) -> list[dict]:
                     lab += permutation_test(log_likelihood, n_items, n_permutations=n_permutations, alpha=ALPHA,
                                             seed=r)["significant"]
                 else:
-                    lab += sharded_test(log_likelihood, n_items, n_shards=n_shards, n_permutations=n_permutations,
-                                        alpha=ALPHA, seed=r)["significant"]
-                    oren += oren_population_p(log_likelihood, n_items, n_shards, n_permutations, r) <= ALPHA
+                    found = sharded_test(log_likelihood, n_items, n_shards=n_shards, n_permutations=n_permutations,
+                                         alpha=ALPHA, seed=r)
+                    lab += found["significant"]
+                    oren += oren_population_p(found["shard_differences"]) <= ALPHA
             row = {"test": test, "n_instances": n_items, "n_permutations": n_permutations,
                    "n_shards": len(shards_of(n_items, n_shards)) if n_shards else None,
                    "delta": delta, "lab": rate(lab, replications)}

@@ -203,7 +203,7 @@ def test_calibration_over_a_multirun_of_tiny_studies(tmp_path, capsys):
     assert calibration["targets"]["exact_fpr"] == 0.02
     scores = {"rouge_l", "semantic", "rouge_l_gain", "semantic_gain", "loss", "zlib", "min_k", "min_k_plus",
               "reference_ratio", "dc_pdd", "loss_raw", "zlib_raw", "min_k_raw", "min_k_plus_raw",
-              "reference_ratio_raw", "recall", "ts_guessing"}
+              "reference_ratio_raw", "recall", "ts_guessing", "dcq", "dcq_margin"}
     assert set(calibration["instance"]) == scores
     # every detector ranked by its within-model AUC, best first (its cross-model AUC beside it); partition
     # statistics over cells

@@ -118,3 +118,4 @@ def test_included_result_tables_are_the_files_the_scripts_wrote():
         import detector_fixes
 
         assert detector_fixes.table(fixes) == (fixes / "auc.md").read_text()
+        assert detector_fixes.studies_table(fixes) == (fixes / "studies.md").read_text()
