@@ -2,6 +2,7 @@
 its own 100 non-members of the same split (SPEC section 9), under three readings.
 
     python bench/detector_fixes.py score <study folder> [...] --out results/detector_fixes   # needs the checkpoints
+    python bench/detector_fixes.py orders <study folder> [...] --out results/detector_fixes  # Oren et al.'s tests
     python bench/detector_fixes.py table --out results/detector_fixes                         # from scores.jsonl
 
 - **before**: the definitions the lab had (zlib = the *summed* log-likelihood over the zlib size; Min-K% and
@@ -146,6 +147,50 @@ def table(out: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def orders(folders: list[Path], out: Path) -> None:
+    """Oren et al.'s two order tests, as the study runs them (the first 40 / 20 of a pool in dataset order, read as
+    the format lays a run out), on each study's contaminated model: its member pool and its non-member pool."""
+    from omegaconf import OmegaConf
+
+    from contaminate.regime import chat_renderer
+    from contaminate.regime.layouts import LeakReader, build_format
+    from detect.datasets import load_split
+    from detect.detectors.base import Evidence
+    from detect.detectors.sharded import PermutationTest, ShardedLikelihood
+    from detect.models import ModelRef, load
+    from detect.models.hf import HFModel
+
+    found = []
+    for folder in folders:
+        cfg = OmegaConf.load(folder / "config.yaml")
+        manifest = json.loads((folder / "manifest.json").read_text())
+        by_id = {e.instance_id: e for e in load_split(cfg.dataset, manifest["split"])}
+        model = HFModel(*load(ModelRef("contaminated", str(Path(manifest["checkpoint"]["folder"]) / "model"))),
+                        name="contaminated", progress=False)
+        fmt = build_format(cfg.format)
+        reader = LeakReader(fmt, cfg.dataset, chat_renderer(model.tokenizer, fmt.name))
+        for role, key in (("member", "member_ids"), ("non_member", "non_member_ids")):
+            pool = [by_id[i] for i in manifest[key]]
+            evidence = Evidence(cfg.dataset, manifest["split"], pool[:10], pool, model=model, reader=reader,
+                                seed=cfg.seed)
+            for test in (ShardedLikelihood(), PermutationTest()):
+                row = test.run(evidence)
+                found.append({"format": fmt.name, "role": role, "detector": test.name,
+                              **{k: row[k] for k in ("p_value", "statistic", "n_instances", "n_permutations")}})
+    (out / "orders.json").write_text(json.dumps(found, indent=1) + "\n")
+
+
+def orders_table(out: Path) -> str:
+    if not (out / "orders.json").is_file():
+        return ""
+    lines = ["| format | pool | test | instances | p-value | canonical minus shuffled log-likelihood (nats) |",
+             "|---|---|---|---|---|---|"]
+    for row in json.loads((out / "orders.json").read_text()):
+        lines.append(f"| {row['format']} | {row['role'].replace('_', '-')}s | {row['detector']} | "
+                     f"{row['n_instances']} | {row['p_value']:.2g} | {row['statistic']:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
 STUDY_SCORES = ("rouge_l", "loss", "zlib", "min_k", "min_k_plus", "reference_ratio", "dc_pdd", "loss_raw", "zlib_raw",
                 "min_k_raw", "recall", "ts_guessing", "dcq_margin")
 PARTITION = ("sharded_likelihood", "permutation", "performance", "alg2", "cheat")
@@ -194,12 +239,15 @@ def studies_table(out: Path) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("stage", choices=("score", "table"))
+    parser.add_argument("stage", choices=("score", "orders", "table"))
     parser.add_argument("folders", nargs="*", type=Path)
     parser.add_argument("--out", type=Path, default=Path("results/detector_fixes"))
     args = parser.parse_args()
     if args.stage == "score":
         score(args.folders, args.out)
+    if args.stage == "orders":
+        orders(args.folders, args.out)
+        (args.out / "orders.md").write_text(orders_table(args.out))
     text = table(args.out)
     (args.out / "auc.md").write_text(text)
     studies = studies_table(args.out)
