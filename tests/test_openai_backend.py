@@ -70,7 +70,8 @@ def test_python_m_detect_through_the_server_keeps_no_key(served_model, tmp_path)
     # transformers serve ignores echo and logprobs: the logit detectors are skipped, each with one line saying why,
     # and the console has no per-request HTTP log line
     skipped = [line for line in result.stderr.splitlines() if " skipped on " in line]
-    logit = {"membership", "membership_raw", "dc_pdd", "sharded_likelihood", "permutation", "recall", "performance"}
+    logit = {"membership", "membership_raw", "dc_pdd", "sharded_likelihood", "permutation", "recall", "performance",
+             "dcq"}
     assert {line.split()[0] for line in skipped} == logit
     assert all("does not return prompt log-probabilities" in line for line in skipped)
     assert "HTTP Request" not in result.stderr + result.stdout
