@@ -33,11 +33,39 @@ from detect.validate import POSITIVE, PROBABILITY, Range
 TRAINING_LIMITS = {
     "learning_rate": (float, POSITIVE),
     "rank": (int, Range(1, hint="the LoRA rank, LoraConfig r")), "lora.lora_alpha": (float, POSITIVE),
-    "lora.lora_dropout": (float, Range(0, 1, "[)")), "trainer.warmup_steps": (int, Range(0)),
+    "lora.lora_dropout": (float, Range(0, 1, "[)")),
+    # transformers >= 5: whole steps, or below 1 a fraction of the steps (conf/schedule/cosine.yaml); check_warmup
+    "trainer.warmup_steps": (float, Range(0, hint="whole steps, or a fraction in [0, 1) of the steps")),
     "trainer.warmup_ratio": (float, PROBABILITY), "trainer.weight_decay": (float, Range(0)),
+    "trainer.lr_scheduler_kwargs.min_lr_rate": (float, Range(0, 1, hint="the floor, a fraction of learning_rate")),
     "trainer.max_grad_norm": (float, POSITIVE), "trainer.gradient_accumulation_steps": (int, Range(1)),
     "trainer.max_steps": (int, Range(-1, hint="-1: as many as the epochs make")),
 }
+
+
+def check_warmup(trainer) -> None:
+    """``contaminate.trainer.warmup_steps`` as the installed transformers reads it: whole steps, or from transformers
+    5 on a fraction in [0, 1) of the steps (which replaced ``warmup_ratio``; 4.x would take 0.05 as 0.05 steps)."""
+    from dataclasses import fields
+
+    import transformers
+    from trl import SFTConfig
+
+    if not trainer:
+        return
+    has_ratio = "warmup_ratio" in {field.name for field in fields(SFTConfig)}  # transformers < 5
+    steps = trainer.get("warmup_steps")
+    if trainer.get("warmup_ratio") is not None and not has_ratio:
+        raise InputError(f"contaminate.trainer.warmup_ratio is gone from transformers {transformers.__version__}: "
+                         f"give contaminate.trainer.warmup_steps the fraction in [0, 1) instead")
+    if isinstance(steps, float) and not steps.is_integer():
+        if steps > 1:
+            raise InputError(f"contaminate.trainer.warmup_steps={steps}: give whole steps, or a fraction in [0, 1) "
+                             f"of the steps")
+        if has_ratio:
+            raise InputError(f"contaminate.trainer.warmup_steps={steps}: transformers {transformers.__version__} "
+                             f"counts it in whole steps; a fraction needs transformers >= 5 (or give "
+                             f"contaminate.trainer.warmup_ratio={steps} and warmup_steps=0)")
 
 
 def instantiate_backend(contaminate_cfg):
@@ -66,6 +94,7 @@ class LocalFineTune:
         from detect.validate import check_values
 
         check_values(self.cfg, TRAINING_LIMITS, where="contaminate")  # types and ranges first: one line each
+        check_warmup(self.cfg.get("trainer"))
         check_training_config(self.cfg)  # then the dose, and every trainer / adapter argument against TRL and PEFT
 
     def base_model(self, cfg) -> ModelRef:
@@ -136,8 +165,11 @@ class OpenAIFineTune:
         count(self.cfg.epochs, "contaminate.epochs", hint=" (each member is seen this many times)")
         for block in ("trainer", "lora"):
             if self.cfg.get(block):
-                raise InputError(f"contaminate.{block}.* is set but contaminate=openai trains at the API, which takes "
-                                 f"epochs, batch_size and learning_rate_multiplier; drop the {block} settings")
+                # a schedule (conf/schedule/) writes trainer keys too: say which keys, and where they may come from
+                source = " and any schedule=... (the default, constant, sets none)" if block == "trainer" else ""
+                raise InputError(f"contaminate.{block}.{{{', '.join(self.cfg[block])}}} is set but contaminate=openai "
+                                 f"trains at the API, which takes epochs, batch_size and learning_rate_multiplier (no "
+                                 f"schedule); drop the {block} settings{source}")
 
     def base_model(self, cfg) -> ModelRef:
         """The API's base model (the ``model`` group is not used)."""
