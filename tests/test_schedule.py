@@ -69,7 +69,7 @@ def test_cosine_learning_rates_at_known_steps(compose_config, tmp_path):
                 1: 7.5e-5,                   # 3e-4 x 1/4
                 4: 3e-4,                     # the end of the warm-up: the peak
                 42: 1.65e-4,                 # the cosine's midpoint (p = 1/2): 3e-5 + (3e-4 - 3e-5) / 2
-                79: 3e-5 + 2.7e-4 * (1 + math.cos(math.pi * 75 / 76)) / 2,  # the last update: 3.0022e-5
+                79: 3e-5 + 2.7e-4 * (1 + math.cos(math.pi * 75 / 76)) / 2,  # the last update: 3.0115e-5
                 80: 3e-5}                    # after it, the floor: min_lr_rate x peak
     for step, rate in expected.items():
         assert rates[step] == pytest.approx(rate, rel=1e-9, abs=1e-15), step
