@@ -217,13 +217,17 @@ def check_study(cfg) -> Setup:
 def check_reference_corpus(detectors: Sequence[Detector], background) -> None:
     """DC-PDD's token frequencies must not be counted in the text the members are diluted in (its background): the
     training stream's own tokens would look common. One line naming the setting."""
+    from detect.datasets.corpus import PACKAGE_DOCS
+
+    name = getattr(background, "name", "none")
+    named = {PYDOC: "offline", PACKAGE_DOCS: PACKAGE_DOCS}  # the named corpora that are backgrounds too: corpus -> name
     for detector in detectors:
         corpus = getattr(detector, "corpus", None)
         if corpus is None:
             continue
-        source = background.describe().get("source") if getattr(background, "name", "none") != "none" else None
-        same = (corpus == PYDOC and getattr(background, "name", None) == "offline") or (
-            source is not None and corpus not in (PYDOC, STDLIB_DOCSTRINGS) and str(Path(corpus).resolve()) == source)
+        source = background.describe().get("source") if name not in ("none", *named.values()) else None
+        same = named.get(corpus) == name or (
+            source is not None and corpus not in (*named, STDLIB_DOCSTRINGS) and str(Path(corpus).resolve()) == source)
         if same:
             raise InputError(f"detect.detectors.{detector.name}.corpus={corpus} is the study's background "
                              f"({background.name}): its token frequencies would count the dilution text; use "

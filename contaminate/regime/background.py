@@ -6,12 +6,15 @@
 - ``OfflineBackground`` (``background=offline``): the documentation text that ships with Python's standard library
   (``pydoc_data.topics``: 465k characters of real English prose about Python, about 116k SmolLM2 tokens), on every
   machine with no download.
+- ``PackageDocsBackground`` (``background=package_docs``): the English prose in the docstrings of the packages the
+  README's install brings (``detect.datasets.corpus.package_docs``: about 2M SmolLM2 tokens, disjoint from ``pydoc``
+  and from DC-PDD's reference corpus), for dilution at realistic shares, with no download.
 - ``HubBackground`` (``background=hub``): a hub corpus streamed with ``datasets`` up to a token budget
   (FineWeb-Edu by default, the corpus Bordt et al. diluted their benchmarks in).
 - ``LocalBackground`` (``background=local background.path=<file or folder>``): .txt files, or JSONL with a text
   field.
 
-The offline and local corpora are read by ``detect/datasets/corpus.py``, as DC-PDD's reference corpus is.
+The offline, package_docs and local corpora are read by ``detect/datasets/corpus.py``, as DC-PDD's reference corpus is.
 
 ``texts(max_tokens)`` returns raw texts; ``contaminate/regime/stream.py`` cuts them into documents of at most
 ``contaminate.max_length`` tokens and stops at ``max_tokens`` (null: all of it). ``describe()`` keys the
@@ -22,7 +25,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from detect.datasets.corpus import corpus_files, pydoc_texts, read_corpus
+from detect.datasets.corpus import corpus_files, package_docs, package_docs_sources, pydoc_texts, read_corpus
 from detect.errors import InputError
 from detect.validate import POSITIVE, Range
 
@@ -56,6 +59,25 @@ class OfflineBackground:
         # the text changes with the Python release it ships with; the digest of the documents keys it as well
         return {"name": self.name, "source": f"pydoc_data (Python {sys.version_info.major}.{sys.version_info.minor})",
                 "max_tokens": self.max_tokens}
+
+
+class PackageDocsBackground:
+    name = "package_docs"
+    ranges = {"max_tokens": Range(1, hint="tokens of background; null: all of it")}
+
+    def __init__(self, max_tokens: int | None = None) -> None:
+        self.max_tokens = max_tokens
+
+    def texts(self) -> list[str]:
+        return list(package_docs())  # packages and files in sorted order: the same documents for the same versions
+
+    def describe(self) -> dict:
+        import sys
+
+        # the text changes with the packages' versions (and, through the paragraphs it leaves out, Python's); the
+        # digest of the documents keys it as well
+        return {"name": self.name, "source": f"package docstrings (Python {sys.version_info.major}."
+                f"{sys.version_info.minor})", "packages": package_docs_sources(), "max_tokens": self.max_tokens}
 
 
 class HubBackground:
