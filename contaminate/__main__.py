@@ -37,6 +37,15 @@ def main(cfg) -> None:
               f"about ${estimate['usd']:.2f} at ${estimate['usd_per_million_training_tokens']}/M; "
               f"training.jsonl written, nothing sent")
         return
+    if "plant" in summary:  # a planted run: one study folder per group (contaminate/planted.py)
+        for group in summary["plant"]["groups"]:
+            auc = group.get("within_model_auc") or {}
+            shown = ", ".join(f"{name} {auc[name]:.2f}" for name in ("loss", "min_k", "zlib") if name in auc)
+            print(f"group {group['name']:<10} exposures {group['exposures']:<4} {group['n']} instances, "
+                  f"{group.get('token_share', 0):.3%} of the training tokens"
+                  + (f"; within-model AUC {shown}" if shown else ""))
+        print(f"per group: {out_dir / 'groups'}; plant.md beside it")
+        return
     for name, cell in summary["cells"].items():
         if "alg2" not in cell:  # Algorithm 2 switched off: the cells-right line below says the rest
             continue

@@ -45,6 +45,7 @@ from contaminate.code_version import DETECTOR_CODE, code_digest
 from contaminate.regime import Regime, chat_renderer, check_regime, plan_regime
 from contaminate.regime.background import instantiate_background
 from contaminate.regime.layouts import LeakReader, build_format
+from contaminate.regime.plant import plant_groups
 from contaminate.report import write_report
 from contaminate.study_models import StudyModels
 from contaminate.training import instantiate_backend
@@ -148,6 +149,10 @@ class Setup:
 def run_study(cfg, out_dir: Path) -> dict:
     """Everything ``python -m contaminate`` does, given a composed config and a run folder: setup, sample,
     contaminate, detect, summarize, write."""
+    if plant_groups(cfg.get("plant")):  # several groups planted in one stream: contaminate/planted.py
+        from contaminate.planted import run_planted
+
+        return run_planted(cfg, out_dir)
     started = time.time()
     out_dir = Path(out_dir)
     main_process = _is_main_process()
@@ -258,51 +263,66 @@ def sample_pools(cfg) -> Sampled:
     n_heldout = min(cfg.sample.get("n_heldout", 0), len(examples) - n_members - n_non_members)
     members, non_members, heldout = disjoint_pools(examples, [n_members, n_non_members, n_heldout], seed=seed,
                                                    where=where)
-    other_examples = load_split(dataset, other_split)
     n_detect = cfg.sample.n_detect
+    other_detection, other_whole, other_heldout = other_split_pools(dataset, other_split, n_detect=n_detect,
+                                                                    n_pool=n_non_members, n_heldout=len(heldout),
+                                                                    seed=seed)
     detection = {
         "members": (sample(members, n_detect, seed=seed, where=f"the {n_members} members of {where}"), split),
         "non_members": (sample(non_members, n_detect, seed=seed, where=f"the {n_non_members} non-members of {where}"),
                         split),
-        "other_split": (sample(other_examples, n_detect, seed=seed, where=f"{dataset.key} {other_split}"),
-                        other_split),
+        "other_split": (other_detection, other_split),
     }
     # The partition-level detectors read a whole pool: Cheat? searches it for replicas, the sharded test orders
     # it. The other split's pool is as large as the non-members', so both controls offer as many matches.
-    whole = {"members": members, "non_members": non_members,
-             "other_split": sample(other_examples, min(n_non_members, len(other_examples)), seed=seed,
-                                   where=f"{dataset.key} {other_split}")}
-    # the other split's cell gets known non-members of its own split, disjoint from what that cell reads
-    taken = {e.instance_id for e in [*whole["other_split"], *detection["other_split"][0]]}
-    left = len(other_examples) - len(taken)
-    other_heldout = sample(other_examples, min(len(heldout), left), seed=seed, exclude=taken,
-                           where=f"{dataset.key} {other_split}") if heldout and left else []
+    whole = {"members": members, "non_members": non_members, "other_split": other_whole}
     return Sampled(split, other_split, members, non_members, detection, whole,
                    {split: heldout, other_split: other_heldout})
+
+
+def other_split_pools(dataset, other_split: str, *, n_detect: int, n_pool: int, n_heldout: int,
+                      seed: int) -> tuple[list[Example], list[Example], list[Example]]:
+    """The other split's control: the instances its cell detects on, the pool its partition-level detectors read
+    (``n_pool``, as large as the non-members'), and its own known non-members, disjoint from both."""
+    other_examples = load_split(dataset, other_split)
+    where = f"{dataset.key} {other_split}"
+    detection = sample(other_examples, n_detect, seed=seed, where=where)
+    whole = sample(other_examples, min(n_pool, len(other_examples)), seed=seed, where=where)
+    # the other split's cell gets known non-members of its own split, disjoint from what that cell reads
+    taken = {e.instance_id for e in [*whole, *detection]}
+    left = len(other_examples) - len(taken)
+    heldout = sample(other_examples, min(n_heldout, left), seed=seed, exclude=taken,
+                     where=where) if n_heldout and left else []
+    return detection, whole, heldout
 
 
 # --- contaminate ----------------------------------------------------------------------------------------------
 
 
-def contaminate(cfg, sampled: Sampled, placement: Placement, out_dir: Path, setup: Setup) -> Contaminated | None:
+def contaminate(cfg, sampled: Sampled, placement: Placement, out_dir: Path, setup: Setup, *,
+                regime: Regime | None = None, key: dict | None = None) -> Contaminated | None:
     """The contaminated checkpoint for this training config (and, with a background, its control): reused when a
     finished one exists, else trained. None for an API dry run (``estimate.json`` written) and in the non-main
-    processes of a distributed launch."""
+    processes of a distributed launch. ``regime``: a stream planned elsewhere (a planted run's), with ``key`` added
+    to its checkpoint's key."""
     dataset, seed = cfg.dataset, cfg.seed
     backend = setup.trainer
     base = backend.base_model(cfg)
-    regime = plan_regime(cfg, sampled.members, sampled.split, backend.tokenizer(base), setup.background, setup.format)
+    if regime is None:
+        regime = plan_regime(cfg, sampled.members, sampled.split, backend.tokenizer(base), setup.background,
+                             setup.format)
     texts = [document.text for document in regime.members]
     template = cfg.format.templates.get(dataset.task)
     hyperparameters = {k: v for k, v in OmegaConf.to_container(cfg.contaminate, resolve=True).items()
-                       if k not in OPERATIONAL and not (k == "exposures" and v is None)}  # keys as before exposures
+                       if k not in OPERATIONAL and not (k == "exposures" and v is None)  # keys as before exposures
+                       and not (k == "trainer" and not v)}  # the API's empty trainer block (schedule=constant)
     if "trainer" in hyperparameters:  # how a run is logged does not change the checkpoint
         hyperparameters["trainer"] = {k: v for k, v in hyperparameters["trainer"].items() if k not in LOGGING_ONLY}
     training_key = {"base": asdict(base), "dataset": dataset.key, "source": source_of(dataset).describe(),
                     "split": sampled.split, "member_ids": [e.instance_id for e in sampled.members],
                     "format": cfg.format.name, "template": template,
                     "texts": digest(texts),  # content, not only ids: a file may change
-                    "hyperparameters": hyperparameters, "seed": seed, **backend.key(placement)}
+                    "hyperparameters": hyperparameters, "seed": seed, **backend.key(placement), **(key or {})}
     if regime.stream is not regime.members:  # a stream: its documents, order and loss masks
         training_key["stream"] = digest([(document.text, document.prompt) for document in regime.stream])
         training_key["background"] = regime.background
@@ -492,6 +512,7 @@ def build_manifest(cfg, sampled: Sampled, contaminated: Contaminated, judge, pla
 
 def write_outputs(out_dir: Path, summary: dict, manifest: dict, cell_rows: dict[str, list[dict]]) -> None:
     contaminated_folder = Path(manifest["checkpoint"]["folder"])
+    out_dir.mkdir(parents=True, exist_ok=True)  # a planted run's groups/<name>/
     link = out_dir / "checkpoint"
     if not link.exists():
         link.symlink_to(contaminated_folder, target_is_directory=True)

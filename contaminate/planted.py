@@ -1,0 +1,316 @@
+"""A planted run: several groups of one split planted at different doses into one training stream, then every
+detector on every group, so that one training run gives a dose-response curve with a same-model control.
+
+    python -m contaminate +dataset=synth_nli plant=dose_ladder background=offline     # x0, x1, x4, x16, x64
+
+Stages, as a study's (``contaminate/study.py``, whose pieces this reuses):
+
+1. setup: the groups (``contaminate/regime/plant.py``), then the study's components, checked before any work;
+2. sample: the groups, disjoint and label-balanced from one split (``disjoint_pools``), plus the study's other-split
+   pool and known non-members;
+3. contaminate: one stream, every planted group's documents its exposures among the background (one pass, in
+   order), trained once; the control as a study's (the background alone, or the base model without one);
+4. detect: per planted group, the study's five cells with that group as the members and the never-planted group
+   (exposures 0) as the non-members: the same model, the same split, the same distribution. The never-planted
+   group's cells are computed once (the cell cache) and serve every group;
+5. write: one study folder per planted group under ``groups/<name>/`` (manifest, summary, rows, report: what
+   ``python -m contaminate.calibrate`` reads; each group's exposures is its dose), and ``plant.json`` /
+   ``plant.md`` beside them: each group's share of the training tokens, where its copies fell, and each instance
+   score's within-model AUC per group (one model: one unit, so no interval; calibrate over seeds and draws for one).
+
+The unit of every number is still one (member draw, training seed) pair: the groups of one run share it. A
+calibration over planted runs counts each run once per dose (its groups are that run's doses).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Sequence
+
+from omegaconf import OmegaConf
+
+from contaminate.regime import Regime, chat_renderer
+from contaminate.regime.layouts import LeakReader
+from contaminate.regime.plant import PlantedGroup, control_group, group_positions, plant_groups, planted_stream
+from contaminate.regime.stream import Document, build_stream, chunk_texts, stream_counts
+from contaminate.study import (
+    Sampled,
+    Setup,
+    _is_main_process,
+    build_manifest,
+    check_study,
+    contaminate,
+    detect_cells,
+    other_split_pools,
+    study_cells,
+    summarize_study,
+    write_outputs,
+)
+from contaminate.study_models import StudyModels
+from detect.datasets import Example, disjoint_pools, load_split, sample
+from detect.detectors import instance_scores
+from detect.errors import InputError
+from detect.models import digest
+from detect.pipeline import write_config
+from detect.runtime import from_config as placement_from
+
+
+@dataclass
+class PlantedDraw:
+    """The sample stage of a planted run: each group's instances, the other split's pools, the known non-members."""
+    split: str
+    other_split: str
+    groups: dict[str, list[Example]]
+    other: tuple[list[Example], list[Example]]  # the other split: (its detected instances, its whole pool)
+    heldout: dict[str, list[Example]]
+
+    def study(self, group: PlantedGroup, control: PlantedGroup, n_detect: int, seed: int) -> Sampled:
+        """The study of one planted group: its instances the members, the never-planted group's the non-members."""
+        members, non_members = self.groups[group.name], self.groups[control.name]
+        return Sampled(self.split, self.other_split, members, non_members,
+                       {"members": (sample(members, n_detect, seed=seed, where=f"group {group.name}"), self.split),
+                        "non_members": (sample(non_members, n_detect, seed=seed, where=f"group {control.name}"),
+                                        self.split),
+                        "other_split": (self.other[0], self.other_split)},
+                       {"members": members, "non_members": non_members, "other_split": self.other[1]},
+                       self.heldout)
+
+
+def planted_config(cfg):
+    """The run's config with the dose the groups give: one pass over the planted stream in its order
+    (``contaminate.exposures`` 1 to the trainer; each group's copies are its exposures)."""
+    from contaminate.training import instantiate_backend
+
+    if instantiate_backend(cfg.contaminate).api:
+        raise InputError(f"plant={cfg.plant.name} builds a token-counted stream on a local model; use "
+                         f"contaminate=full or lora")
+    if cfg.contaminate.get("exposures") is not None:
+        raise InputError(f"plant={cfg.plant.name} gives each group its exposures; drop contaminate.exposures="
+                         f"{cfg.contaminate.exposures} (a planted stream is trained once, in its order)")
+    cfg = OmegaConf.create(OmegaConf.to_container(cfg, resolve=False))
+    OmegaConf.update(cfg, "contaminate.exposures", 1)
+    if cfg.contaminate.get("epochs") is not None:
+        raise InputError(f"plant={cfg.plant.name} trains one pass over its stream; drop contaminate.epochs="
+                         f"{cfg.contaminate.epochs}")
+    return cfg
+
+
+def check_planted(cfg, groups: Sequence[PlantedGroup], setup: Setup) -> None:
+    smallest = min(groups, key=lambda g: g.n)
+    if cfg.sample.n_detect > smallest.n:
+        raise InputError(f"sample.n_detect={cfg.sample.n_detect} is more than group {smallest.name}'s {smallest.n} "
+                         f"instances; each group's cells detect on n_detect of them: lower it or raise plant.n")
+
+
+def sample_groups(cfg, groups: Sequence[PlantedGroup]) -> PlantedDraw:
+    """The groups, disjoint and label-balanced from one split (then known non-members, disjoint from all of them),
+    and the other split's pools as a study draws them."""
+    dataset, seed = cfg.dataset, cfg.sample.draw
+    split = cfg.split or dataset.default_split
+    others = [name for name in dataset.splits if name != split]
+    if not others:
+        raise InputError(f"dataset {dataset.key} has only the split {split}; the run needs a second split")
+    examples = load_split(dataset, split)
+    sizes = [g.n for g in groups]
+    if sum(sizes) > len(examples):
+        raise InputError(f"plant={cfg.plant.name} asks {' + '.join(map(str, sizes))} = {sum(sizes)} instances of "
+                         f"{dataset.key} {split}, which has {len(examples)}; lower plant.n or drop a group")
+    n_heldout = min(cfg.sample.get("n_heldout", 0), len(examples) - sum(sizes))
+    *pools, heldout = disjoint_pools(examples, [*sizes, n_heldout], seed=seed, where=f"{dataset.key} {split}")
+    control = control_group(groups)
+    detection, whole, other_heldout = other_split_pools(dataset, others[0], n_detect=cfg.sample.n_detect,
+                                                        n_pool=control.n, n_heldout=len(heldout), seed=seed)
+    return PlantedDraw(split, others[0], {g.name: pool for g, pool in zip(groups, pools)}, (detection, whole),
+                       {split: heldout, others[0]: other_heldout})
+
+
+@dataclass
+class PlantedRegime:
+    """The planted stream, its control and where each group fell; ``regime(group)`` is one group's view of it."""
+    stream: list[Document]
+    control: list[Document] | None
+    documents: dict[str, list[Document]]   # planted group -> its documents, one copy each
+    background: dict
+    counts: dict
+    placed: dict[str, dict]                # group -> documents, tokens, share, positions
+    format: str
+
+    def regime(self, group: PlantedGroup, plant_name: str) -> Regime:
+        background = self.background.get("name", "none")
+        where = "" if group.window == (0.0, 1.0) else f" within [{group.window[0]:g}, {group.window[1]:g}]"
+        name = (f"planted ({plant_name}): group {group.name}, each instance {group.exposures}x{where} among "
+                f"{self.background.get('documents', 0)} {background} background documents and the other groups, "
+                f"one pass")
+        counts = {**self.counts, "members_token_share": self.placed[group.name]["token_share"],
+                  "group": self.placed[group.name]}
+        return Regime(name, self.format, self.background, group.exposures, None, self.documents[group.name],
+                      self.stream, self.control, counts)
+
+
+def plan_planted(cfg, draw: PlantedDraw, groups: Sequence[PlantedGroup], tokenizer, source, fmt) -> PlantedRegime:
+    """Each planted group's documents as the format lays them out, the background cut as a study cuts it, the
+    stream, and each group's token share (checked against ``plant.max_share_per_exposure``)."""
+    dataset, max_length = cfg.dataset, cfg.contaminate.get("max_length")
+    count_tokens = _token_counter(tokenizer)
+    chat = chat_renderer(tokenizer, fmt.name)
+    documents = {g.name: fmt.documents(draw.groups[g.name], dataset, draw.split, count_tokens=count_tokens,
+                                       max_length=max_length, chat=chat) for g in groups if g.planted}
+    texts = source.texts()
+    background = [Document(text) for text in chunk_texts(texts, count_tokens=count_tokens, max_length=max_length,
+                                                         max_tokens=source.max_tokens)] if texts else []
+    described = source.describe()
+    if background:
+        described = {**described, "documents": len(background),
+                     "tokens": sum(count_tokens(d.text) for d in background),
+                     "digest": digest([d.text for d in background])}
+    stream = planted_stream(documents, groups, background, seed=cfg.seed)
+    placed = group_positions(stream, documents, count_tokens)
+    limit = cfg.plant.get("max_share_per_exposure")
+    for group in groups:
+        if group.planted and limit is not None:
+            share = placed[group.name]["token_share"] / group.exposures
+            if share > limit:
+                raise InputError(
+                    f"background {source.name} ({described.get('tokens', 0):,} tokens) gives each exposure of group "
+                    f"{group.name} {share:.2%} of the training tokens, above plant.max_share_per_exposure={limit:g}; "
+                    f"use a larger background, raise background.max_tokens, or plant fewer instances (plant.n)")
+    control = build_stream([], background, exposures=0, seed=cfg.seed) if background else None
+    counts = {key: value for key, value in stream_counts(stream, count_tokens).items() if key != "members_token_share"}
+    if fmt.loss:
+        counts["loss"] = fmt.loss
+    return PlantedRegime(stream, control, documents, described, counts, placed, fmt.name)
+
+
+def _token_counter(tokenizer):
+    import functools
+
+    @functools.lru_cache(maxsize=None)
+    def count_tokens(text: str) -> int:
+        return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    return count_tokens
+
+
+def run_planted(cfg, out_dir: Path) -> dict:
+    """Everything ``python -m contaminate plant=...`` does: setup, sample, contaminate once, detect per group,
+    write one study folder per planted group and the run's own plant.json / plant.md."""
+    started = time.time()
+    out_dir = Path(out_dir)
+    groups = plant_groups(cfg.plant)
+    cfg = planted_config(cfg)
+    placement = placement_from(cfg.runtime)
+    setup = check_study(cfg)
+    check_planted(cfg, groups, setup)
+    main_process = _is_main_process()
+    if main_process:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        write_config(out_dir / "config.yaml", cfg, placement)
+    timings = {}
+
+    stage = time.time()
+    draw = sample_groups(cfg, groups)
+    timings["sample_s"] = round(time.time() - stage, 2)
+
+    base = setup.trainer.base_model(cfg)
+    tokenizer = setup.trainer.tokenizer(base)
+    planted = plan_planted(cfg, draw, groups, tokenizer, setup.background, setup.format)
+    trained = [g for g in groups if g.planted]
+    control = control_group(groups)
+    everyone = [e for g in trained for e in draw.groups[g.name]]
+    regime = Regime(f"planted ({cfg.plant.name})", planted.format, planted.background, 1, None,
+                    [d for g in trained for d in planted.documents[g.name]], planted.stream, planted.control,
+                    planted.counts)
+    first = draw.study(trained[0], control, cfg.sample.n_detect, cfg.sample.draw)
+    plant_key = {"plant": [g.describe() for g in groups],
+                 "groups": {g.name: [e.instance_id for e in draw.groups[g.name]] for g in groups}}
+    contaminated = contaminate(cfg, replace(first, members=everyone), placement, out_dir, setup, regime=regime,
+                               key=plant_key)
+    if contaminated is None:
+        return {"distributed_worker": True}
+    timings["train_s"] = round(contaminated.seconds, 1)
+    hyperparameters = {k: v for k, v in contaminated.hyperparameters.items() if k != "exposures"}
+
+    models = StudyModels(cfg, placement, {"contaminated": (contaminated.model, contaminated.record["id"]),
+                                          "clean": contaminated.clean}, setup.serving, setup.detectors)
+    runtime_key = placement.key()
+    reader = LeakReader(setup.format, cfg.dataset, chat_renderer(tokenizer, setup.format.name))
+    results = {}
+    for group in trained:
+        stage = time.time()
+        sampled = draw.study(group, control, cfg.sample.n_detect, cfg.sample.draw)
+        view = replace(contaminated, regime=planted.regime(group, cfg.plant.name),
+                       hyperparameters={**hyperparameters, "exposures": group.exposures})
+        cells = study_cells(view.regime)
+        rows, cell_timings, cached = detect_cells(cfg, sampled, models, setup.judge, runtime_key, cells,
+                                                  reader=reader)
+        summary = summarize_study(cfg, sampled, view, rows, setup.detectors, cells)
+        manifest = build_manifest(cfg, sampled, view, setup.judge, placement, models, cached,
+                                  {"sample_s": timings["sample_s"], "train_s": timings["train_s"],
+                                   "detect_s": round(time.time() - stage, 1), "cells": cell_timings,
+                                   "total_s": round(time.time() - started, 1)})  # the run's so far
+        manifest["plant"] = {"name": cfg.plant.name, "group": group.describe(), "control_group": control.describe(),
+                             "groups": [g.describe() for g in groups], "placed": planted.placed[group.name]}
+        write_outputs(out_dir / "groups" / group.name, summary, manifest, rows)
+        results[group.name] = (summary, rows)
+        timings[f"detect_{group.name}_s"] = manifest["timings"]["detect_s"]
+    timings["total_s"] = round(time.time() - started, 1)
+    record = plant_record(cfg, groups, planted, contaminated, results, timings)
+    (out_dir / "plant.json").write_text(json.dumps(record, indent=2))
+    (out_dir / "plant.md").write_text(plant_report(record))
+    return {"plant": record, "groups": {name: summary for name, (summary, _) in results.items()}}
+
+
+def within_model_auc(rows: dict[str, list[dict]]) -> dict[str, float]:
+    """Each instance score's AUC, the group's members against the never-planted group, both under the contaminated
+    model (higher score = member, as the detectors orient them)."""
+    from sklearn.metrics import roc_auc_score
+
+    def guided(cell: str) -> list[dict]:
+        return [r for r in rows.get(cell, []) if r.get("instruction") == "guided"]
+
+    members, non_members = guided("contaminated_x_members"), guided("contaminated_x_non_members")
+    found = {}
+    for name in instance_scores():
+        pos = [r[name] for r in members if r.get(name) is not None]
+        neg = [r[name] for r in non_members if r.get(name) is not None]
+        if pos and neg and len(pos) == len(members) and len(neg) == len(non_members):
+            found[name] = round(float(roc_auc_score([1] * len(pos) + [0] * len(neg), pos + neg)), 4)
+    return found
+
+
+def plant_record(cfg, groups, planted: PlantedRegime, contaminated, results: dict, timings: dict) -> dict:
+    return {
+        "plant": cfg.plant.name, "dataset": cfg.dataset.key, "format": planted.format,
+        "background": planted.background, "seed": cfg.seed, "draw": cfg.sample.draw,
+        "unit": f"one model (draw {cfg.sample.draw}, seed {cfg.seed}): no interval",
+        "groups": [{**g.describe(), **planted.placed.get(g.name, {}),
+                    "within_model_auc": within_model_auc(results[g.name][1]) if g.name in results else None}
+                   for g in groups],
+        "stream": planted.counts, "checkpoint": contaminated.record,
+        "control": "background alone" if planted.control else "base model", "timings": timings,
+    }
+
+
+def plant_report(record: dict) -> str:
+    """plant.md: the groups, their share and place in the stream, and each score's within-model AUC per group."""
+    planted = [g for g in record["groups"] if g["exposures"] > 0]
+    lines = [f"# Planted run: {record['plant']}, {record['dataset']}, format {record['format']}", "",
+             f"One training run, {record['stream']['training_tokens']:,} training tokens "
+             f"({record['background'].get('name', 'none')} background); {record['unit']}.", "",
+             "| group | exposures | instances | window | token share | first | mean | last |",
+             "|---|---|---|---|---|---|---|---|"]
+    for g in record["groups"]:
+        where = g.get("positions") or {}
+        lines.append(f"| {g['name']} | {g['exposures']} | {g['n']} | {g['window'][0]:g}-{g['window'][1]:g} | "
+                     f"{g.get('token_share', 0):.4%} | " + " | ".join(
+                         f"{where[k]:.3f}" if k in where else "-" for k in ("first_fraction", "mean_fraction",
+                                                                            "last_fraction")) + " |")
+    names = [n for n in instance_scores() if all(n in (g["within_model_auc"] or {}) for g in planted)]
+    lines += ["", "Positions are fractions of the stream's tokens. Within-model AUC: each group's members against "
+              "the never-planted group, both under the contaminated model.", "",
+              "| score | " + " | ".join(g["name"] for g in planted) + " |", "|---" * (len(planted) + 1) + "|"]
+    lines += [f"| {n} | " + " | ".join(f"{g['within_model_auc'][n]:.3f}" for g in planted) + " |" for n in names]
+    return "\n".join(lines) + "\n"

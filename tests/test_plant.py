@@ -1,0 +1,195 @@
+"""Planted groups (contaminate/regime/plant.py, contaminate/planted.py), by counting: each group exactly its
+exposures, the never-planted group never, the background once in the control's order, windows honoured, a twin's
+copies in the same positions; a tiny-model planted run gives one study per group from one training run; bad input
+is one line each."""
+
+import json
+import re
+from collections import Counter
+
+import pytest
+from omegaconf import OmegaConf
+
+from contaminate.regime.plant import (
+    PlantedGroup,
+    control_group,
+    group_positions,
+    plant_groups,
+    planted_stream,
+)
+from contaminate.regime.stream import Document, build_stream
+from contaminate.study import run_study
+from detect.errors import InputError
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def groups_of(*exposures, n=5, window=None):
+    return plant_groups(OmegaConf.create({"n": n, "window": window, "groups": [{"exposures": e} for e in exposures]}))
+
+
+def documents_for(groups, offset=0):
+    """One document per instance, instance ids distinct across groups (``offset`` for a twin's other instances)."""
+    return {g.name: [Document(f"group {g.name} instance {offset + 100 * k + i} " * 3, (offset + 100 * k + i,))
+                     for i in range(g.n)] for k, g in enumerate(groups) if g.planted}
+
+
+BACKGROUND = [Document(f"background document {i} " * 4) for i in range(200)]
+
+
+def test_each_group_exactly_its_exposures_the_control_never_the_background_once():
+    groups = groups_of(0, 1, 4, 16)
+    assert [(g.name, g.exposures, g.n, g.window) for g in groups] == [
+        ("x0", 0, 5, (0, 1)), ("x1", 1, 5, (0, 1)), ("x4", 4, 5, (0, 1)), ("x16", 16, 5, (0, 1))]
+    assert control_group(groups).name == "x0"
+    documents = documents_for(groups)
+    stream = planted_stream(documents, groups, BACKGROUND, seed=3)
+    seen = Counter(i for d in stream for i in d.members)
+    expected = {i: g.exposures for k, g in enumerate(groups) if g.planted for i in range(100 * k, 100 * k + g.n)}
+    assert seen == Counter(expected)
+    assert len(stream) == 200 + 5 * (1 + 4 + 16)
+    # the background once each, in exactly the order the control (the background alone) reads it
+    assert [d for d in stream if not d.members] == build_stream([], BACKGROUND, exposures=0, seed=3)
+    # seeded: same seed, same stream; copies spread over the stream, not bunched
+    assert stream == planted_stream(documents, groups, BACKGROUND, seed=3)
+    assert stream != planted_stream(documents, groups, BACKGROUND, seed=4)
+    positions = [p for p, d in enumerate(stream) if d.members]
+    assert positions[0] < 40 and positions[-1] > len(stream) - 40
+
+
+def test_windows_are_honoured_and_leave_a_clean_tail():
+    groups = plant_groups(OmegaConf.create({"n": 4, "groups": [
+        {"exposures": 0}, {"exposures": 8, "window": [0, 0.25]}, {"exposures": 8, "window": [0.5, 0.75]}]}))
+    assert [g.name for g in groups] == ["x0", "x8_0-0.25", "x8_0.5-0.75"]
+    stream = planted_stream(documents_for(groups), groups, BACKGROUND, seed=0)
+    background_seen, where = 0, {}
+    for document in stream:  # each copy's place, as the share of the background read before it
+        if document.members:
+            where.setdefault(document.members[0] // 100, []).append(background_seen / len(BACKGROUND))
+        else:
+            background_seen += 1
+    assert 0 <= min(where[1]) and max(where[1]) <= 0.25
+    assert 0.5 <= min(where[2]) and max(where[2]) <= 0.75
+    assert not [d for d in stream[-40:] if d.members]  # the last quarter is clean background
+
+
+def test_a_twin_stream_puts_other_instances_in_the_same_positions():
+    groups = groups_of(0, 1, 4)
+    leak = planted_stream(documents_for(groups), groups, BACKGROUND, seed=5)
+    twin = planted_stream(documents_for(groups, offset=50), groups, BACKGROUND, seed=5)
+    assert len(leak) == len(twin)
+    assert [bool(d.members) for d in leak] == [bool(d.members) for d in twin]
+    assert [d.members[0] + 50 for d in leak if d.members] == [d.members[0] for d in twin if d.members]
+
+
+def test_positions_and_shares_are_counted_in_tokens():
+    groups = groups_of(0, 1, 2, n=2)
+    documents = {"x1": [Document("a b c", (1,)), Document("d e f", (2,))], "x2": [Document("g h", (3,))]}
+    background = [Document("w w w w w"), Document("v v v v v")]
+    stream = planted_stream(documents, [g for g in groups if g.name != "x2"] + [PlantedGroup("x2", 2, 1)],
+                            background, seed=0)
+    placed = group_positions(stream, documents, words)
+    total = 10 + 6 + 4
+    assert (placed["x1"]["documents"], placed["x1"]["tokens"]) == (2, 6)
+    assert (placed["x2"]["documents"], placed["x2"]["tokens"]) == (2, 4)
+    assert placed["x1"]["token_share"] == round(6 / total, 6) and placed["x2"]["token_share"] == round(4 / total, 6)
+    # by hand from the stream: each copy's first token's offset
+    starts, offset = {"x1": [], "x2": []}, 0
+    for d in stream:
+        if d.members:
+            starts["x1" if d.members[0] < 3 else "x2"].append(offset)
+        offset += words(d.text)
+    for name in ("x1", "x2"):
+        block = placed[name]["positions"]
+        assert (block["first"], block["last"]) == (starts[name][0], starts[name][-1])
+        assert block["mean"] == round(sum(starts[name]) / len(starts[name]), 1)
+        assert block["mean_fraction"] == round(block["mean"] / total, 4)
+
+
+@pytest.mark.parametrize("plant, message", [
+    ({"n": 5, "groups": [{"exposures": 1}, {"exposures": 4}]}, "no group has exposures 0"),
+    ({"n": 5, "groups": [{"exposures": 0}]}, "nothing is planted"),
+    ({"n": 5, "groups": [{"exposures": 0}, {"exposures": -1}]}, "plant.groups[1].exposures=-1"),
+    ({"groups": [{"exposures": 0}, {"exposures": 1}]}, "plant.groups[0] has no n"),
+    ({"n": 5, "groups": [{"exposures": 0}, {"exposures": 1, "window": [0.5, 1.5]}]}, "is outside the stream"),
+    ({"n": 5, "window": [0.6, 0.2], "groups": [{"exposures": 0}, {"exposures": 1}]}, "plant.window=[0.6, 0.2]"),
+    ({"n": 5, "groups": [{"exposures": 0}, {"exposures": 1, "format": "dump"}]}, "one partition in one format"),
+    ({"n": 5, "groups": [{"exposures": 0}, {"exposures": 1}, {"exposures": 1}]}, "two groups are named x1"),
+])
+def test_bad_groups_are_one_line_errors(plant, message):
+    with pytest.raises(InputError, match=re.escape(message)) as error:
+        plant_groups(OmegaConf.create(plant))
+    assert "\n" not in str(error.value)
+
+
+def test_a_window_needs_a_background():
+    groups = plant_groups(OmegaConf.create({"n": 2, "groups": [{"exposures": 0},
+                                                               {"exposures": 1, "window": [0, 0.5]}]}))
+    with pytest.raises(InputError, match="no background to place it in"):
+        planted_stream(documents_for(groups), groups, [], seed=0)
+
+
+TINY = ["+dataset=synth_nli", "model=tiny_random", "plant=dose_ladder", "plant.n=6", "sample.n_detect=6",
+        "sample.n_heldout=6", "contaminate.batch_size=4", "detect.max_new_tokens=6", "detect.semantic_model=null",
+        "background=offline", "background.max_tokens=3000"]
+
+
+@pytest.fixture
+def planted(compose_config, tmp_path):
+    def _run(*overrides, run="run"):
+        cfg = compose_config("contaminate", [*TINY, f"cache_dir={tmp_path / 'cache'}", *overrides])
+        return run_study(cfg, tmp_path / run), tmp_path / run
+
+    return _run
+
+
+def test_a_planted_run_gives_one_study_per_group_from_one_training_run(planted):
+    summary, folder = planted("plant.groups=[{exposures:0},{exposures:1},{exposures:3}]")
+    record = json.loads((folder / "plant.json").read_text())
+    assert [g["name"] for g in record["groups"]] == ["x0", "x1", "x3"]
+    assert sorted(p.name for p in (folder / "groups").iterdir()) == ["x1", "x3"]
+    manifests = {name: json.loads((folder / "groups" / name / "manifest.json").read_text()) for name in ("x1", "x3")}
+    # one training run: both groups' studies point at the same checkpoint and the same control
+    assert manifests["x1"]["checkpoint"]["id"] == manifests["x3"]["checkpoint"]["id"]
+    assert manifests["x1"]["control_checkpoint"]["id"] == manifests["x3"]["control_checkpoint"]["id"]
+    # each group's dose is its exposures; members its own instances; non-members the never-planted group, shared
+    assert [manifests[n]["contaminate"]["exposures"] for n in ("x1", "x3")] == [1, 3]
+    assert manifests["x1"]["regime"]["exposures"] == 1 and manifests["x3"]["regime"]["exposures"] == 3
+    assert not set(manifests["x1"]["member_ids"]) & set(manifests["x3"]["member_ids"])
+    assert manifests["x1"]["non_member_ids"] == manifests["x3"]["non_member_ids"]
+    planted_ids = set(manifests["x1"]["member_ids"] + manifests["x3"]["member_ids"])
+    assert not set(manifests["x1"]["non_member_ids"]) & planted_ids
+    # the never-planted group's cells were computed for x1 and reused for x3
+    assert {"contaminated_x_non_members", "clean_x_non_members"} <= set(manifests["x3"]["cached_cells"])
+    # the stream: x1's 6 documents once, x3's three times, counted in tokens; shares below one
+    groups = {g["name"]: g for g in record["groups"]}
+    assert (groups["x1"]["documents"], groups["x3"]["documents"]) == (6, 18)
+    assert 0 < groups["x1"]["token_share"] < groups["x3"]["token_share"] < 1
+    assert record["stream"]["documents"]["member"] == 24
+    assert manifests["x3"]["regime"]["members_token_share"] == groups["x3"]["token_share"]
+    assert set(groups["x1"]["within_model_auc"]) >= {"loss", "zlib", "min_k"}
+    for name in ("x1", "x3"):  # each group's folder is a study folder: its cells' truths are the study's
+        cells = json.loads((folder / "groups" / name / "summary.json").read_text())["cells"]
+        assert cells["contaminated_x_members"]["ground_truth"] == "contaminated"
+        assert cells["contaminated_x_non_members"]["ground_truth"] == "clean"
+    assert "| x3 | 3 | 6 |" in (folder / "plant.md").read_text()
+
+    # rerun: the checkpoint and every cell reused
+    _, again = planted("plant.groups=[{exposures:0},{exposures:1},{exposures:3}]", run="again")
+    manifest = json.loads((again / "groups" / "x3" / "manifest.json").read_text())
+    assert manifest["checkpoint"]["reused"] and len(manifest["cached_cells"]) == 5
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["contaminate.exposures=4"], "drop contaminate.exposures=4"),
+    (["plant.n=500"], "asks 500 + 500 + 500 + 500 + 500 = 2500 instances of synth_nli test, which has 1200"),
+    (["sample.n_detect=10"], "sample.n_detect=10 is more than group x0's 6"),
+    (["plant.max_share_per_exposure=0.001"], "above plant.max_share_per_exposure=0.001"),
+    (["contaminate=openai"], "plant=dose_ladder builds a token-counted stream on a local model"),
+])
+def test_bad_planted_runs_are_one_line_errors(planted, overrides, message):
+    with pytest.raises(InputError, match=re.escape(message)) as error:
+        planted(*overrides)
+    assert "\n" not in str(error.value)
