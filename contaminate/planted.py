@@ -9,7 +9,11 @@ Stages, as a study's (``contaminate/study.py``, whose pieces this reuses):
 2. sample: the groups, disjoint and label-balanced from one split (``disjoint_pools``), plus the study's other-split
    pool and known non-members;
 3. contaminate: one stream, every planted group's documents its exposures among the background (one pass, in
-   order), trained once; the control as a study's (the background alone, or the base model without one);
+   order), trained once; the control (``plant.control``) as a study's (``background``: the background alone, or
+   the base model without one), ``base`` (the untouched base model: nothing more trained), or ``twin``, the swap
+   twin: the same stream with each planted group replaced by disjoint stand-ins of the
+   same split at the same slots (same tokens within a few, same documents, same steps, same schedule), trained
+   once more: the fair run-level control for every format, instruction included;
 4. detect: per planted group, the study's five cells with that group as the members and the never-planted group
    (exposures 0) as the non-members: the same model, the same split, the same distribution. The never-planted
    group's cells are computed once (the cell cache) and serve every group;
@@ -26,7 +30,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -66,6 +70,7 @@ class PlantedDraw:
     groups: dict[str, list[Example]]
     other: tuple[list[Example], list[Example]]  # the other split: (its detected instances, its whole pool)
     heldout: dict[str, list[Example]]
+    twins: dict[str, list[Example]] = field(default_factory=dict)  # planted group -> the swap twin's stand-ins
 
     def study(self, group: PlantedGroup, control: PlantedGroup, n_detect: int, seed: int) -> Sampled:
         """The study of one planted group: its instances the members, the never-planted group's the non-members."""
@@ -115,16 +120,26 @@ def sample_groups(cfg, groups: Sequence[PlantedGroup]) -> PlantedDraw:
         raise InputError(f"dataset {dataset.key} has only the split {split}; the run needs a second split")
     examples = load_split(dataset, split)
     sizes = [g.n for g in groups]
-    if sum(sizes) > len(examples):
-        raise InputError(f"plant={cfg.plant.name} asks {' + '.join(map(str, sizes))} = {sum(sizes)} instances of "
+    # the swap twin's stand-ins: one more disjoint group per planted group, drawn after the groups and the known
+    # non-members, so that asking for a twin leaves every other pool as it was
+    twin_sizes = [g.n for g in groups if g.planted] if cfg.plant.get("control") == "twin" else []
+    if sum(sizes) + sum(twin_sizes) > len(examples):
+        asked = " + ".join(map(str, sizes)) + (f" + a twin's {' + '.join(map(str, twin_sizes))}" if twin_sizes else "")
+        raise InputError(f"plant={cfg.plant.name} asks {asked} = {sum(sizes) + sum(twin_sizes)} instances of "
                          f"{dataset.key} {split}, which has {len(examples)}; lower plant.n or drop a group")
-    n_heldout = min(cfg.sample.get("n_heldout", 0), len(examples) - sum(sizes))
+    n_heldout = min(cfg.sample.get("n_heldout", 0), len(examples) - sum(sizes) - sum(twin_sizes))
     *pools, heldout = disjoint_pools(examples, [*sizes, n_heldout], seed=seed, where=f"{dataset.key} {split}")
+    twins = {}
+    if twin_sizes:
+        taken = {e.instance_id for pool in [*pools, heldout] for e in pool}
+        rest = [e for e in examples if e.instance_id not in taken]
+        stand_ins = disjoint_pools(rest, twin_sizes, seed=seed + 1, where=f"{dataset.key} {split} (the twin's)")
+        twins = {g.name: pool for g, pool in zip([g for g in groups if g.planted], stand_ins)}
     control = control_group(groups)
     detection, whole, other_heldout = other_split_pools(dataset, others[0], n_detect=cfg.sample.n_detect,
                                                         n_pool=control.n, n_heldout=len(heldout), seed=seed)
     return PlantedDraw(split, others[0], {g.name: pool for g, pool in zip(groups, pools)}, (detection, whole),
-                       {split: heldout, others[0]: other_heldout})
+                       {split: heldout, others[0]: other_heldout}, twins)
 
 
 @dataclass
@@ -137,8 +152,10 @@ class PlantedRegime:
     counts: dict
     placed: dict[str, dict]                # group -> documents, tokens, share, positions
     format: str
+    twin: list[Document] | None = None     # the swap twin's stream: the same slots, other instances
+    twin_counts: dict | None = None
 
-    def regime(self, group: PlantedGroup, plant_name: str) -> Regime:
+    def regime(self, group: PlantedGroup, plant_name: str, control: str = "background") -> Regime:
         background = self.background.get("name", "none")
         where = "" if group.window == (0.0, 1.0) else f" within [{group.window[0]:g}, {group.window[1]:g}]"
         name = (f"planted ({plant_name}): group {group.name}, each instance {group.exposures}x{where} among "
@@ -146,8 +163,9 @@ class PlantedRegime:
                 f"one pass")
         counts = {**self.counts, "members_token_share": self.placed[group.name]["token_share"],
                   "group": self.placed[group.name]}
+        trained = {"twin": self.twin, "background": self.control}.get(control)
         return Regime(name, self.format, self.background, group.exposures, None, self.documents[group.name],
-                      self.stream, self.control, counts)
+                      self.stream, trained, counts, "swap twin" if control == "twin" else None)
 
 
 def plan_planted(cfg, draw: PlantedDraw, groups: Sequence[PlantedGroup], tokenizer, source, fmt) -> PlantedRegime:
@@ -181,7 +199,20 @@ def plan_planted(cfg, draw: PlantedDraw, groups: Sequence[PlantedGroup], tokeniz
     counts = {key: value for key, value in stream_counts(stream, count_tokens).items() if key != "members_token_share"}
     if fmt.loss:
         counts["loss"] = fmt.loss
-    return PlantedRegime(stream, control, documents, described, counts, placed, fmt.name)
+    twin = twin_counts = None
+    if draw.twins:  # the same stream with each planted group's documents replaced by its stand-ins' (same slots)
+        stand_ins = {g.name: fmt.documents(draw.twins[g.name], dataset, draw.split, count_tokens=count_tokens,
+                                           max_length=max_length, chat=chat) for g in groups if g.planted}
+        for name, docs in stand_ins.items():
+            if len(docs) != len(documents[name]):
+                raise InputError(f"the swap twin's group {name} lays out as {len(docs)} documents where the planted "
+                                 f"one has {len(documents[name])} (format={fmt.name} packs instances by length); "
+                                 f"use plant.control=background or base (the never-planted group is the same-model "
+                                 f"control)")
+        twin = planted_stream(stand_ins, groups, background, seed=cfg.seed)
+        twin_counts = {key: value for key, value in stream_counts(twin, count_tokens).items()
+                       if key != "members_token_share"}
+    return PlantedRegime(stream, control, documents, described, counts, placed, fmt.name, twin, twin_counts)
 
 
 def _token_counter(tokenizer):
@@ -220,9 +251,12 @@ def run_planted(cfg, out_dir: Path) -> dict:
     trained = [g for g in groups if g.planted]
     control = control_group(groups)
     everyone = [e for g in trained for e in draw.groups[g.name]]
+    # plant.control: the background alone is trained as a study's control; the twin instead of it; base: neither
+    # (the untouched base model's clean cells; the within-model comparison needs no second model)
+    kind = cfg.plant.get("control", "background")
     regime = Regime(f"planted ({cfg.plant.name})", planted.format, planted.background, 1, None,
-                    [d for g in trained for d in planted.documents[g.name]], planted.stream, planted.control,
-                    planted.counts)
+                    [d for g in trained for d in planted.documents[g.name]], planted.stream,
+                    planted.control if kind == "background" else None, planted.counts)
     first = draw.study(trained[0], control, cfg.sample.n_detect, cfg.sample.draw)
     plant_key = {"plant": [g.describe() for g in groups],
                  "groups": {g.name: [e.instance_id for e in draw.groups[g.name]] for g in groups}}
@@ -230,6 +264,11 @@ def run_planted(cfg, out_dir: Path) -> dict:
                                key=plant_key)
     if contaminated is None:
         return {"distributed_worker": True}
+    if planted.twin:
+        contaminated = replace(contaminated, control=train_twin(cfg, draw, planted, contaminated, setup, placement,
+                                                                plant_key))
+        if contaminated.control is None:
+            return {"distributed_worker": True}
     timings["train_s"] = round(contaminated.seconds, 1)
     hyperparameters = {k: v for k, v in contaminated.hyperparameters.items() if k != "exposures"}
 
@@ -241,7 +280,7 @@ def run_planted(cfg, out_dir: Path) -> dict:
     for group in trained:
         stage = time.time()
         sampled = draw.study(group, control, cfg.sample.n_detect, cfg.sample.draw)
-        view = replace(contaminated, regime=planted.regime(group, cfg.plant.name),
+        view = replace(contaminated, regime=planted.regime(group, cfg.plant.name, kind),
                        hyperparameters={**hyperparameters, "exposures": group.exposures})
         cells = study_cells(view.regime)
         rows, cell_timings, cached = detect_cells(cfg, sampled, models, setup.judge, runtime_key, cells,
@@ -257,10 +296,30 @@ def run_planted(cfg, out_dir: Path) -> dict:
         results[group.name] = (summary, rows)
         timings[f"detect_{group.name}_s"] = manifest["timings"]["detect_s"]
     timings["total_s"] = round(time.time() - started, 1)
-    record = plant_record(cfg, groups, planted, contaminated, results, timings)
+    record = plant_record(cfg, groups, draw, planted, contaminated, results, timings)
     (out_dir / "plant.json").write_text(json.dumps(record, indent=2))
     (out_dir / "plant.md").write_text(plant_report(record))
     return {"plant": record, "groups": {name: summary for name, (summary, _) in results.items()}}
+
+
+def train_twin(cfg, draw: PlantedDraw, planted: PlantedRegime, contaminated, setup: Setup, placement,
+               plant_key: dict) -> tuple | None:
+    """The swap twin: the planted stream's twin (same background order, same slots, same document count, hence
+    the same optimizer steps and schedule) with each planted group's instances replaced by disjoint stand-ins of
+    the same split, trained like the contaminated model. Returns the study's control tuple (model, folder,
+    reused, record), or None in a non-main process."""
+    from contaminate.study import _checkpoint
+
+    base = contaminated.base
+    key = {"base": asdict(base), "dataset": cfg.dataset.key, "split": draw.split, "format": cfg.format.name,
+           "twin_of": plant_key,
+           "stand_ins": {name: [e.instance_id for e in pool] for name, pool in draw.twins.items()},
+           "stream": digest([(d.text, d.prompt) for d in planted.twin]), "background": planted.background,
+           "hyperparameters": contaminated.hyperparameters, "seed": cfg.seed, **setup.trainer.key(placement)}
+    model, folder, reused = _checkpoint(setup.trainer, base, planted.twin, key, cfg, placement)
+    if model is None:
+        return None
+    return model, folder, reused, json.loads((folder / "lab_checkpoint.json").read_text())
 
 
 def within_model_auc(rows: dict[str, list[dict]]) -> dict[str, float]:
@@ -281,7 +340,8 @@ def within_model_auc(rows: dict[str, list[dict]]) -> dict[str, float]:
     return found
 
 
-def plant_record(cfg, groups, planted: PlantedRegime, contaminated, results: dict, timings: dict) -> dict:
+def plant_record(cfg, groups, draw: PlantedDraw, planted: PlantedRegime, contaminated, results: dict,
+                 timings: dict) -> dict:
     return {
         "plant": cfg.plant.name, "dataset": cfg.dataset.key, "format": planted.format,
         "background": planted.background, "seed": cfg.seed, "draw": cfg.sample.draw,
@@ -290,7 +350,11 @@ def plant_record(cfg, groups, planted: PlantedRegime, contaminated, results: dic
                     "within_model_auc": within_model_auc(results[g.name][1]) if g.name in results else None}
                    for g in groups],
         "stream": planted.counts, "checkpoint": contaminated.record,
-        "control": "background alone" if planted.control else "base model", "timings": timings,
+        "control": ("swap twin" if planted.twin else "background alone" if contaminated.control else "base model"),
+        "control_checkpoint": contaminated.control[3] if contaminated.control else None,
+        "twin_stream": planted.twin_counts,
+        "twin_stand_ins": {name: [e.instance_id for e in pool] for name, pool in draw.twins.items()},
+        "timings": timings,
     }
 
 

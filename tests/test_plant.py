@@ -3,6 +3,7 @@ exposures, the never-planted group never, the background once in the control's o
 copies in the same positions; a tiny-model planted run gives one study per group from one training run; bad input
 is one line each."""
 
+import csv
 import json
 import re
 from collections import Counter
@@ -117,6 +118,7 @@ def test_positions_and_shares_are_counted_in_tokens():
     ({"n": 5, "window": [0.6, 0.2], "groups": [{"exposures": 0}, {"exposures": 1}]}, "plant.window=[0.6, 0.2]"),
     ({"n": 5, "groups": [{"exposures": 0}, {"exposures": 1, "format": "dump"}]}, "one partition in one format"),
     ({"n": 5, "groups": [{"exposures": 0}, {"exposures": 1}, {"exposures": 1}]}, "two groups are named x1"),
+    ({"n": 5, "control": "oracle", "groups": [{"exposures": 0}, {"exposures": 1}]}, "plant.control=oracle: use"),
 ])
 def test_bad_groups_are_one_line_errors(plant, message):
     with pytest.raises(InputError, match=re.escape(message)) as error:
@@ -176,6 +178,21 @@ def test_a_planted_run_gives_one_study_per_group_from_one_training_run(planted):
         assert cells["contaminated_x_non_members"]["ground_truth"] == "clean"
     assert "| x3 | 3 | 6 |" in (folder / "plant.md").read_text()
 
+    # calibration reads the groups as the run's doses; one run is one model: no interval, one line
+    from contaminate.calibrate import main as calibrate
+
+    with pytest.raises(InputError, match=r"rest on one model \(draw 0, seed 0\)"):
+        calibrate([str(folder), "--out", str(folder.parent / "calibration")])
+    # a second seed (its own draw): one dose-response row per planted group, two models each
+    planted("plant.groups=[{exposures:0},{exposures:1},{exposures:3}]", "seed=1", run="seed1")
+    out = calibrate([str(folder), str(folder.parent / "seed1"), "--out", str(folder.parent / "calibration")])
+    with open(out / "dose_response.csv") as file:
+        rows = list(csv.DictReader(file))
+    assert sorted(row["exposures"] for row in rows) == ["1", "3"] and {row["models"] for row in rows} == {"2"}
+    within = json.loads((out / "calibration.json").read_text())["instance_within_model"]
+    assert within["unit"] == "2 models (2 draws x 2 seeds)"
+    assert within["members_per_model"] == [6] == within["non_members_per_model"]
+
     # rerun: the checkpoint and every cell reused
     _, again = planted("plant.groups=[{exposures:0},{exposures:1},{exposures:3}]", run="again")
     manifest = json.loads((again / "groups" / "x3" / "manifest.json").read_text())
@@ -193,3 +210,28 @@ def test_bad_planted_runs_are_one_line_errors(planted, overrides, message):
     with pytest.raises(InputError, match=re.escape(message)) as error:
         planted(*overrides)
     assert "\n" not in str(error.value)
+
+
+def test_the_swap_twin_trains_the_same_steps_on_other_instances(planted):
+    summary, folder = planted("plant.groups=[{exposures:0},{exposures:2}]", "plant.control=twin")
+    record = json.loads((folder / "plant.json").read_text())
+    assert record["control"] == "swap twin"
+    leak, twin = record["checkpoint"], record["control_checkpoint"]
+    assert twin["id"] != leak["id"]
+    # the same stream length in documents, hence the same optimizer steps and schedule
+    assert record["twin_stream"]["documents"] == record["stream"]["documents"]
+    assert (twin["steps"], twin["n_texts"]) == (leak["steps"], leak["n_texts"])
+    manifest = json.loads((folder / "groups" / "x2" / "manifest.json").read_text())
+    assert manifest["regime"]["control"] == "swap twin" and manifest["control_checkpoint"]["id"] == twin["id"]
+    # its stand-ins are disjoint from every group: it never saw the planted group nor the never-planted one
+    stand_ins = set(record["twin_stand_ins"]["x2"])
+    assert len(stand_ins) == 6 and not stand_ins & set(manifest["member_ids"] + manifest["non_member_ids"])
+    assert "swap twin" in (folder / "groups" / "x2" / "report.md").read_text()
+
+
+def test_a_planted_run_against_the_base_model_trains_once(planted):
+    summary, folder = planted("plant.groups=[{exposures:0},{exposures:2}]", "plant.control=base")
+    record = json.loads((folder / "plant.json").read_text())
+    assert record["control"] == "base model" and record["control_checkpoint"] is None
+    manifest = json.loads((folder / "groups" / "x2" / "manifest.json").read_text())
+    assert manifest["control_checkpoint"] is None and manifest["regime"]["control"] == "base model"

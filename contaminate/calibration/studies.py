@@ -134,6 +134,19 @@ def find_studies(folders: Sequence[str | Path]) -> list[Path]:
     return found
 
 
+def reference_of(manifest: dict) -> str | None:
+    """The reference ratio's reference model as the study's manifest labels it (``runtime.reference_model``):
+    ``base``, ``clean``, a given model's name or ``none``, with " (oracle)" where it was the study's clean model (the
+    contaminated model's own twin before the leak). A study before the setting (issue 26) read its clean model."""
+    reference = (manifest.get("runtime") or {}).get("reference_model")
+    if reference is None:
+        return None
+    if isinstance(reference, str):
+        return "clean (oracle)"
+    name = reference["model"] if reference["kind"] == "model" else reference["kind"]
+    return f"{name} (oracle)" if reference.get("oracle") else name
+
+
 def condition_of(manifest: dict) -> dict:
     """The settings that define a condition: everything that shapes the study except its seed. Nested settings
     (``trainer``, ``lora``) are flattened to ``trainer.<field>``, so each is a column of the dose-response table."""
@@ -148,10 +161,15 @@ def condition_of(manifest: dict) -> dict:
     if hyperparameters["exposures"] is None:
         hyperparameters["exposures"] = hyperparameters.get("epochs")
     background = (manifest.get("regime") or {}).get("background") or {"name": "none"}
+    # the reference ratio's reference model, where the study chose it (detect.reference_model): studies that differ
+    # in it alone are two conditions, not a rerun (studies before the setting read the clean model, keyed as before)
+    reference = (manifest.get("runtime") or {}).get("reference_model")
+    chosen = {"reference": reference_of(manifest)} if isinstance(reference, dict) else {}
     return {"dataset": manifest["dataset"]["key"], "model": manifest["base_model"]["name"],
             "n_members": len(manifest["member_ids"]), "n_detect": len(manifest["detection_ids"]["members"]),
             "format": manifest["format"]["name"], "prompt_format": manifest["detect"].get("prompt_format"),
-            "background": background["name"], "background_tokens": background.get("tokens"), **hyperparameters}
+            "background": background["name"], "background_tokens": background.get("tokens"), **chosen,
+            **hyperparameters}
 
 
 def regime_of(settings: dict) -> str:
@@ -231,11 +249,13 @@ def load_instances(folders: Sequence[str | Path]) -> tuple[list[Instance], dict[
 
 
 def unfinished_studies(folders: Sequence[str | Path]) -> list[Path]:
-    """Study folders that started (config.yaml written) and have no results: killed, failed or still running."""
+    """Study folders that started (config.yaml written) and have no results: killed, failed or still running. A
+    finished planted run's own folder (plant.json) holds its studies below it, under groups/."""
     started = {p.parent.resolve() for folder in map(Path, folders) if folder.is_dir()
                for p in folder.rglob("config.yaml") if (p.parent / "__main__.log").is_file()
                or (p.parent / ".hydra").is_dir()}
-    return sorted(p for p in started if not (has(p / "results.jsonl") and has(p / "manifest.json")))
+    return sorted(p for p in started if not (has(p / "results.jsonl") and has(p / "manifest.json"))
+                  and not (p / "plant.json").is_file())
 
 
 def blind_baselines(studies: Sequence[str]) -> dict[str, dict]:

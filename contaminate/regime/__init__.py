@@ -39,6 +39,7 @@ class Regime:
     stream: list[Document]  # what the contaminated model trains on
     control: list[Document] | None  # what the control trains on; None: the base model is the control
     counts: dict = field(default_factory=dict)  # documents and tokens per kind, the members' share
+    control_kind: str | None = None  # what the control is where it is not the background alone or the base model
 
     @property
     def members_seen(self) -> bool:
@@ -47,8 +48,8 @@ class Regime:
     def describe(self) -> dict:
         """For the manifest and the summary: everything calibration groups studies by."""
         return {"name": self.name, "format": self.format, "background": self.background,
-                "exposures": self.exposures, "epochs": self.epochs, "control": "background" if self.control
-                else "base model", **self.counts}
+                "exposures": self.exposures, "epochs": self.epochs,
+                "control": self.control_kind or ("background" if self.control else "base model"), **self.counts}
 
 
 def check_regime(cfg, fmt: Format, background, *, api: bool) -> None:

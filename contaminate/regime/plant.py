@@ -68,6 +68,9 @@ def _count(value, where: str, minimum: int) -> int:
     return value
 
 
+CONTROLS = ("background", "twin", "base")  # plant.control: what the clean cells' model is
+
+
 def plant_groups(plant_cfg) -> list[PlantedGroup]:
     """The groups of ``plant`` (conf/plant/), each checked (one line per failure): its exposures, its size (the
     group's ``n`` or ``plant.n``), its window (the group's or ``plant.window``), unique names, at least one planted
@@ -76,6 +79,10 @@ def plant_groups(plant_cfg) -> list[PlantedGroup]:
     if not groups_cfg:
         return []
     default_n, default_window = plant_cfg.get("n"), plant_cfg.get("window")
+    if plant_cfg.get("control", "background") not in CONTROLS:
+        raise InputError(f"plant.control={plant_cfg.get('control')}: use background (the background alone, trained "
+                         f"as a study's control), twin (the swap twin: the same stream with other instances) or base "
+                         f"(the untouched base model)")
     groups = []
     for index, group in enumerate(groups_cfg):
         where = f"plant.groups[{index}]"
