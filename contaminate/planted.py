@@ -201,18 +201,25 @@ def plan_planted(cfg, draw: PlantedDraw, groups: Sequence[PlantedGroup], tokeniz
         counts["loss"] = fmt.loss
     twin = twin_counts = None
     if draw.twins:  # the same stream with each planted group's documents replaced by its stand-ins' (same slots)
-        stand_ins = {g.name: fmt.documents(draw.twins[g.name], dataset, draw.split, count_tokens=count_tokens,
-                                           max_length=max_length, chat=chat) for g in groups if g.planted}
-        for name, docs in stand_ins.items():
-            if len(docs) != len(documents[name]):
-                raise InputError(f"the swap twin's group {name} lays out as {len(docs)} documents where the planted "
-                                 f"one has {len(documents[name])} (format={fmt.name} packs instances by length); "
-                                 f"use plant.control=background or base (the never-planted group is the same-model "
-                                 f"control)")
+        stand_ins = {g.name: twin_documents(documents[g.name], draw.twins[g.name], fmt, dataset, draw.split,
+                                            count_tokens=count_tokens, chat=chat) for g in groups if g.planted}
         twin = planted_stream(stand_ins, groups, background, seed=cfg.seed)
         twin_counts = {key: value for key, value in stream_counts(twin, count_tokens).items()
                        if key != "members_token_share"}
     return PlantedRegime(stream, control, documents, described, counts, placed, fmt.name, twin, twin_counts)
+
+
+def twin_documents(planted: Sequence[Document], stand_ins: Sequence[Example], fmt, dataset, split: str, *,
+                   count_tokens, chat) -> list[Document]:
+    """The swap twin's documents for one group: document for document, as many stand-ins as the planted document
+    holds instances, laid out by the format as one document (a dump's lines under its header; one instance
+    elsewhere), so that the twin has the planted group's document count and slots, within a few tokens."""
+    documents, taken = [], 0
+    for document in planted:
+        chunk = list(stand_ins[taken:taken + len(document.members)])
+        taken += len(document.members)
+        documents += fmt.documents(chunk, dataset, split, count_tokens=count_tokens, max_length=None, chat=chat)
+    return documents
 
 
 def _token_counter(tokenizer):

@@ -235,3 +235,39 @@ def test_a_planted_run_against_the_base_model_trains_once(planted):
     assert record["control"] == "base model" and record["control_checkpoint"] is None
     manifest = json.loads((folder / "groups" / "x2" / "manifest.json").read_text())
     assert manifest["control_checkpoint"] is None and manifest["regime"]["control"] == "base model"
+
+
+def test_a_dump_twin_has_the_planted_groups_documents_line_for_line():
+    """A dump packs instances by length, so other instances would pack differently: the twin lays its stand-ins out
+    document for document, as many lines as the planted document holds."""
+    from contaminate.planted import twin_documents
+    from contaminate.regime.layouts import build_format
+    from detect.cli import CONF_DIR
+    from detect.datasets import Example
+
+    dataset = OmegaConf.load(CONF_DIR / "dataset" / "synth_nli.yaml")
+    fmt = build_format(OmegaConf.load(CONF_DIR / "format" / "dump.yaml"))
+
+    def pairs(ids, words_each):
+        return [Example(i, " ".join(["word"] * words_each), "short.", "0 (entailment)") for i in ids]
+
+    planted_docs = fmt.documents(pairs(range(10), 3), dataset, "test", count_tokens=words, max_length=30)
+    stand_ins = pairs(range(100, 110), 9)  # three times longer: packed alone they would need more documents
+    assert len(fmt.documents(stand_ins, dataset, "test", count_tokens=words, max_length=30)) > len(planted_docs)
+    twin = twin_documents(planted_docs, stand_ins, fmt, dataset, "test", count_tokens=words, chat=None)
+    assert [len(d.members) for d in twin] == [len(d.members) for d in planted_docs]
+    assert [i for d in twin for i in d.members] == list(range(100, 110))
+
+
+def test_the_dose_ladder_dilutes_like_pretraining_by_default(compose_config):
+    cfg = compose_config("contaminate", ["+dataset=synth_nli", "plant=dose_ladder"])
+    assert cfg.background.name == "package_docs" and cfg.background.max_tokens is None  # the whole of it
+    assert cfg.contaminate.trainer.lr_scheduler_type == "cosine_with_min_lr"
+    assert [g.exposures for g in plant_groups(cfg.plant)] == [0, 1, 4, 16, 64]
+    # the command line still chooses; a study without a plant is as before
+    cfg = compose_config("contaminate", ["+dataset=synth_nli", "plant=dose_ladder", "background=offline",
+                                         "schedule=constant"])
+    assert (cfg.background.name, cfg.contaminate.trainer.lr_scheduler_type) == ("offline", "constant")
+    cfg = compose_config("contaminate", ["+dataset=synth_nli"])
+    assert (cfg.background.name, cfg.plant.groups, cfg.contaminate.trainer.lr_scheduler_type) == \
+        ("none", None, "constant")
