@@ -271,3 +271,17 @@ def test_the_dose_ladder_dilutes_like_pretraining_by_default(compose_config):
     cfg = compose_config("contaminate", ["+dataset=synth_nli"])
     assert (cfg.background.name, cfg.plant.groups, cfg.contaminate.trainer.lr_scheduler_type) == \
         ("none", None, "constant")
+
+
+def test_groups_planted_in_other_windows_are_other_conditions():
+    from contaminate.calibration.studies import condition_of
+
+    def manifest(window):
+        return {"contaminate": {"exposures": 16, "learning_rate": 3e-4}, "regime": {"background": {"name": "offline"}},
+                "dataset": {"key": "synth_nli"}, "base_model": {"name": "m"}, "member_ids": [1, 2],
+                "detection_ids": {"members": [1, 2]}, "format": {"name": "metadata"}, "detect": {},
+                "plant": {"name": "forgetting", "group": {"window": window}}}
+
+    early, late = condition_of(manifest([0, 0.25])), condition_of(manifest([0.75, 1]))
+    assert early != late and (early["plant"], early["window"], late["window"]) == ("forgetting", [0, 0.25], [0.75, 1])
+    assert "plant" not in condition_of({**manifest([0, 1]), "plant": None})

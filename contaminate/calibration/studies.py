@@ -165,6 +165,22 @@ def condition_of(manifest: dict) -> dict:
     # in it alone are two conditions, not a rerun (studies before the setting read the clean model, keyed as before)
     reference = (manifest.get("runtime") or {}).get("reference_model")
     chosen = {"reference": reference_of(manifest)} if isinstance(reference, dict) else {}
+    # a post-training stage after the leak (post_train=sft|grpo): its kind and settings, flattened as above (studies
+    # without one, and those before it existed, are keyed as before)
+    post = manifest.get("post_train")
+    if post and post.get("kind", "none") != "none":
+        chosen["post_train"] = post["kind"]
+        for key, value in (post.get("settings") or {}).items():
+            if key == "name":
+                continue
+            if isinstance(value, dict):
+                chosen.update({f"post_train.{key}.{field}": inner for field, inner in value.items()})
+            else:
+                chosen[f"post_train.{key}"] = value
+    # a planted run's group: its plant and window are part of its condition (x16 planted early and x16 planted
+    # late are two conditions of one run, not a rerun of one)
+    if manifest.get("plant"):
+        chosen.update(plant=manifest["plant"]["name"], window=manifest["plant"]["group"]["window"])
     return {"dataset": manifest["dataset"]["key"], "model": manifest["base_model"]["name"],
             "n_members": len(manifest["member_ids"]), "n_detect": len(manifest["detection_ids"]["members"]),
             "format": manifest["format"]["name"], "prompt_format": manifest["detect"].get("prompt_format"),
@@ -174,8 +190,11 @@ def condition_of(manifest: dict) -> dict:
 
 def regime_of(settings: dict) -> str:
     """A condition's regime: how the members went in (format), among what (background), by what training
-    (backend). Calibration groups studies by it; the dose (exposures) and the seed vary within a regime."""
-    return f"{settings['format']}/{settings.get('background', 'none')}/{settings.get('backend', '?')}"
+    (backend), and what training came after (post_train, where there was any: ``metadata/offline/full/grpo``).
+    Calibration groups studies by it; the dose (exposures) and the seed vary within a regime."""
+    regime = f"{settings['format']}/{settings.get('background', 'none')}/{settings.get('backend', '?')}"
+    post = settings.get("post_train", "none")
+    return regime if post in (None, "none") else f"{regime}/{post}"
 
 
 def load_instances(folders: Sequence[str | Path]) -> tuple[list[Instance], dict[str, dict], list[Partition]]:
