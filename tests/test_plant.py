@@ -271,6 +271,11 @@ def test_the_dose_ladder_dilutes_like_pretraining_by_default(compose_config):
     cfg = compose_config("contaminate", ["+dataset=synth_nli"])
     assert (cfg.background.name, cfg.plant.groups, cfg.contaminate.trainer.lr_scheduler_type) == \
         ("none", None, "constant")
+    # forgetting: the same doses early and late in one stream
+    cfg = compose_config("contaminate", ["+dataset=synth_nli", "plant=forgetting"])
+    assert [(g.name, g.window) for g in plant_groups(cfg.plant)] == [
+        ("x0", (0, 1)), ("x4_0-0.25", (0, 0.25)), ("x4_0.75-1", (0.75, 1)), ("x16_0-0.25", (0, 0.25)),
+        ("x16_0.75-1", (0.75, 1))]
 
 
 def test_groups_planted_in_other_windows_are_other_conditions():
