@@ -38,11 +38,38 @@ def _regime(manifest: dict) -> list[str]:
              f"documents, {background['tokens']:,} tokens")
     share = (f"; members {regime['members_token_share']:.1%} of the {regime['training_tokens']:,} training tokens "
              f"({regime['documents']['member']:,} member documents)" if regime.get("tokens") else "")
-    control = ("The control (the clean cells and the reference model) is the same training on the background alone."
+    control = ("The control (the clean cells) is the same training on the background alone."
                if regime["control"] == "background" else "The control is the untouched base model.")
     loss = f" Loss: {regime['loss']}." if regime.get("loss") else ""
     truth = "" if regime["exposures"] != 0 else " No member was trained in: every cell's ground truth is clean."
     return [f"Regime: {regime['name']}. Format {regime['format']}; {where}{share}. {control}{loss}{truth}", ""]
+
+
+def reference_text(reference: dict | str | None) -> str | None:
+    """Which model the reference ratio read, in a sentence, from the manifest's ``runtime.reference_model``, saying
+    whether it was the oracle (the study's clean model). A study before the setting read the clean model."""
+    if reference is None:
+        return None
+    if isinstance(reference, str):  # before issue 26: always the clean model
+        reference = {"kind": "clean", "model": None, "oracle": True}
+    model = f" {reference['model']}" if reference.get("model") else ""
+    oracle = (" It is the **oracle**: the contaminated model's own twin before the leak, which no practitioner has; "
+              "the reference ratio against it is an oracle's number, not a practitioner's.")
+    if reference["kind"] == "none":
+        return "Reference ratio: not computed (`detect.reference_model=null`)."
+    if reference["kind"] == "clean":
+        return f"Reference ratio against the study's clean model{model} (`detect.reference_model=clean`).{oracle}"
+    given = ("the base model" if reference["kind"] == "base" else "the given model") + model
+    setting = reference["kind"] if reference["kind"] == "base" else reference.get("path") or reference.get("model")
+    if reference["oracle"]:
+        why = " (no background: the base model is the control)" if reference["kind"] == "base" else ""
+        return (f"Reference ratio against {given} (`detect.reference_model={setting}`), which is also the study's "
+                f"clean model{why}.{oracle}")
+    if reference.get("same_as") == "contaminated":
+        return (f"Reference ratio against {given} (`detect.reference_model={setting}`), which is the contaminated "
+                f"model itself: its ratio there is 0.")
+    return (f"Reference ratio against {given} (`detect.reference_model={setting}`), not the study's clean model: a "
+            f"reference a practitioner can have, not the oracle.")
 
 
 def write_report(path: Path, summary: dict, manifest: dict) -> None:
@@ -60,6 +87,9 @@ def write_report(path: Path, summary: dict, manifest: dict) -> None:
         f"{_where(manifest.get('runtime'))}.", "",
         *_regime(manifest),
     ]
+    reference = reference_text((manifest.get("runtime") or {}).get("reference_model"))
+    if reference:
+        lines += [reference, ""]
     first = next(iter(cells.values()))
     detectors = list(read_back(first))
     for cls, _ in detectors:  # a detector's own study-level section (Algorithm 2: the paper's Table 1)

@@ -14,13 +14,19 @@ run on five cells (with a background, "clean" is the control; at exposures 0 eve
 | clean x members              | base         | members             | clean        |
 | clean x non_members          | base         | non-members         | clean        |
 
+The reference ratio's reference model is ``detect.reference_model`` (conf/contaminate.yaml): ``base`` (the default),
+the model the run started from, a practitioner's public model where there is a background (the clean cells' control
+is another model) and the clean model itself, the oracle, where there is none; ``clean``, the clean model (the
+oracle: the contaminated model's own twin before the leak); a hub id or folder; or null (none). The manifest says
+which it was and whether it was the oracle (``runtime.reference_model``).
+
 Reuse: finished work is kept in ``cache_dir`` under a hash of everything that determines it. A checkpoint is
 keyed by the resolved training config (base model, dataset, split, member ids, the training texts themselves,
 format, hyperparameters, seed, the device kind and precision it trains with; for a stream its documents in order)
 and the training code; a control by its background stream, hyperparameters and seed alone; a cell's
 rows by the model (a checkpoint's own id, so a forced retrain invalidates them), its instances (ids and content),
-the detector config, the device kind and dtype, and the detector code. A rerun, or a study killed mid-way and
-started again, picks up whatever finished.
+the detector config, the reference model (by its id, beside the setting that chose it), the device kind and dtype,
+and the detector code. A rerun, or a study killed mid-way and started again, picks up whatever finished.
 
 Where the time goes is in ``manifest.json``'s ``timings``: each stage, and per cell its logit pass, its instance
 detectors (generation, scores, judge) and its partition detectors, with the tokens each generated and scored.
@@ -57,7 +63,15 @@ from detect.detectors import Detector, Evidence
 from detect.detectors.base import PlainText
 from detect.errors import InputError
 from detect.models import ModelRef, digest
-from detect.pipeline import check_detection, run_partition, summarize, verdicts, write_config, write_jsonl
+from detect.pipeline import (
+    check_detection,
+    reference_setting,
+    run_partition,
+    summarize,
+    verdicts,
+    write_config,
+    write_jsonl,
+)
 from detect.runtime import Placement
 from detect.runtime import from_config as placement_from
 from detect.validate import count
@@ -70,8 +84,9 @@ CELLS = (
     ("clean_x_members", "clean", "members", "clean"),
     ("clean_x_non_members", "clean", "non_members", "clean"),
 )
-# The clean model's cells run first: its statistics of the members and non-members then serve, from memory, as
-# the reference model's for the contaminated model's cells of the same instances.
+# The clean model's cells run first: where the reference model is the clean model (detect.reference_model=clean, or
+# base without a background), its statistics of the members and non-members then serve, from memory, as the reference
+# model's for the contaminated model's cells of the same instances (a third reference model memoises its own).
 DETECTION_ORDER = ("clean", "contaminated")
 PACKAGES = ("torch", "transformers", "trl", "peft", "datasets", "accelerate", "rouge-score", "sentence-transformers",
             "hydra-core", "contamination-lab")
@@ -175,7 +190,8 @@ def run_study(cfg, out_dir: Path) -> dict:
 
     stage = time.time()
     models = StudyModels(cfg, placement, {"contaminated": (contaminated.model, contaminated.record["id"]),
-                                          "clean": contaminated.clean}, setup.serving, setup.detectors)
+                                          "clean": contaminated.clean}, setup.serving, setup.detectors,
+                         base=contaminated.base)
     cells = study_cells(contaminated.regime)
     runtime_key = "api" if setup.trainer.api else placement.key()  # what, beyond the model, keys its cells
     # the detectors read each instance as the format rendered it for training (its chat turns: the base's template)
@@ -215,6 +231,7 @@ def check_study(cfg) -> Setup:
     background = instantiate_background(cfg.get("background"))
     check_regime(cfg, fmt, background, api=trainer.api)  # format fields, background, exposures
     detectors = check_detection(cfg)
+    reference_setting(cfg.detect, study=True)  # base, clean, a hub id or folder, or null: one line if none of them
     check_reference_corpus(detectors, background)
     return Setup(trainer, serving, fmt, background, detectors, _judge(cfg))
 
@@ -393,6 +410,9 @@ def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, runtime_key:
                     else reader.name,
                     "seed": cfg.seed, "dataset": cfg.dataset.key, "code": code_digest(DETECTOR_CODE),
                     "runtime": runtime_key,
+                    # the reference ratio's reference model by its identity (a checkpoint's own id, else its ref's
+                    # digest), not by the word that chose it: base is another model with or without a background
+                    "reference": models.reference.key,
                     # data a detector reads beyond its settings (DC-PDD's corpus), by content
                     "data": {name: key for name, key in ((d.name, d.data_key()) for d in models.detectors)
                              if key is not None}}
@@ -429,16 +449,22 @@ def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, runtime_key:
 def detect_cell(cfg, models: StudyModels, checkpoint: str, instances: list[Example], whole: list[Example],
                 split: str, judge, reader=None, heldout: Sequence[Example] = ()) -> tuple[list[dict], dict]:
     """One cell: ``detect.pipeline.run_partition`` on the checkpoint's model, the instance detectors on
-    ``instances`` and the partition detectors on ``whole``, with the clean model as the reference (for its own
-    cells: itself, so the reference ratio is 0)."""
+    ``instances`` and the partition detectors on ``whole``, with ``models.reference_model()`` as the reference
+    (``detect.reference_model``: by default the base model, which is the clean model where there is no background;
+    the clean model's own cells against itself have a reference ratio of 0)."""
+    needed = any("reference" in detector.needs for detector in models.detectors)
     evidence = Evidence(cfg.dataset, split, instances, whole, model=models.model(checkpoint),
-                        reference=models.model("clean"), seed=cfg.seed,
+                        reference=models.reference_model() if needed else None, seed=cfg.seed,
                         reader=reader if reader is not None else PlainText(), heldout=list(heldout))
-    before = models.counters(checkpoint)
+    third = needed and models.reference.ref is not None and models.reference.same_as is None
+    before, reference_before = models.counters(checkpoint), models.counters("reference")
     rows, timing = run_partition(evidence, models.detectors, judge=judge, detect_cfg=cfg.detect,
                                  semantic=models.semantic())
     after = models.counters(checkpoint)
     timing.update({name: after[name] - before[name] for name in after})
+    if third:  # a reference model of its own: the tokens it scored for this cell
+        timing["reference_scored_tokens"] = (models.counters("reference")["scored_tokens"]
+                                             - reference_before["scored_tokens"])
     return rows, timing
 
 
@@ -501,9 +527,11 @@ def build_manifest(cfg, sampled: Sampled, contaminated: Contaminated, judge, pla
             "folder": str(contaminated.control[1].resolve()), "reused": contaminated.control[2],
             **contaminated.control[3]},
         "runtime": {"requested": OmegaConf.to_container(cfg.runtime, resolve=True), "resolved": placement.describe(),
-                    # where each model of this run really was; the reference model is the clean checkpoint
+                    # where each model of this run really was (the reference model where it is a third one)
                     "models": models.placements(),
-                    "reference_model": "clean" if contaminated.control is None else "control (background alone)",
+                    # which model the reference ratio read (detect.reference_model) and whether it is the oracle:
+                    # the clean model, the contaminated model's own twin before the leak
+                    "reference_model": models.reference.describe(),
                     "training": contaminated.record.get("placement")},
         "cached_cells": cached_cells, "detect": OmegaConf.to_container(cfg.detect, resolve=True),
         "judge": judge.describe(), "packages": _versions(), "git_commit": _git_commit(), "timings": timings,

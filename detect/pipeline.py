@@ -17,6 +17,7 @@ partition-level detector: ChatGPT-Cheat?, the sharded likelihood test), ``summar
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -156,6 +157,33 @@ def check_detection(cfg) -> list:
     return build(detect.detectors)
 
 
+# detect.reference_model's keywords in a study (python -m contaminate): the model the run started from, and the study's
+# clean model (the contaminated model's own twin before the leak: an oracle no practitioner has)
+STUDY_REFERENCES = {"base": "the base model the run started from", "clean": "the study's clean model, the oracle"}
+
+
+def reference_setting(detect_cfg, *, study: bool = False):
+    """``detect.reference_model`` checked in one line before any work: None (no reference model: the reference ratio
+    is left out), a study's keyword (``base``, ``clean``), or a hub id (owner/name) or local model folder, returned
+    as a ``ModelRef`` named by it (``python -m detect`` takes only these)."""
+    from detect.models import hub
+
+    value = detect_cfg.get("reference_model")
+    if value is None:
+        return None
+    text = str(value)
+    if study and text in STUDY_REFERENCES:
+        return text
+    if text in STUDY_REFERENCES:
+        raise InputError(f"detect.reference_model={text} names a study's model (python -m contaminate); here give a "
+                         f"hub id (owner/name) or a model folder, or null (no reference)")
+    if isinstance(value, str) and (Path(text).is_dir() or re.fullmatch(r"[\w.-]+/[\w.-]+", text)):
+        return hub(text)
+    keywords = "".join(f"{key} ({meaning}), " for key, meaning in STUDY_REFERENCES.items()) if study else ""
+    raise InputError(f"detect.reference_model={text} is not {'base, clean, ' if study else ''}a model folder or a hub "
+                     f"id (owner/name); use {keywords}a hub id, a model folder, or null (no reference)")
+
+
 def logit_requests(detectors: Sequence[Detector], evidence: Evidence) -> list[tuple[list[str], bool]]:
     """Everything the (running) detectors will read from the model, as ``LanguageModel.prefetch`` requests, so one
     batched pass serves them all (membership texts with moments, the sharded test's orders, DC-PDD's texts)."""
@@ -248,7 +276,7 @@ def main(cfg, out_dir: Path) -> dict:
     """Everything ``python -m detect`` does, given a composed config and a run folder."""
     from detect.cli import instantiate
     from detect.detectors.time_travel.scores import SemanticScorer
-    from detect.models import GenerationSettings, build_backend, hub
+    from detect.models import GenerationSettings, build_backend
     from detect.models.hf import LocalModels
     from detect.runtime import from_config as placement_from
 
@@ -259,6 +287,7 @@ def main(cfg, out_dir: Path) -> dict:
     split = cfg.split or dataset.default_split
     placement = placement_from(cfg.runtime)
     detectors = check_detection(cfg)  # the whole config, before any data or model is touched
+    reference_ref = reference_setting(cfg.detect)
     backend = build_backend(cfg.generation)
     write_config(out_dir / "config.yaml", cfg, placement)
 
@@ -269,8 +298,8 @@ def main(cfg, out_dir: Path) -> dict:
     settings = GenerationSettings.of(cfg.detect)
     model = backend.open(instantiate(cfg.model) if backend.reads_model_group else None, settings, placement)
     reference = None
-    if cfg.detect.reference_model and any("reference" in d.needs for d in detectors):
-        reference = LocalModels().open(hub(str(cfg.detect.reference_model)), settings, placement)
+    if reference_ref is not None and any("reference" in d.needs for d in detectors):
+        reference = LocalModels().open(reference_ref, settings, placement)
     semantic = SemanticScorer(cfg.detect.semantic_model, placement=placement) if cfg.detect.semantic_model else None
     # The partition detectors read the split, not the sample: Cheat? searches all of it for replicas, the
     # sharded test takes its first instances in the dataset's order.

@@ -55,7 +55,9 @@ def test_a_diluted_study_and_its_control(study):
     assert summary["regime"]["background"] == "offline" and summary["regime"]["members_token_share"] > 0
     control = manifest["control_checkpoint"]
     assert control["folder"] != manifest["checkpoint"]["folder"] and control["steps"] < manifest["checkpoint"]["steps"]
-    assert manifest["runtime"]["reference_model"].startswith("control")
+    # the reference ratio's reference: the base model (detect.reference_model=base), not the control: no oracle
+    assert manifest["runtime"]["reference_model"]["kind"] == "base"
+    assert manifest["runtime"]["reference_model"]["oracle"] is False
     report = (folder / "report.md").read_text()
     assert "Regime: diluted: each member 2x at random positions" in report and "background alone" in report
     assert summary["cells"]["contaminated_x_members"]["ground_truth"] == "contaminated"

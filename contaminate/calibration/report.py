@@ -243,6 +243,22 @@ def _interval(summary: dict) -> str:
     return f"{summary['mean']:.2f} [{summary['low']:.2f}, {summary['high']:.2f}]"
 
 
+def reference_section(sources) -> list[str]:
+    """Which reference model the studies' reference ratio read (each manifest's label), and what an oracle one is."""
+    from contaminate.calibration.studies import has, read_json, reference_of
+
+    labels = Counter(reference_of(read_json(Path(study) / "manifest.json")) for study in sources
+                     if has(Path(study) / "manifest.json"))
+    labels.pop(None, None)  # a manifest that does not say
+    if not labels:
+        return []
+    counts = ", ".join(f"{label} in {n} of {len(sources)} studies" for label, n in sorted(labels.items()))
+    oracle = (" An oracle reference is the study's clean model, the contaminated model's own twin before the leak, "
+              "which no practitioner has: reference_ratio's numbers against it are an oracle's, not a practitioner's."
+              if any(label.endswith("(oracle)") for label in labels) else "")
+    return [f"The reference ratio's reference model (`detect.reference_model`): {counts}.{oracle}", ""]
+
+
 def write_reports(result: Calibration, out: Path) -> None:
     out = Path(out)
     rows = dose_response_rows(result)
@@ -270,6 +286,7 @@ def write_reports(result: Calibration, out: Path) -> None:
         f"instances and {n['negative']} clean ones (each computation once), over {len(result.conditions)} "
         f"conditions. Generated {result.created} by `python -m contaminate.calibrate`.",
         "",
+        *reference_section(result.sources),
         *regime_headline(result.by_regime, out),
         *regime_details(result.by_regime, out),
         "# Cross-model numbers (not membership)",
