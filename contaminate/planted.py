@@ -268,7 +268,7 @@ def run_planted(cfg, out_dir: Path) -> dict:
     plant_key = {"plant": [g.describe() for g in groups],
                  "groups": {g.name: [e.instance_id for e in draw.groups[g.name]] for g in groups}}
     contaminated = contaminate(cfg, replace(first, members=everyone), placement, out_dir, setup, regime=regime,
-                               key=plant_key)
+                               key=plant_key, post_control=not planted.twin)
     if contaminated is None:
         return {"distributed_worker": True}
     if planted.twin:
@@ -276,6 +276,13 @@ def run_planted(cfg, out_dir: Path) -> dict:
                                                                 plant_key))
         if contaminated.control is None:
             return {"distributed_worker": True}
+        if contaminated.post_train:  # post_train=sft|grpo: the twin post-trained as the contaminated model was
+            from contaminate.training.post import post_train_stage
+
+            contaminated = post_train_stage(cfg, setup.trainer).apply_to_control(cfg, first, contaminated, setup,
+                                                                                 placement)
+            if contaminated is None:
+                return {"distributed_worker": True}
     timings["train_s"] = round(contaminated.seconds, 1)
     hyperparameters = {k: v for k, v in contaminated.hyperparameters.items() if k != "exposures"}
 
@@ -357,7 +364,9 @@ def plant_record(cfg, groups, draw: PlantedDraw, planted: PlantedRegime, contami
                     "within_model_auc": within_model_auc(results[g.name][1]) if g.name in results else None}
                    for g in groups],
         "stream": planted.counts, "checkpoint": contaminated.record,
-        "control": ("swap twin" if planted.twin else "background alone" if contaminated.control else "base model"),
+        "control": ("swap twin" if planted.twin else "background alone" if planted.control is not None
+                    and cfg.plant.get("control", "background") == "background" else "base model")
+        + (f", post_train={contaminated.post_train['kind']}" if contaminated.post_train else ""),  # both post-trained
         "control_checkpoint": contaminated.control[3] if contaminated.control else None,
         "twin_stream": planted.twin_counts,
         "twin_stand_ins": {name: [e.instance_id for e in pool] for name, pool in draw.twins.items()},

@@ -122,6 +122,9 @@ class Contaminated:
     seconds: float
     control: tuple[ModelRef, Path, bool, dict] | None = None  # trained on the background alone: (model, folder,
     # reused, record); None: the base model is the control
+    # post_train=sft|grpo (contaminate/training/post.py): model, folder, record and control are the post-trained
+    # checkpoints (the base model post-trained where it was the control); this is the manifest's record of the stage
+    post_train: dict | None = None
 
     @property
     def clean(self) -> tuple[ModelRef, str]:
@@ -317,13 +320,18 @@ def other_split_pools(dataset, other_split: str, *, n_detect: int, n_pool: int, 
 
 
 def contaminate(cfg, sampled: Sampled, placement: Placement, out_dir: Path, setup: Setup, *,
-                regime: Regime | None = None, key: dict | None = None) -> Contaminated | None:
+                regime: Regime | None = None, key: dict | None = None,
+                post_control: bool = True) -> Contaminated | None:
     """The contaminated checkpoint for this training config (and, with a background, its control): reused when a
     finished one exists, else trained. None for an API dry run (``estimate.json`` written) and in the non-main
     processes of a distributed launch. ``regime``: a stream planned elsewhere (a planted run's), with ``key`` added
-    to its checkpoint's key."""
+    to its checkpoint's key. With ``post_train`` (contaminate/training/post.py) both models are then post-trained
+    and returned in their place; ``post_control=False`` leaves the control to the caller (a planted run's twin)."""
+    from contaminate.training.post import post_train_stage
+
     dataset, seed = cfg.dataset, cfg.seed
     backend = setup.trainer
+    post = post_train_stage(cfg, backend)  # checked before any training: one line
     base = backend.base_model(cfg)
     if regime is None:
         regime = plan_regime(cfg, sampled.members, sampled.split, backend.tokenizer(base), setup.background,
@@ -365,7 +373,11 @@ def contaminate(cfg, sampled: Sampled, placement: Placement, out_dir: Path, setu
         model, folder, reused = control[0], control[1], control[2]
     seconds = time.time() - started
     record = json.loads((folder / "lab_checkpoint.json").read_text())
-    return Contaminated(base, model, folder, reused, record, regime, template, hyperparameters, seconds, control)
+    contaminated = Contaminated(base, model, folder, reused, record, regime, template, hyperparameters, seconds,
+                                control)
+    if post is None:
+        return contaminated
+    return post.apply(cfg, sampled, contaminated, setup, placement, control=post_control)
 
 
 def _checkpoint(backend, base: ModelRef, documents: list, training_key: dict, cfg,
@@ -526,6 +538,9 @@ def build_manifest(cfg, sampled: Sampled, contaminated: Contaminated, judge, pla
         "control_checkpoint": None if contaminated.control is None else {
             "folder": str(contaminated.control[1].resolve()), "reused": contaminated.control[2],
             **contaminated.control[3]},
+        # post_train=sft|grpo: kind, settings, data ids, steps, each parent's record and each post-trained one's
+        # (checkpoint and control_checkpoint above are the post-trained models the cells read); None: no stage
+        "post_train": contaminated.post_train,
         "runtime": {"requested": OmegaConf.to_container(cfg.runtime, resolve=True), "resolved": placement.describe(),
                     # where each model of this run really was (the reference model where it is a third one)
                     "models": models.placements(),

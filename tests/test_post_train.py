@@ -1,0 +1,158 @@
+"""Post-training after the leak (contaminate/training/post.py, post_train=sft|grpo): both the contaminated model and
+its control are post-trained on clean data no detector reads, the cells read the post-trained models, the manifest
+records it, calibration keeps it apart as a regime; GRPO's reward by hand; bad settings are one line before any
+training."""
+
+import json
+
+import pytest
+
+from contaminate.calibration.studies import condition_of, regime_of
+from contaminate.study import run_study, sample_pools
+from contaminate.training.post import label_reward, named_labels, post_train_data, rouge_reward, task_turns
+from detect.errors import InputError
+
+TINY = ["+dataset=synth_nli", "model=tiny_random", "sample.n_members=8", "sample.n_non_members=8",
+        "sample.n_detect=4", "sample.n_heldout=4", "contaminate.batch_size=4", "contaminate.epochs=1",
+        "detect.max_new_tokens=4", "detect.semantic_model=null"]
+# the logit scores and one verdict: the other detectors' passes would take minutes a study here
+LEAN = [f"detect.detectors.{name}.enabled=false" for name in (
+    "alg1", "membership_raw", "dc_pdd", "cheat", "sharded_likelihood", "permutation", "recall", "performance", "dcq",
+    "ts_guessing")]
+TINY += LEAN
+SFT = ["post_train=sft", "post_train.n=8", "post_train.batch_size=4"]
+GRPO = ["post_train=grpo", "post_train.n=4", "post_train.batch_size=2", "post_train.trainer.num_generations=2",
+        "post_train.trainer.max_completion_length=4", "post_train.trainer.max_steps=2"]
+
+
+@pytest.fixture
+def study(compose_config, tmp_path):
+    def _run(*overrides, run="run"):
+        cfg = compose_config("contaminate", [*TINY, f"cache_dir={tmp_path / 'cache'}", *overrides])
+        summary = run_study(cfg, tmp_path / run)
+        return summary, json.loads((tmp_path / run / "manifest.json").read_text()), tmp_path / run
+
+    return _run
+
+
+def _rows(folder):
+    return [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.slow
+def test_sft_post_trains_the_contaminated_model_and_the_base_model_as_its_control(study):
+    _, plain, _ = study(run="plain")
+    assert plain["post_train"] is None and plain["control_checkpoint"] is None
+    summary, manifest, folder = study(*SFT, run="post")
+    post = manifest["post_train"]
+    assert post["kind"] == "sft" and post["data"]["split"] == "train" and len(post["data"]["ids"]) == 8
+    # the contaminated model's parent is the plain study's checkpoint (reused from the cache), the control's the base
+    assert post["parents"]["contaminated"]["id"] == plain["checkpoint"]["id"]
+    assert post["parents"]["control"] == {"base": plain["base_model"]}
+    # the cells read the post-trained models: new checkpoints, each recorded, none the un-post-trained one
+    leak, control = post["checkpoints"]["contaminated"], post["checkpoints"]["control"]
+    assert manifest["checkpoint"]["id"] == leak["id"] != plain["checkpoint"]["id"]
+    assert manifest["control_checkpoint"]["id"] == control["id"] != leak["id"]
+    assert leak["folder"] != control["folder"] and leak["post_train"] == control["post_train"] == "sft"
+    assert post["steps"] == {"contaminated": 2, "control": 2}
+    assert leak["parent"] == {"checkpoint": plain["checkpoint"]["id"]}
+    models = {(row["checkpoint"], row["model"]) for row in _rows(folder)}
+    assert models == {("contaminated", "tiny_random+full+sft"), ("clean", "tiny_random+sft")}
+    assert "then post_train=sft on 8 clean instances of the train split" in manifest["regime"]["name"]
+    assert summary["cells"]["contaminated_x_members"]["ground_truth"] == "contaminated"
+    # calibration keeps the two apart
+    assert regime_of(condition_of(plain)) == "metadata/none/full"
+    assert regime_of(condition_of(manifest)) == "metadata/none/full/sft"
+
+
+def test_the_post_training_data_is_disjoint_from_every_pool_the_detectors_read(compose_config):
+    cfg = compose_config("contaminate", [*TINY, *SFT, "post_train.n=64"])
+    sampled = sample_pools(cfg)
+    data, names = post_train_data(cfg, sampled, 64)
+    assert len(data) == 64 and names == ["0 (entailment)", "1 (not entailment)"]
+    assert {e.label for e in data} == set(names)  # label-balanced: 32 + 32
+    other = sampled.other_split
+    read = {(split, e.instance_id) for pool, (instances, split) in sampled.detection.items() for e in instances}
+    read |= {(sampled.split, e.instance_id) for pool in ("members", "non_members") for e in sampled.whole[pool]}
+    read |= {(other, e.instance_id) for e in sampled.whole["other_split"]}
+    read |= {(split, e.instance_id) for split, pool in sampled.heldout.items() for e in pool}
+    assert not {(other, e.instance_id) for e in data} & read
+    texts = {e.text for pool in [*sampled.whole.values(), *sampled.heldout.values()] for e in pool}
+    assert not {e.text for e in data} & texts
+    # the task as a user fine-tunes on it: the instruction format's chat prompt, the label as the answer
+    from detect.models import load, tiny_random
+
+    turns = task_turns(data[:2], cfg.dataset, other, load(tiny_random())[1])
+    assert all(t.text.startswith(t.prompt) and t.answer == e.label and "Does sentence1 entail sentence2?" in t.prompt
+               for t, e in zip(turns, data))
+
+
+def test_the_grpo_reward_by_hand():
+    names = ["0 (entailment)", "1 (not entailment)"]
+    assert label_reward("0 (entailment)", "0 (entailment)", names) == 1.0
+    assert label_reward(" the answer: 1 (NOT ENTAILMENT).", "1 (not entailment)", names) == 1.0
+    assert label_reward("1 (not entailment)", "0 (entailment)", names) == 0.0          # the wrong label
+    assert label_reward("0 (entailment) or 1 (not entailment)", "0 (entailment)", names) == 0.0  # both
+    assert label_reward("", "0 (entailment)", names) == 0.0                          # empty
+    # a label inside a longer label's name is that longer label's; whole words only
+    plain = ["entailment", "not entailment"]
+    assert named_labels("not entailment", plain) == {"not entailment"}
+    assert label_reward("Not entailment", "not entailment", plain) == 1.0
+    assert label_reward("entailments", "entailment", plain) == 0.0
+    # a task without a label: ROUGE-L against the reference
+    assert rouge_reward("the cat sat", "the cat sat") == 1.0 and rouge_reward("", "the cat sat") == 0.0
+    assert 0 < rouge_reward("the cat", "the cat sat") < 1
+
+
+@pytest.mark.slow
+def test_grpo_runs_a_couple_of_steps_on_both_models(study):
+    _, manifest, folder = study(*GRPO)
+    post = manifest["post_train"]
+    assert post["kind"] == "grpo" and post["steps"] == {"contaminated": 2, "control": 2}
+    leak = post["checkpoints"]["contaminated"]
+    assert leak["post_train"] == "grpo" and 0 <= leak["mean_reward"] <= 1 and manifest["checkpoint"]["id"] == leak["id"]
+    assert post["settings"]["trainer"]["num_generations"] == 2
+    assert regime_of(condition_of(manifest)) == "metadata/none/full/grpo"
+    assert {row["model"] for row in _rows(folder) if row["checkpoint"] == "clean"} == {"tiny_random+grpo"}
+    # a rerun reuses both post-trained checkpoints, and so every cell
+    _, again, _ = study(*GRPO, run="again")
+    assert again["checkpoint"]["reused"] and again["control_checkpoint"]["reused"]
+    assert again["post_train"]["checkpoints"] == {which: {**block, "reused": True}
+                                                  for which, block in post["checkpoints"].items()}
+    assert len(again["cached_cells"]) == 5
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ([*SFT, "++post_train.trainer.bogus=1"], "post_train.trainer.bogus is not a SFTConfig field"),
+    ([*SFT, "++post_train.trainer.seed=3"], "post_train.trainer.seed is set by the lab from seed"),
+    ([*GRPO, "++post_train.trainer.no_such_field=1"], "post_train.trainer.no_such_field is not a GRPOConfig field"),
+    ([*GRPO, "post_train.batch_size=3"], "not a multiple of post_train.trainer.num_generations=2"),
+    ([*GRPO, "contaminate=openai"], "post_train=grpo trains the checkpoints with TRL on this machine"),
+    ([*SFT, "post_train.n=0"], "post_train.n=0: give a whole number >= 1"),
+])
+def test_bad_post_training_is_one_line_before_any_training(compose_config, tmp_path, overrides, message):
+    cfg = compose_config("contaminate", [*TINY, f"cache_dir={tmp_path / 'cache'}", *overrides])
+    with pytest.raises(InputError) as error:
+        run_study(cfg, tmp_path / "run")
+    assert message in str(error.value) and "\n" not in str(error.value)
+    assert not (tmp_path / "cache" / "checkpoints").exists()  # nothing trained
+
+
+@pytest.mark.slow
+def test_a_planted_runs_swap_twin_is_post_trained_as_the_contaminated_model(compose_config, tmp_path):
+    cfg = compose_config("contaminate", [
+        "+dataset=synth_nli", "model=tiny_random", "plant=dose_ladder", "plant.n=4", "plant.control=twin",
+        "plant.groups=[{exposures:0},{exposures:1}]", "sample.n_detect=4", "sample.n_heldout=4",
+        "contaminate.batch_size=4", "detect.max_new_tokens=4", "detect.semantic_model=null", "background=offline",
+        "background.max_tokens=1500", *LEAN, *SFT, f"cache_dir={tmp_path / 'cache'}"])
+    run_study(cfg, tmp_path / "run")
+    manifest = json.loads((tmp_path / "run" / "groups" / "x1" / "manifest.json").read_text())
+    post = manifest["post_train"]
+    leak, twin = post["parents"]["contaminated"], post["parents"]["control"]
+    assert twin["id"] != leak["id"] and twin["steps"] == leak["steps"]  # the swap twin, before post-training
+    assert post["checkpoints"]["control"]["parent"] == {"checkpoint": twin["id"]}
+    assert manifest["control_checkpoint"]["id"] == post["checkpoints"]["control"]["id"]
+    assert manifest["checkpoint"]["id"] == post["checkpoints"]["contaminated"]["id"]
+    assert post["steps"]["control"] == post["steps"]["contaminated"] == 2
+    record = json.loads((tmp_path / "run" / "plant.json").read_text())
+    assert record["control_checkpoint"]["id"] == post["checkpoints"]["control"]["id"]
