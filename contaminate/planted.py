@@ -103,7 +103,9 @@ def planted_config(cfg):
     return cfg
 
 
-def check_planted(cfg, groups: Sequence[PlantedGroup], setup: Setup) -> None:
+def check_planted(cfg, groups: Sequence[PlantedGroup]) -> None:
+    """What a planted run needs of the sample settings (before the study's own checks, whose sample.n_members and
+    n_non_members a planted run does not use)."""
     smallest = min(groups, key=lambda g: g.n)
     if cfg.sample.n_detect > smallest.n:
         raise InputError(f"sample.n_detect={cfg.sample.n_detect} is more than group {smallest.name}'s {smallest.n} "
@@ -203,6 +205,11 @@ def plan_planted(cfg, draw: PlantedDraw, groups: Sequence[PlantedGroup], tokeniz
     if draw.twins:  # the same stream with each planted group's documents replaced by its stand-ins' (same slots)
         stand_ins = {g.name: twin_documents(documents[g.name], draw.twins[g.name], fmt, dataset, draw.split,
                                             count_tokens=count_tokens, chat=chat) for g in groups if g.planted}
+        for name, docs in stand_ins.items():  # the same slots need the same document count, group by group
+            if len(docs) != len(documents[name]):
+                raise InputError(f"the swap twin's group {name} lays out as {len(docs)} documents where the planted "
+                                 f"one has {len(documents[name])} (format={fmt.name}); use plant.control=background "
+                                 f"or base")
         twin = planted_stream(stand_ins, groups, background, seed=cfg.seed)
         twin_counts = {key: value for key, value in stream_counts(twin, count_tokens).items()
                        if key != "members_token_share"}
@@ -238,14 +245,15 @@ def run_planted(cfg, out_dir: Path) -> dict:
     started = time.time()
     out_dir = Path(out_dir)
     groups = plant_groups(cfg.plant)
+    given = cfg  # what the user composed: config.yaml, so that it composes again
     cfg = planted_config(cfg)
     placement = placement_from(cfg.runtime)
+    check_planted(cfg, groups)
     setup = check_study(cfg)
-    check_planted(cfg, groups, setup)
     main_process = _is_main_process()
     if main_process:
         out_dir.mkdir(parents=True, exist_ok=True)
-        write_config(out_dir / "config.yaml", cfg, placement)
+        write_config(out_dir / "config.yaml", given, placement)
     timings = {}
 
     stage = time.time()
@@ -272,8 +280,10 @@ def run_planted(cfg, out_dir: Path) -> dict:
     if contaminated is None:
         return {"distributed_worker": True}
     if planted.twin:
+        stage = time.time()
         contaminated = replace(contaminated, control=train_twin(cfg, draw, planted, contaminated, setup, placement,
                                                                 plant_key))
+        contaminated = replace(contaminated, seconds=contaminated.seconds + time.time() - stage)
         if contaminated.control is None:
             return {"distributed_worker": True}
         if contaminated.post_train:  # post_train=sft|grpo: the twin post-trained as the contaminated model was
@@ -286,8 +296,12 @@ def run_planted(cfg, out_dir: Path) -> dict:
     timings["train_s"] = round(contaminated.seconds, 1)
     hyperparameters = {k: v for k, v in contaminated.hyperparameters.items() if k != "exposures"}
 
+    # the clean model is the contaminated one's twin before the leak unless it is the untouched base model beside a
+    # background (plant.control=base): then the reference ratio against it is not an oracle's
+    twin = kind != "base" or not planted.background.get("tokens")
     models = StudyModels(cfg, placement, {"contaminated": (contaminated.model, contaminated.record["id"]),
-                                          "clean": contaminated.clean}, setup.serving, setup.detectors)
+                                          "clean": contaminated.clean}, setup.serving, setup.detectors,
+                         base=contaminated.base, clean_is_twin=twin)
     runtime_key = placement.key()
     reader = LeakReader(setup.format, cfg.dataset, chat_renderer(tokenizer, setup.format.name))
     results = {}
@@ -311,6 +325,7 @@ def run_planted(cfg, out_dir: Path) -> dict:
         timings[f"detect_{group.name}_s"] = manifest["timings"]["detect_s"]
     timings["total_s"] = round(time.time() - started, 1)
     record = plant_record(cfg, groups, draw, planted, contaminated, results, timings)
+    record["reference_model"] = models.reference.describe()
     (out_dir / "plant.json").write_text(json.dumps(record, indent=2))
     (out_dir / "plant.md").write_text(plant_report(record))
     return {"plant": record, "groups": {name: summary for name, (summary, _) in results.items()}}

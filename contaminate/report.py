@@ -38,8 +38,10 @@ def _regime(manifest: dict) -> list[str]:
              f"documents, {background['tokens']:,} tokens")
     share = (f"; members {regime['members_token_share']:.1%} of the {regime['training_tokens']:,} training tokens "
              f"({regime['documents']['member']:,} member documents)" if regime.get("tokens") else "")
-    control = ("The control (the clean cells) is the same training on the background alone."
-               if regime["control"] == "background" else "The control is the untouched base model.")
+    control = {"background": "The control (the clean cells) is the same training on the background alone.",
+               "swap twin": "The control (the clean cells) is the swap twin: the same stream, steps and schedule, "
+                            "each planted group replaced by a disjoint group of the same split."}.get(
+        regime["control"], "The control is the untouched base model.")
     loss = f" Loss: {regime['loss']}." if regime.get("loss") else ""
     truth = "" if regime["exposures"] != 0 else " No member was trained in: every cell's ground truth is clean."
     return [f"Regime: {regime['name']}. Format {regime['format']}; {where}{share}. {control}{loss}{truth}", ""]
@@ -58,13 +60,19 @@ def reference_text(reference: dict | str | None) -> str | None:
     if reference["kind"] == "none":
         return "Reference ratio: not computed (`detect.reference_model=null`)."
     if reference["kind"] == "clean":
-        return f"Reference ratio against the study's clean model{model} (`detect.reference_model=clean`).{oracle}"
+        return (f"Reference ratio against the study's clean model{model} (`detect.reference_model=clean`)." +
+                (oracle if reference["oracle"] else " It is not the contaminated model's twin before the leak (the "
+                 "untouched base model beside a background), so not the oracle either."))
     given = ("the base model" if reference["kind"] == "base" else "the given model") + model
     setting = reference["kind"] if reference["kind"] == "base" else reference.get("path") or reference.get("model")
     if reference["oracle"]:
         why = " (no background: the base model is the control)" if reference["kind"] == "base" else ""
         return (f"Reference ratio against {given} (`detect.reference_model={setting}`), which is also the study's "
                 f"clean model{why}.{oracle}")
+    if reference.get("same_as") == "clean":
+        return (f"Reference ratio against {given} (`detect.reference_model={setting}`), which is also the study's "
+                f"clean model, the untouched base beside a background: a reference a practitioner can have, not the "
+                f"oracle.")
     if reference.get("same_as") == "contaminated":
         return (f"Reference ratio against {given} (`detect.reference_model={setting}`), which is the contaminated "
                 f"model itself: its ratio there is 0.")

@@ -218,17 +218,26 @@ def run_study(cfg, out_dir: Path) -> dict:
 def check_study(cfg) -> Setup:
     """The study's config checked as a whole before any work, each component built once as it is checked (each
     failure one line naming the key to set): the trainer, the background, the detectors and the judge (a bad
-    calibration path fails in a second, not after an hour of training)."""
+    calibration path fails in a second, not after an hour of training). A planted run's config is checked with the
+    dose its groups give (``contaminate/planted.py``, which passes it so already)."""
+    if plant_groups(cfg.get("plant")) and cfg.contaminate.get("exposures") is None:
+        from contaminate.planted import check_planted, planted_config
+
+        cfg = planted_config(cfg)
+        check_planted(cfg, plant_groups(cfg.plant))
     count(cfg.seed, "seed", minimum=0, hint=" (training, cut points, bootstrap)")
     count(cfg.sample.draw, "sample.draw", minimum=0, hint=" (which draw of members; default: the seed)")
     for key in ("n_members", "n_non_members"):
         count(cfg.sample[key], f"sample.{key}", hint=" (the study trains members in and holds non-members out)")
-    for key in ("n_members", "n_non_members"):
+    for key in ("n_members", "n_non_members") if not plant_groups(cfg.get("plant")) else ():  # planted: check_planted
         if cfg.sample.n_detect > cfg.sample[key]:
             raise InputError(f"sample.n_detect={cfg.sample.n_detect} is more than sample.{key}="
                              f"{cfg.sample[key]}; each cell detects on n_detect of them: lower n_detect or raise {key}")
     trainer = instantiate_backend(cfg.contaminate)
     trainer.check()  # its numbers, and every trainer / adapter argument
+    from contaminate.training.post import post_train_stage
+
+    post_train_stage(cfg, trainer)  # the post-training stage's settings, if any: one line before any data is read
     serving = trainer.serving(cfg)  # how its checkpoints will be served (a local checkpoint: generation=local)
     fmt = build_format(cfg.format)
     background = instantiate_background(cfg.get("background"))

@@ -44,27 +44,32 @@ class Reference:
         return found
 
 
-def resolve_reference(setting, refs: dict[str, tuple[ModelRef, str]], base: Callable[[], ModelRef]) -> Reference:
+def resolve_reference(setting, refs: dict[str, tuple[ModelRef, str]], base: Callable[[], ModelRef], *,
+                      clean_is_twin: bool = True) -> Reference:
     """``detect.reference_model`` (``detect.pipeline.reference_setting``: None, ``base``, ``clean`` or a ModelRef)
     against the study's models: ``base`` is the model the run started from, the clean model itself where there is no
-    background (then the oracle); a given model is the clean or contaminated one where it has its weights."""
+    background (then the oracle); a given model is the clean or contaminated one where it has its weights. The clean
+    model is the oracle where it is the contaminated model's twin before the leak (``clean_is_twin``); a planted run
+    whose clean cells read the untouched base model beside a background (``plant.control=base``) has no twin."""
     if setting is None:
         return Reference("none", None, None, None, False)
     if setting == "clean":
-        return Reference("clean", refs["clean"][0], "clean", refs["clean"][1], True)
+        return Reference("clean", refs["clean"][0], "clean", refs["clean"][1], clean_is_twin)
     kind, ref = ("base", base()) if setting == "base" else ("model", setting)
     for checkpoint in ("clean", "contaminated"):
         known = refs[checkpoint][0]
         if known == ref or (kind == "model" and (known.path, known.adapter) == (ref.path, ref.adapter)):
             return Reference(kind, known if kind == "model" else ref, checkpoint, refs[checkpoint][1],
-                             checkpoint == "clean")
+                             checkpoint == "clean" and clean_is_twin)
     return Reference(kind, ref, None, digest(asdict(ref)), False)
 
 
 class StudyModels:
     def __init__(self, cfg, placement: Placement, refs: dict[str, tuple[ModelRef, str]],
-                 serving: Callable[[ModelRef], object], detectors: list, *, base: ModelRef | None = None) -> None:
+                 serving: Callable[[ModelRef], object], detectors: list, *, base: ModelRef | None = None,
+                 clean_is_twin: bool = True) -> None:
         self.cfg, self.placement, self.refs, self.serving = cfg, placement, refs, serving
+        self.clean_is_twin = clean_is_twin  # the clean model is the contaminated one's twin before the leak
         self.detectors = detectors  # built once by the study's setup: DC-PDD's token counts serve every cell
         self.settings = GenerationSettings.of(cfg.detect)
         self.base = base  # the model the run started from (None: the trainer's base_model of cfg, when asked)
@@ -93,7 +98,7 @@ class StudyModels:
             from detect.pipeline import reference_setting
 
             self._reference = resolve_reference(reference_setting(self.cfg.detect, study=True), self.refs,
-                                                self._base)
+                                                self._base, clean_is_twin=self.clean_is_twin)
         return self._reference
 
     def reference_model(self) -> LanguageModel | None:

@@ -189,8 +189,13 @@ def test_a_planted_run_gives_one_study_per_group_from_one_training_run(planted):
     with open(out / "dose_response.csv") as file:
         rows = list(csv.DictReader(file))
     assert sorted(row["exposures"] for row in rows) == ["1", "3"] and {row["models"] for row in rows} == {"2"}
-    within = json.loads((out / "calibration.json").read_text())["instance_within_model"]
+    calibration = json.loads((out / "calibration.json").read_text())
+    within = calibration["instance_within_model"]
     assert within["unit"] == "2 models (2 draws x 2 seeds)"
+    # a regime of its own; the never-planted group's cells are each dose's within-model negatives, one per model
+    block = calibration["by_regime"]["regimes"]["metadata/offline/full/planted"]
+    for dose in ("1", "3"):
+        assert block["verdicts"]["alg2"]["by_dose"][dose]["fpr"]["n"] == 2
     assert within["members_per_model"] == [6] == within["non_members_per_model"]
 
     # rerun: the checkpoint and every cell reused
@@ -235,6 +240,11 @@ def test_a_planted_run_against_the_base_model_trains_once(planted):
     assert record["control"] == "base model" and record["control_checkpoint"] is None
     manifest = json.loads((folder / "groups" / "x2" / "manifest.json").read_text())
     assert manifest["control_checkpoint"] is None and manifest["regime"]["control"] == "base model"
+    # the reference ratio reads the base model, which is the clean model here, but beside a background it is not
+    # the contaminated model's twin before the leak: not an oracle
+    assert (record["reference_model"]["kind"], record["reference_model"]["same_as"]) == ("base", "clean")
+    assert record["reference_model"]["oracle"] is False and not manifest["runtime"]["reference_model"]["oracle"]
+    assert "not the oracle" in (folder / "groups" / "x2" / "report.md").read_text()
 
 
 def test_a_dump_twin_has_the_planted_groups_documents_line_for_line():
@@ -281,12 +291,15 @@ def test_the_dose_ladder_dilutes_like_pretraining_by_default(compose_config):
 def test_groups_planted_in_other_windows_are_other_conditions():
     from contaminate.calibration.studies import condition_of
 
-    def manifest(window):
-        return {"contaminate": {"exposures": 16, "learning_rate": 3e-4}, "regime": {"background": {"name": "offline"}},
+    def manifest(window, control="background"):
+        return {"contaminate": {"exposures": 16, "learning_rate": 3e-4},
+                "regime": {"background": {"name": "offline"}, "control": control},
                 "dataset": {"key": "synth_nli"}, "base_model": {"name": "m"}, "member_ids": [1, 2],
                 "detection_ids": {"members": [1, 2]}, "format": {"name": "metadata"}, "detect": {},
-                "plant": {"name": "forgetting", "group": {"window": window}}}
+                "plant": {"name": "forgetting", "group": {"name": f"x16_{window[0]}", "window": window}}}
 
     early, late = condition_of(manifest([0, 0.25])), condition_of(manifest([0.75, 1]))
     assert early != late and (early["plant"], early["window"], late["window"]) == ("forgetting", [0, 0.25], [0.75, 1])
+    # a twin-controlled run and a background-controlled one of the same draw and seed are not reruns of each other
+    assert condition_of(manifest([0, 0.25], "swap twin")) != early
     assert "plant" not in condition_of({**manifest([0, 1]), "plant": None})

@@ -65,7 +65,15 @@ def pools_of(instances: Sequence[Instance]) -> dict[tuple[str, str, str], list[i
     pools: dict[tuple[str, str, str], list[int]] = defaultdict(list)
     for position, instance in enumerate(instances):
         pools[(instance.condition, instance.cell, unit_label(instance.unit))].append(position)
-    return dict(pools)
+    # One computation, one pool: a cell shared by studies (the clean model's cells under two doses of a seed, a
+    # planted run's never-planted group under each of its groups) is the same instances under the same model.
+    found, seen = {}, set()
+    for pool, positions in pools.items():
+        signature = tuple(sorted(instances[p].observation for p in positions))
+        if signature not in seen:
+            seen.add(signature)
+            found[pool] = positions
+    return found
 
 
 def rate_summary(rates: Sequence[float], *, n_resamples: int = 2000, seed: int = 0) -> dict:

@@ -41,6 +41,7 @@ from contaminate.calibration.instance_level import (
     label,
 )
 from contaminate.calibration.membership import (
+    NON_MEMBERS,
     SETTINGS,
     Scored,
     distinct,
@@ -94,9 +95,13 @@ def regime_cells(instances: Sequence[Instance], partitions: Sequence[Partition],
     for p in partitions:
         settings = conditions[p.condition]
         regime = regime_of(settings)
-        if (regime, p.observation) in seen:
+        # a computation shared by studies counts once, except a contaminated model's non-members, which are every
+        # dose's within-model negatives (a planted run's never-planted group serves each of its groups); fitting
+        # thresholds takes each observation once regardless (membership.distinct)
+        key = (regime, p.observation, settings.get("exposures") if p.cell == NON_MEMBERS else None)
+        if key in seen:
             continue
-        seen.add((regime, p.observation))
+        seen.add(key)
         members = by_cell.get((p.study, p.cell), [])
         names = set.intersection(*(set(i.scores) for i in members)) if members else set()
         means = {name: float(np.mean([i.scores[name] for i in members])) for name in sorted(names)}

@@ -180,7 +180,8 @@ def condition_of(manifest: dict) -> dict:
     # a planted run's group: its plant and window are part of its condition (x16 planted early and x16 planted
     # late are two conditions of one run, not a rerun of one)
     if manifest.get("plant"):
-        chosen.update(plant=manifest["plant"]["name"], window=manifest["plant"]["group"]["window"])
+        chosen.update(plant=manifest["plant"]["name"], group=manifest["plant"]["group"]["name"],
+                      window=manifest["plant"]["group"]["window"], control=manifest["regime"].get("control"))
     return {"dataset": manifest["dataset"]["key"], "model": manifest["base_model"]["name"],
             "n_members": len(manifest["member_ids"]), "n_detect": len(manifest["detection_ids"]["members"]),
             "format": manifest["format"]["name"], "prompt_format": manifest["detect"].get("prompt_format"),
@@ -194,7 +195,13 @@ def regime_of(settings: dict) -> str:
     Calibration groups studies by it; the dose (exposures) and the seed vary within a regime."""
     regime = f"{settings['format']}/{settings.get('background', 'none')}/{settings.get('backend', '?')}"
     post = settings.get("post_train", "none")
-    return regime if post in (None, "none") else f"{regime}/{post}"
+    regime = regime if post in (None, "none") else f"{regime}/{post}"
+    # a planted run's groups: a regime of their own (x0 is scored by a model that saw every other group), and a
+    # window of their own (early and late in one stream are what plant=forgetting compares)
+    if settings.get("plant"):
+        window = settings.get("window") or [0, 1]
+        regime += "/planted" + ("" if list(window) == [0, 1] else f"@{window[0]:g}-{window[1]:g}")
+    return regime
 
 
 def load_instances(folders: Sequence[str | Path]) -> tuple[list[Instance], dict[str, dict], list[Partition]]:

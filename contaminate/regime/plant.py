@@ -54,11 +54,11 @@ def _window(value, where: str) -> tuple[float, float]:
     try:
         start, end = (float(v) for v in value)
     except (TypeError, ValueError):
-        raise InputError(f"{where}={value}: give [start, end], fractions of the stream, e.g. [0, 0.5] (the first "
-                         f"half), or null (anywhere)") from None
+        raise InputError(f"{where}={value}: give [start, end], fractions of the background, e.g. [0, 0.5] (its "
+                         f"first half), or null (anywhere)") from None
     if not 0 <= start < end <= 1:
         raise InputError(f"{where}=[{start:g}, {end:g}] is outside the stream: give 0 <= start < end <= 1 "
-                         f"(fractions of the stream; [0.8, 1] is its last fifth)")
+                         f"(fractions of the background; [0.8, 1] is its last fifth)")
     return (start, end)
 
 
