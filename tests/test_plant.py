@@ -147,6 +147,7 @@ def planted(compose_config, tmp_path):
     return _run
 
 
+@pytest.mark.slow
 def test_a_planted_run_gives_one_study_per_group_from_one_training_run(planted):
     summary, folder = planted("plant.groups=[{exposures:0},{exposures:1},{exposures:3}]")
     record = json.loads((folder / "plant.json").read_text())
@@ -217,6 +218,7 @@ def test_bad_planted_runs_are_one_line_errors(planted, overrides, message):
     assert "\n" not in str(error.value)
 
 
+@pytest.mark.slow
 def test_the_swap_twin_trains_the_same_steps_on_other_instances(planted):
     summary, folder = planted("plant.groups=[{exposures:0},{exposures:2}]", "plant.control=twin")
     record = json.loads((folder / "plant.json").read_text())
@@ -234,6 +236,7 @@ def test_the_swap_twin_trains_the_same_steps_on_other_instances(planted):
     assert "swap twin" in (folder / "groups" / "x2" / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_a_planted_run_against_the_base_model_trains_once(planted):
     summary, folder = planted("plant.groups=[{exposures:0},{exposures:2}]", "plant.control=base")
     record = json.loads((folder / "plant.json").read_text())

@@ -57,6 +57,7 @@ def _base_nll(cfg, manifest: dict, instance_id: str) -> float:
     return float(-np.mean(stats["logp"]))
 
 
+@pytest.mark.slow
 def test_with_a_background_the_base_model_is_the_reference_and_not_the_oracle(study):
     cfg, manifest, rows, folder = study(*DILUTED)
     reference = manifest["runtime"]["reference_model"]
@@ -87,6 +88,7 @@ def test_with_a_background_the_base_model_is_the_reference_and_not_the_oracle(st
             assert ratio - base["clean_x_members", instance] == pytest.approx(clean[cell, instance], abs=1e-4)
 
 
+@pytest.mark.slow
 def test_without_a_background_the_base_model_is_the_oracle(study):
     _, manifest, rows, folder = study("contaminate.epochs=1")
     reference = manifest["runtime"]["reference_model"]
