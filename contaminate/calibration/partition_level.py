@@ -66,10 +66,11 @@ def pools_of(instances: Sequence[Instance]) -> dict[tuple[str, str, str], list[i
     for position, instance in enumerate(instances):
         pools[(instance.condition, instance.cell, unit_label(instance.unit))].append(position)
     # One computation, one pool: a cell shared by studies (the clean model's cells under two doses of a seed, a
-    # planted run's never-planted group under each of its groups) is the same instances under the same model.
+    # planted run's never-planted group under each of its groups) is the same instances under the same model. An
+    # instance without an observation (built by hand) is its own.
     found, seen = {}, set()
     for pool, positions in pools.items():
-        signature = tuple(sorted(instances[p].observation for p in positions))
+        signature = tuple(sorted(instances[p].observation or f"#{p}" for p in positions))
         if signature not in seen:
             seen.add(signature)
             found[pool] = positions
