@@ -1,0 +1,70 @@
+"""The tables of a planted sweep's results README, from what it wrote: each run's plant.json (its groups' token
+shares and where they fell, its training and detection time) and the calibration's within-model AUC by dose.
+
+    python -m contaminate.calibrate runs/planted_cpu --out results/planted_cpu --keep-studies
+    python bench/planted_table.py runs/planted_cpu results/planted_cpu > results/planted_cpu/tables.md
+
+Every number comes from those files; nothing is typed by hand (the README includes the output).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+SCORES = ("loss", "zlib", "min_k", "min_k_plus", "reference_ratio", "dc_pdd", "loss_raw", "min_k_plus_raw")
+
+
+def runs_table(runs: list[dict]) -> list[str]:
+    lines = ["| run | draw | seed | training tokens | train s | total s | " +
+             " | ".join(f"{g['name']} share" for g in runs[0]["groups"] if g["exposures"]) + " |",
+             "|---" * (6 + sum(1 for g in runs[0]["groups"] if g["exposures"])) + "|"]
+    for run in runs:
+        shares = " | ".join(f"{g['token_share']:.2%}" for g in run["groups"] if g["exposures"])
+        lines.append(f"| {run['folder']} | {run['draw']} | {run['seed']} | {run['stream']['training_tokens']:,} | "
+                     f"{run['timings']['train_s']:.0f} | {run['timings']['total_s']:.0f} | {shares} |")
+    total = sum(run["timings"]["total_s"] for run in runs)
+    lines += ["", f"{len(runs)} runs, {total / 3600:.2f} h of wall time in all (each run's total_s)."]
+    return lines
+
+
+def auc_table(calibration: dict) -> list[str]:
+    lines = []
+    for regime, block in calibration["by_regime"]["regimes"].items():
+        if not regime.split("/")[-1].startswith("planted"):
+            continue
+        doses = sorted(block["membership"], key=lambda d: float(d) if d != "-" else -1)
+        names = [n for n in SCORES if all(n in block["membership"][d]["scores"] for d in doses)]
+        first = block["membership"][doses[0]]
+        lines += [f"### {regime}", "",
+                  f"Within-model AUC (each group's members against the never-planted group, under the same model), "
+                  f"mean over {first['unit']}, [95% hierarchical bootstrap]; {first['members_per_model']} members and "
+                  f"{first['non_members_per_model']} non-members a model.", "",
+                  "| score | " + " | ".join(f"x{d}" for d in doses) + " |", "|---" * (len(doses) + 1) + "|"]
+        for name in names:
+            cells = []
+            for dose in doses:
+                auc = block["membership"][dose]["scores"][name]["auc"]
+                cells.append(f"{auc['estimate']:.2f} [{auc['low']:.2f}, {auc['high']:.2f}]")
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return lines
+
+
+def main(runs_folder: str, calibration_folder: str) -> str:
+    runs = []
+    for path in sorted(Path(runs_folder).rglob("plant.json")):
+        record = json.loads(path.read_text())
+        runs.append({**record, "folder": path.parent.name})
+    if not runs:
+        raise SystemExit(f"no plant.json under {runs_folder}: give the sweep folder of planted runs")
+    calibration = json.loads((Path(calibration_folder) / "calibration.json").read_text())
+    return "\n".join(["## Runs", "", *runs_table(runs), "", "## Within-model AUC by dose", "",
+                      *auc_table(calibration)]) + "\n"
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        raise SystemExit("usage: python bench/planted_table.py <runs folder> <calibration folder>")
+    print(main(sys.argv[1], sys.argv[2]), end="")
