@@ -42,6 +42,10 @@ def _regime(manifest: dict) -> list[str]:
                "swap twin": "The control (the clean cells) is the swap twin: the same stream, steps and schedule, "
                             "each planted group replaced by a disjoint group of the same split."}.get(
         regime["control"], "The control is the untouched base model.")
+    post = manifest.get("post_train")
+    if post and post.get("kind") not in (None, "none"):  # both models trained further, alike (training/post.py)
+        control = control.replace("the untouched base model", "the base model") + (
+            f" Both it and the contaminated model were then post-trained alike (post_train={post['kind']}).")
     loss = f" Loss: {regime['loss']}." if regime.get("loss") else ""
     truth = "" if regime["exposures"] != 0 else " No member was trained in: every cell's ground truth is clean."
     return [f"Regime: {regime['name']}. Format {regime['format']}; {where}{share}. {control}{loss}{truth}", ""]

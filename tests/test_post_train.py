@@ -59,6 +59,8 @@ def test_sft_post_trains_the_contaminated_model_and_the_base_model_as_its_contro
     models = {(row["checkpoint"], row["model"]) for row in _rows(folder)}
     assert models == {("contaminated", "tiny_random+full+sft"), ("clean", "tiny_random+sft")}
     assert "then post_train=sft on 8 clean instances of the train split" in manifest["regime"]["name"]
+    report = (folder / "report.md").read_text()
+    assert "untouched" not in report and "post-trained alike (post_train=sft)" in report
     assert summary["cells"]["contaminated_x_members"]["ground_truth"] == "contaminated"
     # calibration keeps the two apart
     assert regime_of(condition_of(plain)) == "metadata/none/full"
