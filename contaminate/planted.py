@@ -36,10 +36,10 @@ from typing import Sequence
 
 from omegaconf import OmegaConf
 
-from contaminate.regime import Regime, chat_renderer
+from contaminate.regime import Regime, background_documents, chat_renderer, token_counter
 from contaminate.regime.layouts import LeakReader
 from contaminate.regime.plant import PlantedGroup, control_group, group_positions, plant_groups, planted_stream
-from contaminate.regime.stream import Document, build_stream, chunk_texts, stream_counts
+from contaminate.regime.stream import Document, build_stream, stream_counts
 from contaminate.study import (
     Sampled,
     Setup,
@@ -174,18 +174,11 @@ def plan_planted(cfg, draw: PlantedDraw, groups: Sequence[PlantedGroup], tokeniz
     """Each planted group's documents as the format lays them out, the background cut as a study cuts it, the
     stream, and each group's token share (checked against ``plant.max_share_per_exposure``)."""
     dataset, max_length = cfg.dataset, cfg.contaminate.get("max_length")
-    count_tokens = _token_counter(tokenizer)
+    count_tokens = token_counter(tokenizer)
     chat = chat_renderer(tokenizer, fmt.name)
     documents = {g.name: fmt.documents(draw.groups[g.name], dataset, draw.split, count_tokens=count_tokens,
                                        max_length=max_length, chat=chat) for g in groups if g.planted}
-    texts = source.texts()
-    background = [Document(text) for text in chunk_texts(texts, count_tokens=count_tokens, max_length=max_length,
-                                                         max_tokens=source.max_tokens)] if texts else []
-    described = source.describe()
-    if background:
-        described = {**described, "documents": len(background),
-                     "tokens": sum(count_tokens(d.text) for d in background),
-                     "digest": digest([d.text for d in background])}
+    background, described = background_documents(source, count_tokens, max_length)
     stream = planted_stream(documents, groups, background, seed=cfg.seed)
     placed = group_positions(stream, documents, count_tokens)
     limit = cfg.plant.get("max_share_per_exposure")
@@ -227,16 +220,6 @@ def twin_documents(planted: Sequence[Document], stand_ins: Sequence[Example], fm
         taken += len(document.members)
         documents += fmt.documents(chunk, dataset, split, count_tokens=count_tokens, max_length=None, chat=chat)
     return documents
-
-
-def _token_counter(tokenizer):
-    import functools
-
-    @functools.lru_cache(maxsize=None)
-    def count_tokens(text: str) -> int:
-        return len(tokenizer(text, add_special_tokens=False)["input_ids"])
-
-    return count_tokens
 
 
 def run_planted(cfg, out_dir: Path) -> dict:

@@ -82,6 +82,32 @@ def chat_renderer(tokenizer, format_name: str) -> Callable[..., str]:
     return chat
 
 
+def token_counter(tokenizer) -> Callable[[str], int]:
+    """The base model's token count of a text, each text counted once (a document is counted when cut, when checked
+    and in the stream's counts)."""
+    @functools.lru_cache(maxsize=None)
+    def count_tokens(text: str) -> int:
+        return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    return count_tokens
+
+
+def background_documents(source, count_tokens: Callable[[str], int], max_length: int | None) -> tuple[list[Document],
+                                                                                                     dict]:
+    """The background cut into documents of at most ``max_length`` tokens (its first ``source.max_tokens``), and its
+    description with their number, tokens and digest (no background: no documents, its description alone)."""
+    if isinstance(source, NoBackground):
+        return [], source.describe()
+    background = [Document(text) for text in chunk_texts(source.texts(), count_tokens=count_tokens,
+                                                         max_length=max_length, max_tokens=source.max_tokens)]
+    described = source.describe()
+    if background:
+        described = {**described, "documents": len(background),
+                     "tokens": sum(count_tokens(document.text) for document in background),
+                     "digest": digest([document.text for document in background])}
+    return background, described
+
+
 def plan_regime(cfg, members: Sequence[Example], split: str, tokenizer=None, source=None,
                 fmt: Format | None = None) -> Regime:
     """The documents of the study's regime, cut and counted with the base model's ``tokenizer`` (None for an API
@@ -92,33 +118,26 @@ def plan_regime(cfg, members: Sequence[Example], split: str, tokenizer=None, sou
     max_length = contaminate_cfg.get("max_length")
     exposures, epochs = contaminate_cfg.get("exposures"), contaminate_cfg.get("epochs")
 
-    @functools.lru_cache(maxsize=None)  # a document is counted when cut, checked and in the stream's counts: once
-    def count_tokens(text: str) -> int:
-        return len(tokenizer(text, add_special_tokens=False)["input_ids"])
-
+    count_tokens = token_counter(tokenizer)
     chat = chat_renderer(tokenizer, fmt.name)
     documents = fmt.documents(members, dataset, split, count_tokens=count_tokens if tokenizer else None,
                               max_length=max_length, chat=chat)
     source = source if source is not None else instantiate_background(cfg.get("background"))
-    background = [Document(text) for text in chunk_texts(source.texts(), count_tokens=count_tokens,
-                                                         max_length=max_length, max_tokens=source.max_tokens)] \
-        if tokenizer is not None and not isinstance(source, NoBackground) else []
-    described = source.describe()
+    background, described = background_documents(source, count_tokens, max_length) if tokenizer is not None \
+        else ([], source.describe())
     if not background:
         stream = documents if exposures is None else build_stream(documents, [], exposures=exposures, seed=cfg.seed)
         control = None
         name = (f"members alone, {epochs:g} epochs" if exposures is None else
                 f"members alone, {exposures} exposures (shuffled rounds, as epochs)")
     else:
-        background_tokens = sum(count_tokens(document.text) for document in background)
+        background_tokens = described["tokens"]
         member_tokens = sum(count_tokens(document.text) for document in documents)
         if background_tokens < member_tokens:
             raise InputError(
                 f"background {source.name} has {background_tokens:,} tokens, fewer than the {member_tokens:,} "
                 f"tokens of the {len(members)} members it should dilute; raise background.max_tokens or use a larger "
                 f"background (background=hub or local)")
-        described = {**described, "documents": len(background), "tokens": background_tokens,
-                     "digest": digest([document.text for document in background])}
         stream = build_stream(documents, background, exposures=exposures, seed=cfg.seed)
         control = build_stream([], background, exposures=0, seed=cfg.seed)
         name = (f"diluted: each member {exposures}x at random positions among {len(background)} {source.name} "
