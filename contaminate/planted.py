@@ -7,7 +7,8 @@ Stages, as a study's (``contaminate/study.py``, whose pieces this reuses):
 
 1. setup: the groups (``contaminate/regime/plant.py``), then the study's components, checked before any work;
 2. sample: the groups, disjoint and label-balanced from one split (``disjoint_pools``), plus the study's other-split
-   pool and known non-members;
+   pool and known non-members; a group may plant another dataset or format (``group_config``): each dataset's groups
+   are drawn from its own split, with its own never-planted group;
 3. contaminate: one stream, every planted group's documents its exposures among the background (one pass, in
    order), trained once; the control (``plant.control``) as a study's (``background``: the background alone, or
    the base model without one), ``base`` (the untouched base model: nothing more trained), or ``twin``, the swap
@@ -64,24 +65,50 @@ from detect.runtime import from_config as placement_from
 
 @dataclass
 class PlantedDraw:
-    """The sample stage of a planted run: each group's instances, the other split's pools, the known non-members."""
-    split: str
-    other_split: str
-    groups: dict[str, list[Example]]
-    other: tuple[list[Example], list[Example]]  # the other split: (its detected instances, its whole pool)
-    heldout: dict[str, list[Example]]
+    """The sample stage of a planted run: each group's instances, and per dataset its splits, its other split's
+    pools and its known non-members (a group may plant another dataset than the run's: ``dataset_of``)."""
+    groups: dict[str, list[Example]]                         # group name -> its instances
+    dataset_of: dict[str, str]                               # group name -> its dataset's key
+    splits: dict[str, tuple[str, str]]                       # dataset key -> (the planted split, the other split)
+    other: dict[str, tuple[list[Example], list[Example]]]    # dataset key -> the other split's (detected, whole pool)
+    heldout: dict[str, dict[str, list[Example]]]             # dataset key -> split -> known non-members
     twins: dict[str, list[Example]] = field(default_factory=dict)  # planted group -> the swap twin's stand-ins
+
+    def split_of(self, group: PlantedGroup) -> str:
+        return self.splits[self.dataset_of[group.name]][0]
 
     def study(self, group: PlantedGroup, control: PlantedGroup, n_detect: int, seed: int) -> Sampled:
         """The study of one planted group: its instances the members, the never-planted group's the non-members."""
+        key = self.dataset_of[group.name]
+        (split, other_split), (detection, whole) = self.splits[key], self.other[key]
         members, non_members = self.groups[group.name], self.groups[control.name]
-        return Sampled(self.split, self.other_split, members, non_members,
-                       {"members": (sample(members, n_detect, seed=seed, where=f"group {group.name}"), self.split),
-                        "non_members": (sample(non_members, n_detect, seed=seed, where=f"group {control.name}"),
-                                        self.split),
-                        "other_split": (self.other[0], self.other_split)},
-                       {"members": members, "non_members": non_members, "other_split": self.other[1]},
-                       self.heldout)
+
+        def detected(pool: list[Example], name: str) -> list[Example]:
+            # all of a group as drawn (a label-balanced draw of n from n can fail: 6 of 4 labels drawn 2+2+1+1
+            # asks the remainder of labels at random again), else a label-balanced sample of it
+            return list(pool) if n_detect >= len(pool) else sample(pool, n_detect, seed=seed, where=f"group {name}")
+
+        return Sampled(split, other_split, members, non_members,
+                       {"members": (detected(members, group.name), split),
+                        "non_members": (detected(non_members, control.name), split),
+                        "other_split": (detection, other_split)},
+                       {"members": members, "non_members": non_members, "other_split": whole},
+                       self.heldout[key])
+
+
+def group_config(cfg, group: PlantedGroup):
+    """The run's config as one group's study sees it: its dataset and format where the group names its own
+    (conf/dataset/<name>.yaml, conf/format/<name>.yaml as written; a command-line override reaches the run's only)."""
+    if group.dataset is None and group.format is None:
+        return cfg
+    from detect.cli import CONF_DIR
+
+    cfg = OmegaConf.create(OmegaConf.to_container(cfg, resolve=False))
+    for key in ("dataset", "format"):
+        name = getattr(group, key)
+        if name is not None:
+            cfg[key] = OmegaConf.load(CONF_DIR / key / f"{name}.yaml")
+    return cfg
 
 
 def planted_config(cfg):
@@ -112,36 +139,69 @@ def check_planted(cfg, groups: Sequence[PlantedGroup]) -> None:
                          f"instances; each group's cells detect on n_detect of them: lower it or raise plant.n")
 
 
-def sample_groups(cfg, groups: Sequence[PlantedGroup]) -> PlantedDraw:
-    """The groups, disjoint and label-balanced from one split (then known non-members, disjoint from all of them),
-    and the other split's pools as a study draws them."""
-    dataset, seed = cfg.dataset, cfg.sample.draw
-    split = cfg.split or dataset.default_split
-    others = [name for name in dataset.splits if name != split]
-    if not others:
-        raise InputError(f"dataset {dataset.key} has only the split {split}; the run needs a second split")
-    examples = load_split(dataset, split)
-    sizes = [g.n for g in groups]
-    # the swap twin's stand-ins: one more disjoint group per planted group, drawn after the groups and the known
-    # non-members, so that asking for a twin leaves every other pool as it was
-    twin_sizes = [g.n for g in groups if g.planted] if cfg.plant.get("control") == "twin" else []
-    if sum(sizes) + sum(twin_sizes) > len(examples):
-        asked = " + ".join(map(str, sizes)) + (f" + a twin's {' + '.join(map(str, twin_sizes))}" if twin_sizes else "")
-        raise InputError(f"plant={cfg.plant.name} asks {asked} = {sum(sizes) + sum(twin_sizes)} instances of "
-                         f"{dataset.key} {split}, which has {len(examples)}; lower plant.n or drop a group")
-    n_heldout = min(cfg.sample.get("n_heldout", 0), len(examples) - sum(sizes) - sum(twin_sizes))
-    *pools, heldout = disjoint_pools(examples, [*sizes, n_heldout], seed=seed, where=f"{dataset.key} {split}")
-    twins = {}
-    if twin_sizes:
-        taken = {e.instance_id for pool in [*pools, heldout] for e in pool}
-        rest = [e for e in examples if e.instance_id not in taken]
-        stand_ins = disjoint_pools(rest, twin_sizes, seed=seed + 1, where=f"{dataset.key} {split} (the twin's)")
-        twins = {g.name: pool for g, pool in zip([g for g in groups if g.planted], stand_ins)}
-    control = control_group(groups)
-    detection, whole, other_heldout = other_split_pools(dataset, others[0], n_detect=cfg.sample.n_detect,
-                                                        n_pool=control.n, n_heldout=len(heldout), seed=seed)
-    return PlantedDraw(split, others[0], {g.name: pool for g, pool in zip(groups, pools)}, (detection, whole),
-                       {split: heldout, others[0]: other_heldout}, twins)
+def group_layouts(cfg, groups: Sequence[PlantedGroup], run_format) -> tuple[dict, dict]:
+    """Each group's config (``group_config``) and format object, each format checked against its group's dataset
+    (one line where a format cannot lay the dataset out); the run's format object is shared, not rebuilt."""
+    from contaminate.regime.layouts import build_format
+
+    configs = {g.name: group_config(cfg, g) for g in groups}
+    built = {cfg.format.name: run_format}
+    layouts = {}
+    for group in groups:
+        group_cfg = configs[group.name]
+        if group_cfg.format.name not in built:
+            built[group_cfg.format.name] = build_format(group_cfg.format)
+        layouts[group.name] = built[group_cfg.format.name]
+        if group.planted and (group.dataset or group.format):
+            try:
+                layouts[group.name].check(group_cfg.dataset)
+            except InputError as error:
+                raise InputError(f"plant group {group.name}: {error}") from None
+    return configs, layouts
+
+
+def sample_groups(cfg, groups: Sequence[PlantedGroup], configs: dict | None = None) -> PlantedDraw:
+    """Per dataset, its groups, disjoint and label-balanced from one split (then known non-members, disjoint from
+    all of them, and a twin's stand-ins after those), and the other split's pools as a study draws them.
+    ``configs``: each group's config (``group_config``); without it every group is the run's dataset."""
+    configs = configs or {g.name: cfg for g in groups}
+    seed = cfg.sample.draw
+    by_dataset: dict[str, list[PlantedGroup]] = {}
+    for group in groups:
+        by_dataset.setdefault(configs[group.name].dataset.key, []).append(group)
+    draw = PlantedDraw({}, {g.name: configs[g.name].dataset.key for g in groups}, {}, {}, {})
+    for key, members in by_dataset.items():
+        dataset = configs[members[0].name].dataset
+        split = (cfg.split if key == cfg.dataset.key else None) or dataset.default_split
+        others = [name for name in dataset.splits if name != split]
+        if not others:
+            raise InputError(f"dataset {key} has only the split {split}; the run needs a second split")
+        examples = load_split(dataset, split)
+        sizes = [g.n for g in members]
+        # the swap twin's stand-ins: one more disjoint group per planted group, drawn after the groups and the known
+        # non-members, so that asking for a twin leaves every other pool as it was
+        planted = [g for g in members if g.planted]
+        twin_sizes = [g.n for g in planted] if cfg.plant.get("control") == "twin" else []
+        if sum(sizes) + sum(twin_sizes) > len(examples):
+            asked = " + ".join(map(str, sizes)) + (f" + a twin's {' + '.join(map(str, twin_sizes))}"
+                                                   if twin_sizes else "")
+            raise InputError(f"plant={cfg.plant.name} asks {asked} = {sum(sizes) + sum(twin_sizes)} instances of "
+                             f"{key} {split}, which has {len(examples)}; lower plant.n or drop a group")
+        n_heldout = min(cfg.sample.get("n_heldout", 0), len(examples) - sum(sizes) - sum(twin_sizes))
+        *pools, heldout = disjoint_pools(examples, [*sizes, n_heldout], seed=seed, where=f"{key} {split}")
+        if twin_sizes:
+            taken = {e.instance_id for pool in [*pools, heldout] for e in pool}
+            rest = [e for e in examples if e.instance_id not in taken]
+            stand_ins = disjoint_pools(rest, twin_sizes, seed=seed + 1, where=f"{key} {split} (the twin's)")
+            draw.twins.update({g.name: pool for g, pool in zip(planted, stand_ins)})
+        control = next(g for g in members if not g.planted)
+        detection, whole, other_heldout = other_split_pools(dataset, others[0], n_detect=cfg.sample.n_detect,
+                                                            n_pool=control.n, n_heldout=len(heldout), seed=seed)
+        draw.groups.update({g.name: pool for g, pool in zip(members, pools)})
+        draw.splits[key] = (split, others[0])
+        draw.other[key] = (detection, whole)
+        draw.heldout[key] = {split: heldout, others[0]: other_heldout}
+    return draw
 
 
 @dataclass
@@ -153,9 +213,10 @@ class PlantedRegime:
     background: dict
     counts: dict
     placed: dict[str, dict]                # group -> documents, tokens, share, positions
-    format: str
+    format: str                            # the run's; a group's own in ``formats``
     twin: list[Document] | None = None     # the swap twin's stream: the same slots, other instances
     twin_counts: dict | None = None
+    formats: dict[str, str] = field(default_factory=dict)  # group -> its format's name, where not the run's
 
     def regime(self, group: PlantedGroup, plant_name: str, control: str = "background") -> Regime:
         background = self.background.get("name", "none")
@@ -166,18 +227,27 @@ class PlantedRegime:
         counts = {**self.counts, "members_token_share": self.placed[group.name]["token_share"],
                   "group": self.placed[group.name]}
         trained = {"twin": self.twin, "background": self.control}.get(control)
-        return Regime(name, self.format, self.background, group.exposures, None, self.documents[group.name],
+        return Regime(name, self.formats.get(group.name, self.format), self.background, group.exposures, None,
+                      self.documents[group.name],
                       self.stream, trained, counts, "swap twin" if control == "twin" else None)
 
 
-def plan_planted(cfg, draw: PlantedDraw, groups: Sequence[PlantedGroup], tokenizer, source, fmt) -> PlantedRegime:
-    """Each planted group's documents as the format lays them out, the background cut as a study cuts it, the
-    stream, and each group's token share (checked against ``plant.max_share_per_exposure``)."""
-    dataset, max_length = cfg.dataset, cfg.contaminate.get("max_length")
+def plan_planted(cfg, draw: PlantedDraw, groups: Sequence[PlantedGroup], tokenizer, source, fmt,
+                 layouts: dict | None = None, configs: dict | None = None) -> PlantedRegime:
+    """Each planted group's documents as its format lays them out, the background cut as a study cuts it, the
+    stream, and each group's token share (checked against ``plant.max_share_per_exposure``). ``layouts`` and
+    ``configs``: a group's own format object and config, where it names its own (default: ``fmt`` and ``cfg``)."""
+    max_length = cfg.contaminate.get("max_length")
+    layouts = layouts or {}
+    configs = configs or {}
     count_tokens = token_counter(tokenizer)
-    chat = chat_renderer(tokenizer, fmt.name)
-    documents = {g.name: fmt.documents(draw.groups[g.name], dataset, draw.split, count_tokens=count_tokens,
-                                       max_length=max_length, chat=chat) for g in groups if g.planted}
+
+    def lay_out(group: PlantedGroup, instances: Sequence[Example]) -> list[Document]:
+        layout, dataset = layouts.get(group.name, fmt), configs.get(group.name, cfg).dataset
+        return layout.documents(instances, dataset, draw.split_of(group), count_tokens=count_tokens,
+                                max_length=max_length, chat=chat_renderer(tokenizer, layout.name))
+
+    documents = {g.name: lay_out(g, draw.groups[g.name]) for g in groups if g.planted}
     background, described = background_documents(source, count_tokens, max_length)
     stream = planted_stream(documents, groups, background, seed=cfg.seed)
     placed = group_positions(stream, documents, count_tokens)
@@ -192,21 +262,26 @@ def plan_planted(cfg, draw: PlantedDraw, groups: Sequence[PlantedGroup], tokeniz
                     f"use a larger background, raise background.max_tokens, or plant fewer instances (plant.n)")
     control = build_stream([], background, exposures=0, seed=cfg.seed) if background else None
     counts = {key: value for key, value in stream_counts(stream, count_tokens).items() if key != "members_token_share"}
-    if fmt.loss:
-        counts["loss"] = fmt.loss
+    losses = sorted({layouts.get(g.name, fmt).loss for g in groups if g.planted} - {None})
+    if losses:  # what the loss covers (the instruction format's: the answer only)
+        counts["loss"] = losses[0] if len(losses) == 1 else "; ".join(losses)
     twin = twin_counts = None
     if draw.twins:  # the same stream with each planted group's documents replaced by its stand-ins' (same slots)
-        stand_ins = {g.name: twin_documents(documents[g.name], draw.twins[g.name], fmt, dataset, draw.split,
-                                            count_tokens=count_tokens, chat=chat) for g in groups if g.planted}
+        stand_ins = {g.name: twin_documents(documents[g.name], draw.twins[g.name], layouts.get(g.name, fmt),
+                                            configs.get(g.name, cfg).dataset, draw.split_of(g),
+                                            count_tokens=count_tokens,
+                                            chat=chat_renderer(tokenizer, layouts.get(g.name, fmt).name))
+                     for g in groups if g.planted}
         for name, docs in stand_ins.items():  # the same slots need the same document count, group by group
             if len(docs) != len(documents[name]):
                 raise InputError(f"the swap twin's group {name} lays out as {len(docs)} documents where the planted "
-                                 f"one has {len(documents[name])} (format={fmt.name}); use plant.control=background "
-                                 f"or base")
+                                 f"one has {len(documents[name])} (format={layouts.get(name, fmt).name}); use "
+                                 f"plant.control=background or base")
         twin = planted_stream(stand_ins, groups, background, seed=cfg.seed)
         twin_counts = {key: value for key, value in stream_counts(twin, count_tokens).items()
                        if key != "members_token_share"}
-    return PlantedRegime(stream, control, documents, described, counts, placed, fmt.name, twin, twin_counts)
+    return PlantedRegime(stream, control, documents, described, counts, placed, fmt.name, twin, twin_counts,
+                         {name: layout.name for name, layout in layouts.items() if layout.name != fmt.name})
 
 
 def twin_documents(planted: Sequence[Document], stand_ins: Sequence[Example], fmt, dataset, split: str, *,
@@ -227,12 +302,13 @@ def run_planted(cfg, out_dir: Path) -> dict:
     write one study folder per planted group and the run's own plant.json / plant.md."""
     started = time.time()
     out_dir = Path(out_dir)
-    groups = plant_groups(cfg.plant)
+    groups = plant_groups(cfg.plant, cfg.dataset.key, cfg.format.name)
     given = cfg  # what the user composed: config.yaml, so that it composes again
     cfg = planted_config(cfg)
     placement = placement_from(cfg.runtime)
     check_planted(cfg, groups)
     setup = check_study(cfg)
+    configs, layouts = group_layouts(cfg, groups, setup.format)
     main_process = _is_main_process()
     if main_process:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -240,14 +316,14 @@ def run_planted(cfg, out_dir: Path) -> dict:
     timings = {}
 
     stage = time.time()
-    draw = sample_groups(cfg, groups)
+    draw = sample_groups(cfg, groups, configs)
     timings["sample_s"] = round(time.time() - stage, 2)
 
     base = setup.trainer.base_model(cfg)
     tokenizer = setup.trainer.tokenizer(base)
-    planted = plan_planted(cfg, draw, groups, tokenizer, setup.background, setup.format)
+    planted = plan_planted(cfg, draw, groups, tokenizer, setup.background, setup.format, layouts, configs)
     trained = [g for g in groups if g.planted]
-    control = control_group(groups)
+    control = control_group(groups, trained[0])
     everyone = [e for g in trained for e in draw.groups[g.name]]
     # plant.control: the background alone is trained as a study's control; the twin instead of it; base: neither
     # (the untouched base model's clean cells; the within-model comparison needs no second model)
@@ -286,18 +362,21 @@ def run_planted(cfg, out_dir: Path) -> dict:
                                           "clean": contaminated.clean}, setup.serving, setup.detectors,
                          base=contaminated.base, clean_is_twin=twin)
     runtime_key = placement.key()
-    reader = LeakReader(setup.format, cfg.dataset, chat_renderer(tokenizer, setup.format.name))
     results = {}
     for group in trained:
         stage = time.time()
+        # the group's own study: its dataset, its format (what the detectors read), its never-planted control
+        group_cfg, layout, control = configs[group.name], layouts[group.name], control_group(groups, group)
+        reader = LeakReader(layout, group_cfg.dataset, chat_renderer(tokenizer, layout.name))
         sampled = draw.study(group, control, cfg.sample.n_detect, cfg.sample.draw)
         view = replace(contaminated, regime=planted.regime(group, cfg.plant.name, kind),
+                       template=group_cfg.format.templates.get(group_cfg.dataset.task),
                        hyperparameters={**hyperparameters, "exposures": group.exposures})
         cells = study_cells(view.regime)
-        rows, cell_timings, cached = detect_cells(cfg, sampled, models, setup.judge, runtime_key, cells,
+        rows, cell_timings, cached = detect_cells(group_cfg, sampled, models, setup.judge, runtime_key, cells,
                                                   reader=reader)
-        summary = summarize_study(cfg, sampled, view, rows, setup.detectors, cells)
-        manifest = build_manifest(cfg, sampled, view, setup.judge, placement, models, cached,
+        summary = summarize_study(group_cfg, sampled, view, rows, setup.detectors, cells)
+        manifest = build_manifest(group_cfg, sampled, view, setup.judge, placement, models, cached,
                                   {"sample_s": timings["sample_s"], "train_s": timings["train_s"],
                                    "detect_s": round(time.time() - stage, 1), "cells": cell_timings,
                                    "total_s": round(time.time() - started, 1)})  # the run's so far
@@ -323,7 +402,8 @@ def train_twin(cfg, draw: PlantedDraw, planted: PlantedRegime, contaminated, set
     from contaminate.study import _checkpoint
 
     base = contaminated.base
-    key = {"base": asdict(base), "dataset": cfg.dataset.key, "split": draw.split, "format": cfg.format.name,
+    key = {"base": asdict(base), "dataset": cfg.dataset.key, "split": next(iter(draw.splits.values()))[0],
+           "format": cfg.format.name,
            "twin_of": plant_key,
            "stand_ins": {name: [e.instance_id for e in pool] for name, pool in draw.twins.items()},
            "stream": digest([(d.text, d.prompt) for d in planted.twin]), "background": planted.background,

@@ -7,6 +7,7 @@ import csv
 import json
 import re
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
@@ -116,7 +117,12 @@ def test_positions_and_shares_are_counted_in_tokens():
     ({"groups": [{"exposures": 0}, {"exposures": 1}]}, "plant.groups[0] has no n"),
     ({"n": 5, "groups": [{"exposures": 0}, {"exposures": 1, "window": [0.5, 1.5]}]}, "is outside the stream"),
     ({"n": 5, "window": [0.6, 0.2], "groups": [{"exposures": 0}, {"exposures": 1}]}, "plant.window=[0.6, 0.2]"),
-    ({"n": 5, "groups": [{"exposures": 0}, {"exposures": 1, "format": "dump"}]}, "one partition in one format"),
+    ({"n": 5, "groups": [{"exposures": 0}, {"exposures": 1, "format": "dumps"}]},
+     "plant.groups[1].format=dumps: no conf/format/dumps.yaml; give one of dump, "),
+    ({"n": 5, "groups": [{"exposures": 0}, {"exposures": 1, "dataset": "synth_news"}]},
+     "group x1_synth_news plants synth_news, and no group of synth_news has exposures 0; add {exposures: 0, "
+     "dataset: synth_news}"),
+    ({"n": 5, "groups": [{"exposures": 0}, {"exposures": 1, "seed": 3}]}, "plant.groups[1].seed is not a group"),
     ({"n": 5, "groups": [{"exposures": 0}, {"exposures": 1}, {"exposures": 1}]}, "two groups are named x1"),
     ({"n": 5, "control": "oracle", "groups": [{"exposures": 0}, {"exposures": 1}]}, "plant.control=oracle: use"),
 ])
@@ -124,6 +130,32 @@ def test_bad_groups_are_one_line_errors(plant, message):
     with pytest.raises(InputError, match=re.escape(message)) as error:
         plant_groups(OmegaConf.create(plant))
     assert "\n" not in str(error.value)
+
+
+def test_a_group_may_plant_its_own_dataset_and_format():
+    plant = OmegaConf.create({"n": 4, "groups": [
+        {"exposures": 0}, {"exposures": 1}, {"exposures": 1, "format": "dump"},
+        {"exposures": 0, "dataset": "synth_news"}, {"exposures": 4, "dataset": "synth_news", "format": "metadata"},
+        {"exposures": 2, "dataset": "synth_nli"}]})
+    groups = plant_groups(plant, dataset="synth_nli", format="metadata")
+    # the run's own dataset and format are the same as unset: names, descriptions and checkpoint keys stay as they were
+    assert [g.name for g in groups] == ["x0", "x1", "x1_dump", "x0_synth_news", "x4_synth_news", "x2"]
+    assert groups[1].describe() == {"name": "x1", "exposures": 1, "n": 4, "window": [0.0, 1.0]}
+    assert groups[2].describe()["format"] == "dump" and "dataset" not in groups[2].describe()
+    assert (groups[4].dataset, groups[4].format) == ("synth_news", None)
+    # each planted group's control: the never-planted group of its own dataset
+    assert [control_group(groups, g).name for g in groups if g.planted] == ["x0", "x0", "x0_synth_news", "x0"]
+
+
+def test_positions_count_groups_by_document_when_two_datasets_share_instance_ids():
+    groups = [PlantedGroup("x0", 0, 2), PlantedGroup("a", 1, 2), PlantedGroup("x0_b", 0, 2, dataset="b"),
+              PlantedGroup("b", 2, 2, dataset="b")]
+    documents = {"a": [Document(f"from a {i}", (i,)) for i in range(2)],
+                 "b": [Document(f"from b, longer, {i}", (i,)) for i in range(2)]}  # the same ids 0 and 1
+    stream = planted_stream(documents, groups, BACKGROUND[:20], seed=0)
+    placed = group_positions(stream, documents, words)
+    assert (placed["a"]["documents"], placed["b"]["documents"]) == (2, 4)
+    assert (placed["a"]["tokens"], placed["b"]["tokens"]) == (2 * 3, 4 * 4)
 
 
 def test_a_window_needs_a_background():
@@ -186,7 +218,19 @@ def test_a_planted_run_gives_one_study_per_group_from_one_training_run(planted):
         calibrate([str(folder), "--out", str(folder.parent / "calibration")])
     # a second seed (its own draw): one dose-response row per planted group, two models each
     planted("plant.groups=[{exposures:0},{exposures:1},{exposures:3}]", "seed=1", run="seed1")
-    out = calibrate([str(folder), str(folder.parent / "seed1"), "--out", str(folder.parent / "calibration")])
+    out = calibrate([str(folder), str(folder.parent / "seed1"), "--out", str(folder.parent / "calibration"),
+                     "--keep-studies"])
+    # what is committed recomputes: the groups' study files, each run's plant.json beside its groups
+    kept = out / "studies"
+    assert sorted(p.parent.name for p in kept.rglob("plant.json")) == ["run", "seed1"]
+    assert (kept / "run" / "groups" / "x3" / "manifest.json.gz").is_file()
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    import planted_table
+
+    tables = planted_table.main(str(kept), str(out))
+    assert "| run | 0 | 0 |" in tables and "2 training runs" in tables and "### metadata/offline/full/planted" in tables
     with open(out / "dose_response.csv") as file:
         rows = list(csv.DictReader(file))
     assert sorted(row["exposures"] for row in rows) == ["1", "3"] and {row["models"] for row in rows} == {"2"}
@@ -205,12 +249,41 @@ def test_a_planted_run_gives_one_study_per_group_from_one_training_run(planted):
     assert manifest["checkpoint"]["reused"] and len(manifest["cached_cells"]) == 5
 
 
+@pytest.mark.slow
+def test_groups_of_two_formats_and_two_datasets_share_one_training_run(planted):
+    """Regimes compared at the same optimizer steps, schedule and model: a metadata group, a dump group of the same
+    split and a group of another dataset, in one stream; each group's study reads its own format and dataset."""
+    summary, folder = planted("plant.groups=[{exposures:0},{exposures:2},{exposures:2,format:dump},"
+                              "{exposures:0,dataset:synth_news},{exposures:2,dataset:synth_news}]")
+    record = json.loads((folder / "plant.json").read_text())
+    names = ["x2", "x2_dump", "x2_synth_news"]
+    assert sorted(p.name for p in (folder / "groups").iterdir()) == names
+    manifests = {n: json.loads((folder / "groups" / n / "manifest.json").read_text()) for n in names}
+    assert len({m["checkpoint"]["id"] for m in manifests.values()}) == 1  # one training run
+    assert [manifests[n]["format"]["name"] for n in names] == ["metadata", "dump", "metadata"]
+    assert [manifests[n]["dataset"]["key"] for n in names] == ["synth_nli", "synth_nli", "synth_news"]
+    # controls: the same split's never-planted group for both formats, read in each; synth_news its own
+    assert manifests["x2"]["non_member_ids"] == manifests["x2_dump"]["non_member_ids"]
+    assert "contaminated_x_non_members" not in manifests["x2_dump"]["cached_cells"]  # read as a dump: other cells
+    assert manifests["x2_synth_news"]["plant"]["control_group"]["name"] == "x0_synth_news"
+    assert manifests["x2_dump"]["regime"]["format"] == "dump"
+    groups = {g["name"]: g for g in record["groups"]}
+    assert (groups["x2"]["documents"], groups["x2_synth_news"]["documents"]) == (12, 12)
+    assert groups["x2_dump"]["documents"] % 2 == 0 and groups["x2_dump"]["documents"] < 12  # lines packed
+    assert record["stream"]["documents"]["member"] == 24 + groups["x2_dump"]["documents"]
+    assert groups["x2_dump"]["format"] == "dump" and groups["x2_synth_news"]["dataset"] == "synth_news"
+
+
 @pytest.mark.parametrize("overrides, message", [
     (["contaminate.exposures=4"], "drop contaminate.exposures=4"),
     (["plant.n=500"], "asks 500 + 500 + 500 + 500 + 500 = 2500 instances of synth_nli test, which has 1200"),
     (["sample.n_detect=10"], "sample.n_detect=10 is more than group x0's 6"),
     (["plant.max_share_per_exposure=0.001"], "above plant.max_share_per_exposure=0.001"),
     (["contaminate=openai"], "plant=dose_ladder builds a token-counted stream on a local model"),
+    (["plant.groups=[{exposures:0},{exposures:1},{exposures:0,dataset:synth_xsum},"
+      "{exposures:1,dataset:synth_xsum,format:instruction}]"],
+     "plant group x1_synth_xsum_instruction: format=instruction needs a label for the assistant turn, and dataset "
+     "synth_xsum has none"),
 ])
 def test_bad_planted_runs_are_one_line_errors(planted, overrides, message):
     with pytest.raises(InputError, match=re.escape(message)) as error:

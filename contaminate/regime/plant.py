@@ -29,23 +29,29 @@ from typing import Callable, Mapping, Sequence
 from contaminate.regime.stream import Document
 from detect.errors import InputError
 
-GROUP_KEYS = ("name", "exposures", "n", "window")  # what a group may set; the rest of the run is the study's
+GROUP_KEYS = ("name", "exposures", "n", "window", "dataset", "format")  # what a group may set; the rest is the run's
 
 
 @dataclass(frozen=True)
 class PlantedGroup:
-    """One group: ``n`` instances of the split, each planted ``exposures`` times within ``window``."""
+    """One group: ``n`` instances of the split, each planted ``exposures`` times within ``window``; ``dataset`` and
+    ``format`` name a conf/dataset and conf/format config where the group's differ from the run's (None: the run's)."""
     name: str
     exposures: int
     n: int
     window: tuple[float, float] = (0.0, 1.0)
+    dataset: str | None = None
+    format: str | None = None
 
     @property
     def planted(self) -> bool:
         return self.exposures > 0
 
     def describe(self) -> dict:
-        return {"name": self.name, "exposures": self.exposures, "n": self.n, "window": list(self.window)}
+        found = {"name": self.name, "exposures": self.exposures, "n": self.n, "window": list(self.window)}
+        # only where set: a run of the run's own dataset and format keeps the description (and checkpoint key) it had
+        return {**found, **{key: value for key, value in (("dataset", self.dataset), ("format", self.format))
+                            if value is not None}}
 
 
 def _window(value, where: str) -> tuple[float, float]:
@@ -71,10 +77,20 @@ def _count(value, where: str, minimum: int) -> int:
 CONTROLS = ("background", "twin", "base")  # plant.control: what the clean cells' model is
 
 
-def plant_groups(plant_cfg) -> list[PlantedGroup]:
+def _config_name(value, where: str, group: str) -> str:
+    from detect.cli import options
+
+    known = options(group)
+    if not isinstance(value, str) or value not in known:
+        raise InputError(f"{where}={value}: no conf/{group}/{value}.yaml; give one of {', '.join(known)}")
+    return value
+
+
+def plant_groups(plant_cfg, dataset: str | None = None, format: str | None = None) -> list[PlantedGroup]:
     """The groups of ``plant`` (conf/plant/), each checked (one line per failure): its exposures, its size (the
-    group's ``n`` or ``plant.n``), its window (the group's or ``plant.window``), unique names, at least one planted
-    group and one never planted (every planted group's same-model control)."""
+    group's ``n`` or ``plant.n``), its window (the group's or ``plant.window``), its dataset and format (config names;
+    ``dataset`` and ``format``, the run's, are the same as unset), unique names, at least one planted group, and for
+    every planted group's dataset a group of it never planted (that group's same-model control)."""
     groups_cfg = plant_cfg.get("groups") if plant_cfg is not None else None
     if not groups_cfg:
         return []
@@ -91,7 +107,7 @@ def plant_groups(plant_cfg) -> list[PlantedGroup]:
         unknown = sorted(set(group.keys()) - set(GROUP_KEYS))
         if unknown:
             raise InputError(f"{where}.{unknown[0]} is not a group setting (a group sets {', '.join(GROUP_KEYS)}; "
-                             f"dataset and format are the run's: one run plants one partition in one format)")
+                             f"the rest is the run's)")
         if group.get("exposures") is None:
             raise InputError(f"{where} has no exposures: give each group exposures: N (0: never planted)")
         exposures = _count(group.get("exposures"), f"{where}.exposures", 0)
@@ -102,9 +118,14 @@ def plant_groups(plant_cfg) -> list[PlantedGroup]:
         given = group.get("window")
         window = _window(given if given is not None else default_window,
                          f"{where}.window" if given is not None else "plant.window")
-        name = group.get("name") or (f"x{exposures}" if window == (0.0, 1.0)
-                                     else f"x{exposures}_{window[0]:g}-{window[1]:g}")
-        groups.append(PlantedGroup(str(name), exposures, n, window))
+        chosen = {}
+        for key, run_value in (("dataset", dataset), ("format", format)):
+            value = group.get(key)
+            chosen[key] = None if value is None or value == run_value else _config_name(value, f"{where}.{key}", key)
+        name = group.get("name") or "_".join(
+            [f"x{exposures}", *(v for v in chosen.values() if v)]
+            + ([] if window == (0.0, 1.0) else [f"{window[0]:g}-{window[1]:g}"]))
+        groups.append(PlantedGroup(str(name), exposures, n, window, **chosen))
     names = [g.name for g in groups]
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
@@ -112,15 +133,22 @@ def plant_groups(plant_cfg) -> list[PlantedGroup]:
     if not any(g.planted for g in groups):
         raise InputError("plant.groups: every group has exposures 0, so nothing is planted; give at least one group "
                          "exposures >= 1")
-    if not any(not g.planted for g in groups):
-        raise InputError("plant.groups: no group has exposures 0; add one ({exposures: 0}): the never-planted group "
-                         "of the same split is each planted group's control within the same model")
+    for group in groups:
+        if group.planted and not any(not g.planted and g.dataset == group.dataset for g in groups):
+            if group.dataset is None:
+                raise InputError("plant.groups: no group has exposures 0; add one ({exposures: 0}): the never-planted "
+                                 "group of the same split is each planted group's control within the same model")
+            raise InputError(f"plant.groups: group {group.name} plants {group.dataset}, and no group of "
+                             f"{group.dataset} has exposures 0; add {{exposures: 0, dataset: {group.dataset}}}: its "
+                             f"control within the same model")
     return groups
 
 
-def control_group(groups: Sequence[PlantedGroup]) -> PlantedGroup:
-    """The never-planted group every planted group is compared with (the first with exposures 0)."""
-    return next(g for g in groups if not g.planted)
+def control_group(groups: Sequence[PlantedGroup], group: PlantedGroup | None = None) -> PlantedGroup:
+    """The never-planted group ``group`` is compared with: the first with exposures 0 of its dataset (without
+    ``group``: of the run's dataset)."""
+    dataset = group.dataset if group is not None else None
+    return next(g for g in groups if not g.planted and g.dataset == dataset)
 
 
 def planted_stream(documents: Mapping[str, Sequence[Document]], groups: Sequence[PlantedGroup],
@@ -154,24 +182,20 @@ def planted_stream(documents: Mapping[str, Sequence[Document]], groups: Sequence
     return stream + order[taken:]
 
 
-def group_of_instances(documents: Mapping[str, Sequence[Document]]) -> dict[int, str]:
-    """Instance id -> its group's name."""
-    return {i: name for name, docs in documents.items() for document in docs for i in document.members}
-
-
 def group_positions(stream: Sequence[Document], documents: Mapping[str, Sequence[Document]],
                     count_tokens: Callable[[str], int]) -> dict[str, dict]:
     """Per group, where its copies fell in the stream, in tokens from its start (each document counted as the
     trainer counts it, before the end token): documents and tokens planted, their share of the training tokens,
     and the first, last and mean position of a copy's first token, also as fractions of the stream."""
-    group_of = group_of_instances(documents)
+    # by the document itself, not its instance ids: groups of two datasets can share ids (each split counts from 0)
+    group_of = {id(document): name for name, docs in documents.items() for document in docs}
     total = sum(count_tokens(document.text) for document in stream)
     found = {name: {"documents": 0, "tokens": 0, "starts": []} for name in documents}
     position = 0
     for document in stream:
         tokens = count_tokens(document.text)
         if document.members:
-            block = found[group_of[document.members[0]]]
+            block = found[group_of[id(document)]]
             block["documents"] += 1
             block["tokens"] += tokens
             block["starts"].append(position)
