@@ -17,16 +17,25 @@ SCORES = ("loss", "zlib", "min_k", "min_k_plus", "reference_ratio", "dc_pdd", "l
 
 
 def runs_table(runs: list[dict]) -> list[str]:
-    lines = ["| run | draw | seed | training tokens | train s | total s | " +
+    # train s: the checkpoint's own record of its training (a run that reused its checkpoint from the cache took
+    # ~0 s to train this time; its record keeps what training took); detect s: this invocation's detection
+    lines = ["| run | draw | seed | training tokens | steps | train s | detect s | " +
              " | ".join(f"{g['name']} share" for g in runs[0]["groups"] if g["exposures"]) + " |",
-             "|---" * (6 + sum(1 for g in runs[0]["groups"] if g["exposures"])) + "|"]
+             "|---" * (7 + sum(1 for g in runs[0]["groups"] if g["exposures"])) + "|"]
     for run in runs:
         shares = " | ".join(f"{g['token_share']:.2%}" for g in run["groups"] if g["exposures"])
+        detect = sum(v for k, v in run["timings"].items() if k.startswith("detect_"))
         lines.append(f"| {run['folder']} | {run['draw']} | {run['seed']} | {run['stream']['training_tokens']:,} | "
-                     f"{run['timings']['train_s']:.0f} | {run['timings']['total_s']:.0f} | {shares} |")
-    total = sum(run["timings"]["total_s"] for run in runs)
-    lines += ["", f"{len(runs)} runs, {total / 3600:.2f} h of wall time in all (each run's total_s)."]
+                     f"{run['checkpoint']['steps']} | {train_seconds(run):.0f} | {detect:.0f} | {shares} |")
+    trained = sum(train_seconds(run) for run in runs)
+    lines += ["", f"{len(runs)} training runs, {trained / 3600:.2f} h of training in all (each checkpoint's "
+              f"train_seconds{', the twins included' if any(r.get('control_checkpoint') for r in runs) else ''})."]
     return lines
+
+
+def train_seconds(run: dict) -> float:
+    """The run's training time as its checkpoints recorded it (the contaminated model's and a twin's)."""
+    return run["checkpoint"]["train_seconds"] + (run.get("control_checkpoint") or {}).get("train_seconds", 0)
 
 
 def auc_table(calibration: dict) -> list[str]:

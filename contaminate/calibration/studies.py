@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shutil
 import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -83,6 +84,7 @@ def cell_partition(cell: dict) -> tuple[dict[str, bool], dict[str, float]]:
 
 
 STUDY_FILES = ("manifest.json", "summary.json", "results.jsonl")  # what calibration reads of a study
+PLANT_FILES = ("plant.json", "plant.md")  # a planted run's own record, beside its groups' study folders
 
 
 def has(path: Path) -> bool:
@@ -104,7 +106,9 @@ def read_json(path: Path):
 def keep_studies(studies: Sequence[str | Path], out: Path) -> Path:
     """What calibration reads of each study (manifest, summary, rows), gzip-compressed under ``out/studies/``, so
     that ``python -m contaminate.calibrate out/studies`` recomputes the calibration without the runs folder (no
-    checkpoint, no cache). Studies are named by their path below the deepest folder they share."""
+    checkpoint, no cache). Studies are named by their path below the deepest folder they share. A planted run's
+    ``plant.json`` and ``plant.md`` (its groups' token shares, positions and times) go beside its groups' folders, as
+    written (bench/planted_table.py reads them)."""
     studies = [Path(s) for s in studies]
     root = Path(os.path.commonpath(studies)) if len(studies) > 1 else studies[0].parent
     target = Path(out) / "studies"
@@ -116,6 +120,11 @@ def keep_studies(studies: Sequence[str | Path], out: Path) -> Path:
                 with open(folder / f"{name}.gz", "wb") as raw, \
                         gzip.GzipFile(filename=name, mode="wb", fileobj=raw, mtime=0) as file:
                     file.write(read_text(study / name).encode())
+        run = study.parent.parent
+        if study.parent.name == "groups" and (run / "plant.json").is_file():
+            for name in PLANT_FILES:
+                if (run / name).is_file():
+                    shutil.copyfile(run / name, folder.parent.parent / name)
     return target
 
 
