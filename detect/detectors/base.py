@@ -181,3 +181,23 @@ class Detector:
     def study_section(cls, cells: dict[str, dict], manifest: dict) -> list[str]:
         """Markdown lines of its own for a study's report, before the verdict table, from every cell's summary."""
         return []
+
+
+class PValueTest(Detector):
+    """A partition-level test whose block holds ``p_value`` and ``significant`` (p <= alpha): its verdict, the
+    statistic calibration ranks (1 - p: a smaller p is more evidence), and a report column "<column> (p)". The
+    order tests (sharded.py) and the performance test share it; each writes its own ``report_section``."""
+    level = "partition"
+    column: ClassVar[str] = ""  # the report column's name, before " (p)"
+
+    @classmethod
+    def verdicts(cls, block: dict) -> dict[str, bool]:
+        return {cls.name: block["significant"]}
+
+    @classmethod
+    def statistics(cls, block: dict, n_instances: int) -> dict[str, float]:
+        return {cls.name: 1 - block["p_value"]}
+
+    @classmethod
+    def report_columns(cls, block: dict, correct: dict[str, bool]) -> list[tuple[str, str]]:
+        return [(f"{cls.column} (p)", f"{verdict(block['significant'], correct[cls.name])} ({block['p_value']:.3f})")]

@@ -48,7 +48,7 @@ import dataclasses
 from typing import Sequence
 
 from detect.datasets import Example
-from detect.detectors.base import Detector, Evidence, Rendering, verdict
+from detect.detectors.base import Evidence, PValueTest, Rendering
 from detect.validate import FRACTION, Range
 
 
@@ -68,9 +68,9 @@ def performance_test(correct: Sequence[bool], correct_heldout: Sequence[bool], *
             "p_value": p_value, "alpha": alpha, "significant": p_value <= alpha}
 
 
-class PerformanceTest(Detector):
+class PerformanceTest(PValueTest):
     """Accuracy on the partition against accuracy on known non-members, answers as the leak's format asks them."""
-    name, level, needs = "performance", "partition", ("logits", "pool", "heldout")
+    name, column, needs = "performance", "performance test", ("logits", "pool", "heldout")
     describes = {"performance": "logits + known non-members (held-out pool), labelled tasks"}
     summary_fields = ("p_value", "statistic", "significant", "accuracy", "accuracy_heldout", "n_instances",
                       "n_heldout", "candidates")
@@ -135,19 +135,6 @@ class PerformanceTest(Detector):
         row = performance_test(self.correct(evidence, self.instances(evidence)),
                                self.correct(evidence, evidence.heldout), alpha=self.alpha)
         return {**row, "candidates": self.candidates(evidence)}
-
-    @classmethod
-    def verdicts(cls, block: dict) -> dict[str, bool]:
-        return {"performance": block["significant"]}
-
-    @classmethod
-    def statistics(cls, block: dict, n_instances: int) -> dict[str, float]:
-        return {"performance": 1 - block["p_value"]}
-
-    @classmethod
-    def report_columns(cls, block: dict, correct: dict[str, bool]) -> list[tuple[str, str]]:
-        return [("performance test (p)",
-                 f"{verdict(block['significant'], correct['performance'])} ({block['p_value']:.3f})")]
 
     @classmethod
     def report_section(cls, block: dict) -> list[str]:

@@ -36,7 +36,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from detect.datasets import Example
-from detect.detectors.base import Detector, Evidence, verdict
+from detect.detectors.base import Evidence, PValueTest
 from detect.errors import InputError
 from detect.validate import FRACTION, Range
 
@@ -147,9 +147,9 @@ def sharded_likelihood_test(model, texts: Sequence[str], *, n_shards: int = 10, 
                         n_permutations=n_permutations, alpha=alpha, seed=seed)
 
 
-class _OrderTest(Detector):
+class _OrderTest(PValueTest):
     """What both order tests share: the run they read, and how it is rendered and scored."""
-    level, needs = "partition", ("logits", "pool")
+    needs = ("logits", "pool")
 
     def ordered(self, evidence: Evidence) -> list[Example]:
         """The instances it reads: the first ``max_instances`` of the pool in dataset order."""
@@ -166,17 +166,9 @@ class _OrderTest(Detector):
         render = self.render(evidence)
         return [([render(order) for order in self.orders(evidence)], False)]
 
-    @classmethod
-    def verdicts(cls, block: dict) -> dict[str, bool]:
-        return {cls.name: block["significant"]}
-
-    @classmethod
-    def statistics(cls, block: dict, n_instances: int) -> dict[str, float]:
-        return {cls.name: 1 - block["p_value"]}
-
 
 class ShardedLikelihood(_OrderTest):
-    name = "sharded_likelihood"
+    name, column = "sharded_likelihood", "sharded likelihood"
     describes = {"sharded_likelihood": "logits"}
     summary_fields = ("p_value", "statistic", "significant", "n_instances", "n_shards", "n_permutations")
     verdict_labels = {"sharded_likelihood": "sharded likelihood test, p <= alpha, pool in dataset order"}
@@ -205,11 +197,6 @@ class ShardedLikelihood(_OrderTest):
                             n_permutations=self.n_permutations, alpha=self.alpha, seed=evidence.seed)
 
     @classmethod
-    def report_columns(cls, block: dict, correct: dict[str, bool]) -> list[tuple[str, str]]:
-        return [("sharded likelihood (p)",
-                 f"{verdict(block['significant'], correct['sharded_likelihood'])} ({block['p_value']:.3f})")]
-
-    @classmethod
     def report_section(cls, block: dict) -> list[str]:
         return ["## Sharded likelihood test (canonical vs shuffled order)", "",
                 f"{block['n_instances']} instances in {block['n_shards']} shards, {block['n_permutations']} shuffles "
@@ -218,7 +205,7 @@ class ShardedLikelihood(_OrderTest):
 
 
 class PermutationTest(_OrderTest):
-    name = "permutation"
+    name, column = "permutation", "permutation test"
     describes = {"permutation": "logits"}
     summary_fields = ("p_value", "statistic", "significant", "n_instances", "n_permutations", "permuted_sd")
     verdict_labels = {"permutation": "Oren et al.'s permutation test, p <= alpha, pool in dataset order"}
@@ -244,11 +231,6 @@ class PermutationTest(_OrderTest):
         return permutation_test(sequence_log_likelihood(evidence.model, self.render(evidence)),
                                 len(self.ordered(evidence)), n_permutations=self.n_permutations, alpha=self.alpha,
                                 seed=evidence.seed)
-
-    @classmethod
-    def report_columns(cls, block: dict, correct: dict[str, bool]) -> list[tuple[str, str]]:
-        return [("permutation test (p)", f"{verdict(block['significant'], correct['permutation'])} "
-                                         f"({block['p_value']:.3f})")]
 
     @classmethod
     def report_section(cls, block: dict) -> list[str]:
