@@ -30,7 +30,26 @@ def runs_table(runs: list[dict]) -> list[str]:
     trained = sum(train_seconds(run) for run in runs)
     lines += ["", f"{len(runs)} training runs, {trained / 3600:.2f} h of training in all (each checkpoint's "
               f"train_seconds{', the twins included' if any(r.get('control_checkpoint') for r in runs) else ''})."]
+    studies, hours = one_study_per_dose(runs)
+    lines += ["", f"The same doses and dilution as one study per dose, the grid's design before planted groups (each "
+              f"planted group alone in the same background; exposures 0 a study of its own, the background alone), "
+              f"at each run's measured tokens per second: {studies} training runs, about {hours:.2f} h of training "
+              f"(an estimate from token counts, not a measurement)."]
     return lines
+
+
+def one_study_per_dose(runs: list[dict]) -> tuple[int, float]:
+    """What the grid's design before planted groups (results/regimes_cpu: one study per dose) would train for the
+    same doses and dilution: per run, one study per planted group (its copies among the same background) and the
+    exposures-0 study (the background alone), each costing its training tokens at the run's own tokens per second."""
+    studies, seconds = 0, 0.0
+    for run in runs:
+        background = run["stream"]["tokens"]["background"]
+        rate = run["checkpoint"]["tokens_per_second"]
+        planted = [g for g in run["groups"] if g["exposures"]]
+        studies += len(planted) + 1
+        seconds += sum(background + g["tokens"] for g in planted) / rate + background / rate
+    return studies, seconds / 3600
 
 
 def train_seconds(run: dict) -> float:
