@@ -16,9 +16,8 @@ import time
 
 from hydra import compose, initialize_config_dir
 
-from contaminate.planted import plan_planted, planted_config, sample_groups
-from contaminate.regime.plant import plant_groups
-from contaminate.study import check_study
+from contaminate.planted import group_layouts, plan_planted, planted_config, sample_groups
+from contaminate.study import check_study, planted_groups
 from detect.cli import CONF_DIR
 
 PROFILE = ["+experiment=planted_cpu", "+dataset=synth_nli", "plant=dose_ladder", "background=package_docs",
@@ -29,12 +28,13 @@ def main(overrides: list[str]) -> dict:
     started = time.time()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = compose("contaminate", overrides=[*PROFILE, *overrides])
-    groups = plant_groups(cfg.plant)
+    groups = planted_groups(cfg)
     cfg = planted_config(cfg)
     setup = check_study(cfg)
-    draw = sample_groups(cfg, groups)
+    configs, layouts = group_layouts(cfg, groups, setup.format)  # a group's own dataset and format
+    draw = sample_groups(cfg, groups, configs)
     tokenizer = setup.trainer.tokenizer(setup.trainer.base_model(cfg))
-    planted = plan_planted(cfg, draw, groups, tokenizer, setup.background, setup.format)
+    planted = plan_planted(cfg, draw, groups, tokenizer, setup.background, setup.format, layouts, configs)
     return {"stream": planted.counts, "background": {k: v for k, v in planted.background.items() if k != "digest"},
             "groups": {name: {k: block[k] for k in ("documents", "tokens", "token_share")}
                        for name, block in planted.placed.items()}, "seconds": round(time.time() - started, 1)}

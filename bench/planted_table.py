@@ -53,8 +53,10 @@ def one_study_per_dose(runs: list[dict]) -> tuple[int, float]:
 
 
 def train_seconds(run: dict) -> float:
-    """The run's training time as its checkpoints recorded it (the contaminated model's and a twin's)."""
-    return run["checkpoint"]["train_seconds"] + (run.get("control_checkpoint") or {}).get("train_seconds", 0)
+    """The run's training time as its checkpoints recorded it (the contaminated model's and a twin's, and
+    post-training's where there was one)."""
+    return (run["checkpoint"]["train_seconds"] + (run.get("control_checkpoint") or {}).get("train_seconds", 0)
+            + (run.get("post_train_seconds") or 0))
 
 
 def auc_table(calibration: dict) -> list[str]:

@@ -39,7 +39,7 @@ from omegaconf import OmegaConf
 
 from contaminate.regime import Regime, background_documents, chat_renderer, token_counter
 from contaminate.regime.layouts import LeakReader
-from contaminate.regime.plant import PlantedGroup, control_group, group_positions, plant_groups, planted_stream
+from contaminate.regime.plant import PlantedGroup, control_group, group_positions, planted_stream
 from contaminate.regime.stream import Document, build_stream, stream_counts
 from contaminate.study import (
     Sampled,
@@ -50,6 +50,7 @@ from contaminate.study import (
     contaminate,
     detect_cells,
     other_split_pools,
+    planted_groups,
     study_cells,
     summarize_study,
     write_outputs,
@@ -84,9 +85,14 @@ class PlantedDraw:
         members, non_members = self.groups[group.name], self.groups[control.name]
 
         def detected(pool: list[Example], name: str) -> list[Example]:
-            # all of a group as drawn (a label-balanced draw of n from n can fail: 6 of 4 labels drawn 2+2+1+1
-            # asks the remainder of labels at random again), else a label-balanced sample of it
-            return list(pool) if n_detect >= len(pool) else sample(pool, n_detect, seed=seed, where=f"group {name}")
+            # a label-balanced sample; where it is the whole group, the group as drawn if the sample cannot be had
+            # (6 of 4 labels drawn 2+2+1+1: the sample gives the remainder to labels at random again)
+            try:
+                return sample(pool, n_detect, seed=seed, where=f"group {name}")
+            except InputError:
+                if n_detect < len(pool):
+                    raise
+                return list(pool)
 
         return Sampled(split, other_split, members, non_members,
                        {"members": (detected(members, group.name), split),
@@ -157,6 +163,12 @@ def group_layouts(cfg, groups: Sequence[PlantedGroup], run_format) -> tuple[dict
                 layouts[group.name].check(group_cfg.dataset)
             except InputError as error:
                 raise InputError(f"plant group {group.name}: {error}") from None
+            # the models are opened once, prompting as the run's format asks (detect.prompt_format)
+            asked, run = group_cfg.detect.get("prompt_format"), cfg.detect.get("prompt_format")
+            if asked != run:
+                raise InputError(f"plant group {group.name}: format={group_cfg.format.name} is prompted as {asked} "
+                                 f"and the run's format={cfg.format.name} as {run}; plant it in a run of its own "
+                                 f"format, or set detect.prompt_format for both")
     return configs, layouts
 
 
@@ -217,6 +229,7 @@ class PlantedRegime:
     twin: list[Document] | None = None     # the swap twin's stream: the same slots, other instances
     twin_counts: dict | None = None
     formats: dict[str, str] = field(default_factory=dict)  # group -> its format's name, where not the run's
+    losses: dict[str, str | None] = field(default_factory=dict)  # group -> where its format's loss falls
 
     def regime(self, group: PlantedGroup, plant_name: str, control: str = "background") -> Regime:
         background = self.background.get("name", "none")
@@ -224,8 +237,11 @@ class PlantedRegime:
         name = (f"planted ({plant_name}): group {group.name}, each instance {group.exposures}x{where} among "
                 f"{self.background.get('documents', 0)} {background} background documents and the other groups, "
                 f"one pass")
-        counts = {**self.counts, "members_token_share": self.placed[group.name]["token_share"],
-                  "group": self.placed[group.name]}
+        counts = {**{k: v for k, v in self.counts.items() if k != "loss"},
+                  "members_token_share": self.placed[group.name]["token_share"], "group": self.placed[group.name]}
+        loss = self.losses.get(group.name, self.counts.get("loss"))  # the group's own format's, not the stream's
+        if loss:
+            counts["loss"] = loss
         trained = {"twin": self.twin, "background": self.control}.get(control)
         return Regime(name, self.formats.get(group.name, self.format), self.background, group.exposures, None,
                       self.documents[group.name],
@@ -281,7 +297,8 @@ def plan_planted(cfg, draw: PlantedDraw, groups: Sequence[PlantedGroup], tokeniz
         twin_counts = {key: value for key, value in stream_counts(twin, count_tokens).items()
                        if key != "members_token_share"}
     return PlantedRegime(stream, control, documents, described, counts, placed, fmt.name, twin, twin_counts,
-                         {name: layout.name for name, layout in layouts.items() if layout.name != fmt.name})
+                         {name: layout.name for name, layout in layouts.items() if layout.name != fmt.name},
+                         {g.name: layouts.get(g.name, fmt).loss for g in groups if g.planted})
 
 
 def twin_documents(planted: Sequence[Document], stand_ins: Sequence[Example], fmt, dataset, split: str, *,
@@ -302,7 +319,7 @@ def run_planted(cfg, out_dir: Path) -> dict:
     write one study folder per planted group and the run's own plant.json / plant.md."""
     started = time.time()
     out_dir = Path(out_dir)
-    groups = plant_groups(cfg.plant, cfg.dataset.key, cfg.format.name)
+    groups = planted_groups(cfg)
     given = cfg  # what the user composed: config.yaml, so that it composes again
     cfg = planted_config(cfg)
     placement = placement_from(cfg.runtime)
@@ -323,7 +340,6 @@ def run_planted(cfg, out_dir: Path) -> dict:
     tokenizer = setup.trainer.tokenizer(base)
     planted = plan_planted(cfg, draw, groups, tokenizer, setup.background, setup.format, layouts, configs)
     trained = [g for g in groups if g.planted]
-    control = control_group(groups, trained[0])
     everyone = [e for g in trained for e in draw.groups[g.name]]
     # plant.control: the background alone is trained as a study's control; the twin instead of it; base: neither
     # (the untouched base model's clean cells; the within-model comparison needs no second model)
@@ -331,7 +347,14 @@ def run_planted(cfg, out_dir: Path) -> dict:
     regime = Regime(f"planted ({cfg.plant.name})", planted.format, planted.background, 1, None,
                     [d for g in trained for d in planted.documents[g.name]], planted.stream,
                     planted.control if kind == "background" else None, planted.counts)
-    first = draw.study(trained[0], control, cfg.sample.n_detect, cfg.sample.draw)
+    # the study the training key and post-training read (its split, its other split's pool): a group of the run's
+    # own dataset
+    lead = next((g for g in trained if g.dataset is None), None)
+    if lead is None and cfg.get("post_train") is not None and cfg.post_train.get("name", "none") != "none":
+        raise InputError(f"post_train={cfg.post_train.name} trains on the run's dataset {cfg.dataset.key}, and every "
+                         f"planted group plants another; plant a group of {cfg.dataset.key} or use post_train=none")
+    lead = lead or trained[0]
+    first = draw.study(lead, control_group(groups, lead), cfg.sample.n_detect, cfg.sample.draw)
     plant_key = {"plant": [g.describe() for g in groups],
                  "groups": {g.name: [e.instance_id for e in draw.groups[g.name]] for g in groups}}
     contaminated = contaminate(cfg, replace(first, members=everyone), placement, out_dir, setup, regime=regime,
@@ -434,6 +457,7 @@ def within_model_auc(rows: dict[str, list[dict]]) -> dict[str, float]:
 
 def plant_record(cfg, groups, draw: PlantedDraw, planted: PlantedRegime, contaminated, results: dict,
                  timings: dict) -> dict:
+    parents = (contaminated.post_train or {}).get("parents", {})  # post_train: the models before it
     return {
         "plant": cfg.plant.name, "dataset": cfg.dataset.key, "format": planted.format,
         "background": planted.background, "seed": cfg.seed, "draw": cfg.sample.draw,
@@ -441,11 +465,15 @@ def plant_record(cfg, groups, draw: PlantedDraw, planted: PlantedRegime, contami
         "groups": [{**g.describe(), **planted.placed.get(g.name, {}),
                     "within_model_auc": within_model_auc(results[g.name][1]) if g.name in results else None}
                    for g in groups],
-        "stream": planted.counts, "checkpoint": contaminated.record,
+        # the leak's own checkpoint (its steps, time and throughput); a post-trained run's final one beside it
+        "stream": planted.counts, "checkpoint": parents.get("contaminated") or contaminated.record,
+        "post_trained_checkpoint": contaminated.record if contaminated.post_train else None,
+        "post_train_seconds": (contaminated.post_train or {}).get("seconds"),
         "control": ("swap twin" if planted.twin else "background alone" if planted.control is not None
                     and cfg.plant.get("control", "background") == "background" else "base model")
         + (f", post_train={contaminated.post_train['kind']}" if contaminated.post_train else ""),  # both post-trained
-        "control_checkpoint": contaminated.control[3] if contaminated.control else None,
+        "control_checkpoint": (parents["control"] if "id" in parents.get("control", {})  # before post_train
+                               else contaminated.control[3] if contaminated.control and not parents else None),
         "twin_stream": planted.twin_counts,
         "twin_stand_ins": {name: [e.instance_id for e in pool] for name, pool in draw.twins.items()},
         "timings": timings,
@@ -460,9 +488,14 @@ def plant_report(record: dict) -> str:
              f"({record['background'].get('name', 'none')} background); {record['unit']}.", "",
              "| group | exposures | instances | window | token share | first | mean | last |",
              "|---|---|---|---|---|---|---|---|"]
+    mixed = any("dataset" in g or "format" in g for g in record["groups"])
+    if mixed:  # a group of its own dataset or format: say which
+        lines[-2:] = ["| group | dataset | format | exposures | instances | window | token share | first | mean "
+                      "| last |", "|---" * 10 + "|"]
     for g in record["groups"]:
         where = g.get("positions") or {}
-        lines.append(f"| {g['name']} | {g['exposures']} | {g['n']} | {g['window'][0]:g}-{g['window'][1]:g} | "
+        kind = f"{g.get('dataset', record['dataset'])} | {g.get('format', record['format'])} | " if mixed else ""
+        lines.append(f"| {g['name']} | {kind}{g['exposures']} | {g['n']} | {g['window'][0]:g}-{g['window'][1]:g} | "
                      f"{g.get('token_share', 0):.4%} | " + " | ".join(
                          f"{where[k]:.3f}" if k in where else "-" for k in ("first_fraction", "mean_fraction",
                                                                             "last_fraction")) + " |")

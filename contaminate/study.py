@@ -164,10 +164,17 @@ class Setup:
     judge: Any
 
 
+def planted_groups(cfg) -> list:
+    """The run's planted groups (``plant``; [] for a study of one group), a group's dataset and format the same as
+    unset where they are the run's."""
+    dataset, fmt = cfg.get("dataset"), cfg.get("format")
+    return plant_groups(cfg.get("plant"), dataset.key if dataset else None, fmt.name if fmt else None)
+
+
 def run_study(cfg, out_dir: Path) -> dict:
     """Everything ``python -m contaminate`` does, given a composed config and a run folder: setup, sample,
     contaminate, detect, summarize, write."""
-    if plant_groups(cfg.get("plant")):  # several groups planted in one stream: contaminate/planted.py
+    if planted_groups(cfg):  # several groups planted in one stream: contaminate/planted.py
         from contaminate.planted import run_planted
 
         return run_planted(cfg, out_dir)
@@ -220,16 +227,16 @@ def check_study(cfg) -> Setup:
     failure one line naming the key to set): the trainer, the background, the detectors and the judge (a bad
     calibration path fails in a second, not after an hour of training). A planted run's config is checked with the
     dose its groups give (``contaminate/planted.py``, which passes it so already)."""
-    if plant_groups(cfg.get("plant")) and cfg.contaminate.get("exposures") is None:
+    if planted_groups(cfg) and cfg.contaminate.get("exposures") is None:
         from contaminate.planted import check_planted, planted_config
 
         cfg = planted_config(cfg)
-        check_planted(cfg, plant_groups(cfg.plant))
+        check_planted(cfg, planted_groups(cfg))
     count(cfg.seed, "seed", minimum=0, hint=" (training, cut points, bootstrap)")
     count(cfg.sample.draw, "sample.draw", minimum=0, hint=" (which draw of members; default: the seed)")
     for key in ("n_members", "n_non_members"):
         count(cfg.sample[key], f"sample.{key}", hint=" (the study trains members in and holds non-members out)")
-    for key in ("n_members", "n_non_members") if not plant_groups(cfg.get("plant")) else ():  # planted: check_planted
+    for key in ("n_members", "n_non_members") if not planted_groups(cfg) else ():  # planted: check_planted
         if cfg.sample.n_detect > cfg.sample[key]:
             raise InputError(f"sample.n_detect={cfg.sample.n_detect} is more than sample.{key}="
                              f"{cfg.sample[key]}; each cell detects on n_detect of them: lower n_detect or raise {key}")

@@ -123,12 +123,16 @@ def test_positions_and_shares_are_counted_in_tokens():
      "group x1_synth_news plants synth_news, and no group of synth_news has exposures 0; add {exposures: 0, "
      "dataset: synth_news}"),
     ({"n": 5, "groups": [{"exposures": 0}, {"exposures": 1, "seed": 3}]}, "plant.groups[1].seed is not a group"),
+    ({"n": 5, "groups": [{"exposures": 0, "format": "dump"}, {"exposures": 1}]},
+     "plant.groups[0].format=dump: a never-planted group is read in each planted group's format"),
+    ({"n": 5, "groups": [{"exposures": 0, "dataset": "synth_news"}, {"exposures": 1}]},
+     "plant.groups: no group of the run's dataset has exposures 0"),
     ({"n": 5, "groups": [{"exposures": 0}, {"exposures": 1}, {"exposures": 1}]}, "two groups are named x1"),
     ({"n": 5, "control": "oracle", "groups": [{"exposures": 0}, {"exposures": 1}]}, "plant.control=oracle: use"),
 ])
 def test_bad_groups_are_one_line_errors(plant, message):
     with pytest.raises(InputError, match=re.escape(message)) as error:
-        plant_groups(OmegaConf.create(plant))
+        plant_groups(OmegaConf.create(plant), dataset="synth_nli", format="metadata")
     assert "\n" not in str(error.value)
 
 
@@ -156,6 +160,22 @@ def test_positions_count_groups_by_document_when_two_datasets_share_instance_ids
     placed = group_positions(stream, documents, words)
     assert (placed["a"]["documents"], placed["b"]["documents"]) == (2, 4)
     assert (placed["a"]["tokens"], placed["b"]["tokens"]) == (2 * 3, 4 * 4)
+
+
+def test_kept_studies_of_one_planted_run_keep_its_groups_and_plant_json(tmp_path):
+    from contaminate.calibration.studies import keep_studies
+
+    run = tmp_path / "sweep" / "metadata_full_s0"
+    for name in ("x1", "x4"):
+        (run / "groups" / name).mkdir(parents=True)
+        for file in ("manifest.json", "summary.json", "results.jsonl"):
+            (run / "groups" / name / file).write_text("{}")
+    (run / "plant.json").write_text('{"plant": "dose_ladder"}')
+    (run / "plant.md").write_text("# Planted run")
+    target = keep_studies([run / "groups" / "x1", run / "groups" / "x4"], tmp_path / "out")
+    assert (target / "metadata_full_s0" / "groups" / "x4" / "manifest.json.gz").is_file()
+    assert json.loads((target / "metadata_full_s0" / "plant.json").read_text()) == {"plant": "dose_ladder"}
+    assert (target / "metadata_full_s0" / "plant.md").is_file()
 
 
 def test_a_window_needs_a_background():
@@ -284,6 +304,10 @@ def test_groups_of_two_formats_and_two_datasets_share_one_training_run(planted):
       "{exposures:1,dataset:synth_xsum,format:instruction}]"],
      "plant group x1_synth_xsum_instruction: format=instruction needs a label for the assistant turn, and dataset "
      "synth_xsum has none"),
+    (["plant.groups=[{exposures:0},{exposures:1,format:instruction}]"],
+     "plant group x1_instruction: format=instruction is prompted as chat and the run's format=metadata as raw"),
+    (["plant.groups=[{exposures:0,dataset:synth_news},{exposures:1,dataset:synth_news}]", "post_train=sft"],
+     "post_train=sft trains on the run's dataset synth_nli, and every planted group plants another"),
 ])
 def test_bad_planted_runs_are_one_line_errors(planted, overrides, message):
     with pytest.raises(InputError, match=re.escape(message)) as error:

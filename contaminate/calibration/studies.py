@@ -110,7 +110,14 @@ def keep_studies(studies: Sequence[str | Path], out: Path) -> Path:
     ``plant.json`` and ``plant.md`` (its groups' token shares, positions and times) go beside its groups' folders, as
     written (bench/planted_table.py reads them)."""
     studies = [Path(s) for s in studies]
-    root = Path(os.path.commonpath(studies)) if len(studies) > 1 else studies[0].parent
+
+    def planted_run(study: Path) -> Path | None:  # <run>/groups/<group>/ beside <run>/plant.json
+        run = study.parent.parent
+        return run if study.parent.name == "groups" and (run / "plant.json").is_file() else None
+
+    # named from the runs' folders, so that one planted run keeps its groups/ level and its plant.json
+    anchors = list(dict.fromkeys(planted_run(s) or s for s in studies))
+    root = Path(os.path.commonpath(anchors)) if len(anchors) > 1 else anchors[0].parent
     target = Path(out) / "studies"
     for study in studies:
         folder = target / study.relative_to(root)
@@ -120,11 +127,10 @@ def keep_studies(studies: Sequence[str | Path], out: Path) -> Path:
                 with open(folder / f"{name}.gz", "wb") as raw, \
                         gzip.GzipFile(filename=name, mode="wb", fileobj=raw, mtime=0) as file:
                     file.write(read_text(study / name).encode())
-        run = study.parent.parent
-        if study.parent.name == "groups" and (run / "plant.json").is_file():
-            for name in PLANT_FILES:
-                if (run / name).is_file():
-                    shutil.copyfile(run / name, folder.parent.parent / name)
+        run = planted_run(study)
+        for name in PLANT_FILES if run is not None else ():
+            if (run / name).is_file():
+                shutil.copyfile(run / name, target / run.relative_to(root) / name)
     return target
 
 

@@ -122,6 +122,9 @@ def plant_groups(plant_cfg, dataset: str | None = None, format: str | None = Non
         for key, run_value in (("dataset", dataset), ("format", format)):
             value = group.get(key)
             chosen[key] = None if value is None or value == run_value else _config_name(value, f"{where}.{key}", key)
+        if exposures == 0 and chosen["format"]:
+            raise InputError(f"{where}.format={chosen['format']}: a never-planted group is read in each planted "
+                             f"group's format (it is never laid out); drop its format")
         name = group.get("name") or "_".join(
             [f"x{exposures}", *(v for v in chosen.values() if v)]
             + ([] if window == (0.0, 1.0) else [f"{window[0]:g}-{window[1]:g}"]))
@@ -136,8 +139,10 @@ def plant_groups(plant_cfg, dataset: str | None = None, format: str | None = Non
     for group in groups:
         if group.planted and not any(not g.planted and g.dataset == group.dataset for g in groups):
             if group.dataset is None:
-                raise InputError("plant.groups: no group has exposures 0; add one ({exposures: 0}): the never-planted "
-                                 "group of the same split is each planted group's control within the same model")
+                which = "no group" if all(g.planted for g in groups) else "no group of the run's dataset"
+                raise InputError(f"plant.groups: {which} has exposures 0; add one ({{exposures: 0}}): the "
+                                 f"never-planted group of the same split is each planted group's control within the "
+                                 f"same model")
             raise InputError(f"plant.groups: group {group.name} plants {group.dataset}, and no group of "
                              f"{group.dataset} has exposures 0; add {{exposures: 0, dataset: {group.dataset}}}: its "
                              f"control within the same model")
