@@ -86,20 +86,40 @@ def test_the_readme_headline_tables_are_the_scripts_output():
         "README's headline tables differ from: python bench/headline_tables.py results/units_cpu --write README.md"
 
 
+PLANTED = ROOT / "results" / "planted_cpu"
+
+
 @pytest.mark.slow
-def test_the_committed_calibration_recomputes_from_its_committed_studies(tmp_path):
+@pytest.mark.parametrize("folder, options", [(HEADLINE, ["--transfer"]), (PLANTED, [])], ids=["units", "planted"])
+def test_the_committed_calibration_recomputes_from_its_committed_studies(tmp_path, folder, options):
     from contaminate.calibrate import main
 
-    main([str(HEADLINE / "studies"), "--transfer", "--out", str(tmp_path)])
+    if not (folder / "studies").is_dir():
+        pytest.skip(f"{folder.name} has no committed studies")
+    main([str(folder / "studies"), *options, "--out", str(tmp_path)])
 
     def without_timestamp(path: Path) -> list[str]:
         # the one folder-dependent line: the command that loads this calibration.json
         return [line for line in path.read_text().splitlines()
                 if "Generated" not in line and "judge.calibration=" not in line]
 
-    assert without_timestamp(tmp_path / "calibration.md") == without_timestamp(HEADLINE / "calibration.md")
-    again, committed = (json.loads((folder / "calibration.json").read_text()) for folder in (tmp_path, HEADLINE))
+    assert without_timestamp(tmp_path / "calibration.md") == without_timestamp(folder / "calibration.md")
+    again, committed = (json.loads((f / "calibration.json").read_text()) for f in (tmp_path, folder))
     assert again["by_regime"] == committed["by_regime"] and again["thresholds"] == committed["thresholds"]
+
+
+def test_the_planted_profile_tables_are_the_scripts_output():
+    """results/planted_cpu/tables.md as bench/planted_table.py prints it from the committed runs' plant.json and
+    the committed calibration (its README includes the file)."""
+    import sys
+
+    if not (PLANTED / "tables.md").is_file():
+        pytest.skip("results/planted_cpu has no tables.md")
+    sys.path.insert(0, str(ROOT / "bench"))
+    import planted_table
+
+    assert planted_table.main(str(PLANTED / "studies"), str(PLANTED)) == (PLANTED / "tables.md").read_text(), \
+        "python bench/planted_table.py results/planted_cpu/studies results/planted_cpu > results/planted_cpu/tables.md"
 
 
 def test_included_result_tables_are_the_files_the_scripts_wrote():
