@@ -30,26 +30,29 @@ def runs_table(runs: list[dict]) -> list[str]:
     trained = sum(train_seconds(run) for run in runs)
     lines += ["", f"{len(runs)} training runs, {trained / 3600:.2f} h of training in all (each checkpoint's "
               f"train_seconds{', the twins included' if any(r.get('control_checkpoint') for r in runs) else ''})."]
-    studies, hours = one_study_per_dose(runs)
-    lines += ["", f"The same doses and dilution as one study per dose, the grid's design before planted groups (each "
-              f"planted group alone in the same background; exposures 0 a study of its own, the background alone), "
-              f"at each run's measured tokens per second: {studies} training runs, about {hours:.2f} h of training "
-              f"(an estimate from token counts, not a measurement)."]
+    rate = max(run["checkpoint"]["tokens_per_second"] for run in runs)
+    planted_tokens = sum(run["stream"]["training_tokens"] for run in runs)  # counted as the doses are
+    studies, tokens = one_study_per_dose(runs)
+    lines += ["", f"Both designs at the fastest run's throughput ({rate:,.0f} training tokens a second): these "
+              f"{len(runs)} planted runs train {planted_tokens:,} tokens, {planted_tokens / rate / 3600:.2f} h; the "
+              f"same doses and dilution as one study per dose (the grid's design before planted groups: each planted "
+              f"group alone in the same background, and exposures 0 a study of its own, the background alone) would "
+              f"train {tokens:,} tokens in {studies} runs, {tokens / rate / 3600:.2f} h, "
+              f"{tokens / planted_tokens:.1f}x (from token counts, not a measurement)."]
     return lines
 
 
-def one_study_per_dose(runs: list[dict]) -> tuple[int, float]:
+def one_study_per_dose(runs: list[dict]) -> tuple[int, int]:
     """What the grid's design before planted groups (results/regimes_cpu: one study per dose) would train for the
     same doses and dilution: per run, one study per planted group (its copies among the same background) and the
-    exposures-0 study (the background alone), each costing its training tokens at the run's own tokens per second."""
-    studies, seconds = 0, 0.0
+    exposures-0 study (the background alone). Training runs and tokens."""
+    studies, tokens = 0, 0
     for run in runs:
         background = run["stream"]["tokens"]["background"]
-        rate = run["checkpoint"]["tokens_per_second"]
         planted = [g for g in run["groups"] if g["exposures"]]
         studies += len(planted) + 1
-        seconds += sum(background + g["tokens"] for g in planted) / rate + background / rate
-    return studies, seconds / 3600
+        tokens += sum(background + g["tokens"] for g in planted) + background
+    return studies, tokens
 
 
 def train_seconds(run: dict) -> float:
@@ -67,10 +70,12 @@ def auc_table(calibration: dict) -> list[str]:
         doses = sorted(block["membership"], key=lambda d: float(d) if d != "-" else -1)
         names = [n for n in SCORES if all(n in block["membership"][d]["scores"] for d in doses)]
         first = block["membership"][doses[0]]
+        members, non_members = (", ".join(map(str, first[key])) for key in ("members_per_model",
+                                                                              "non_members_per_model"))
         lines += [f"### {regime}", "",
                   f"Within-model AUC (each group's members against the never-planted group, under the same model), "
-                  f"mean over {first['unit']}, [95% hierarchical bootstrap]; {first['members_per_model']} members and "
-                  f"{first['non_members_per_model']} non-members a model.", "",
+                  f"mean over {first['unit']}, [95% hierarchical bootstrap]; {members} members and {non_members} "
+                  f"non-members a model.", "",
                   "| score | " + " | ".join(f"x{d}" for d in doses) + " |", "|---" * (len(doses) + 1) + "|"]
         for name in names:
             cells = []
