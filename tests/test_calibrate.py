@@ -214,7 +214,7 @@ def test_calibration_over_a_multirun_of_tiny_studies(tmp_path, capsys):
     # and within each model: 4 members against its own 4 non-members, per model, every dose of a model's unit
     # pooled; two models (seeds 0 and 1, each its own draw), two doses each
     within = calibration["instance_within_model"]
-    assert set(within["scores"]) == scores and within["unit"] == "2 models (2 draws x 2 seeds)"
+    assert set(within["scores"]) == scores and within["unit"] == "2 models (2 draws, 2 seeds)"
     assert within["n_models"] == 4 and within["members_per_model"] == [4] == within["non_members_per_model"]
     assert all(r["auc_within_model"] == within["scores"][r["detector"]]["auc"]["estimate"] for r in ranked)
     assert [r["auc_within_model"] for r in ranked] == sorted((r["auc_within_model"] for r in ranked), reverse=True)
@@ -241,7 +241,7 @@ def test_calibration_over_a_multirun_of_tiny_studies(tmp_path, capsys):
     report = (out / "calibration.md").read_text()
     assert "## Detectors ranked" in report and "| 1 | " in report and "ChatGPT-Cheat?, strict" in report
     assert "cross-fitted over 2 draws" in report and "![dose response](dose_response.png)" in report
-    assert "## Membership within each model" in report and "Rests on x1: 2 models (2 draws x 2 seeds)" in report
+    assert "## Membership within each model" in report and "Rests on x1: 2 models (2 draws, 2 seeds)" in report
     for name in ("roc.png", "dose_response.png", "dose_response.md", "membership.png"):
         assert (out / name).stat().st_size > 0
 

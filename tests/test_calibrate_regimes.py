@@ -285,7 +285,7 @@ def test_a_tiny_regime_multirun_over_two_formats_and_two_seeds_then_calibrate(tm
         blind = block["regimes"][regime]["blind_baseline"]
         assert 0 <= blind["auc"] <= 1 and blind["low"] <= blind["auc"] <= blind["high"]  # pooled over 2 draws
         assert "cross-fitted over 2 draws" in block["regimes"][regime]["alg2"]["labels"]
-        assert block["regimes"][regime]["membership"]["2"]["unit"] == "2 models (2 draws x 2 seeds)"
+        assert block["regimes"][regime]["membership"]["2"]["unit"] == "2 models (2 draws, 2 seeds)"
     for detector in ("loss", "min_k"):
         table = block["transfer"]["thresholds"][detector]
         assert all(set(table[source]["to"]) == set(regimes) - {source} for source in table)

@@ -118,4 +118,4 @@ def test_platt_and_brier():
     probabilities = platt(scores, labels)(scores)
     assert probabilities[:3].max() < 0.5 < probabilities[3:].min()
     assert brier([0.5] * 4, [True, False, True, False]) == 0.25
-    assert units_text([(0, 0), (0, 1), (1, 0)]) == "3 models (2 draws x 2 seeds)"
+    assert units_text([(0, 0), (0, 1), (1, 0)]) == "3 models (2 draws, 2 seeds)"  # not crossed: no (1, 1)

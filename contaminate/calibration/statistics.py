@@ -30,11 +30,13 @@ def unit_label(unit: Unit) -> str:
 
 
 def units_text(units: Sequence[Unit]) -> str:
-    """How many independent units a number rests on, as every table says it: "6 models (3 draws x 2 seeds)"."""
+    """How many independent units a number rests on, as every table says it: "6 models (3 draws x 2 seeds)" where
+    every draw was trained with every seed, "3 models (3 draws, 3 seeds)" where not (each seed its own draw)."""
     units = sorted(set(units))
     draws, seeds = {d for d, _ in units}, {s for _, s in units}
     models = "model" if len(units) == 1 else "models"
-    return f"{len(units)} {models} ({len(draws)} draw{'s' * (len(draws) != 1)} x {len(seeds)} seed" \
+    crossed = " x " if len(units) == len(draws) * len(seeds) else ", "
+    return f"{len(units)} {models} ({len(draws)} draw{'s' * (len(draws) != 1)}{crossed}{len(seeds)} seed" \
            f"{'s' * (len(seeds) != 1)})"
 
 
