@@ -468,6 +468,8 @@ def plant_record(cfg, groups, draw: PlantedDraw, planted: PlantedRegime, contami
         # the leak's own checkpoint (its steps, time and throughput); a post-trained run's final one beside it
         "stream": planted.counts, "checkpoint": parents.get("contaminated") or contaminated.record,
         "post_trained_checkpoint": contaminated.record if contaminated.post_train else None,
+        "post_trained_control_checkpoint": (contaminated.control[3] if contaminated.post_train and contaminated.control
+                                            else None),
         "post_train_seconds": (contaminated.post_train or {}).get("seconds"),
         "control": ("swap twin" if planted.twin else "background alone" if planted.control is not None
                     and cfg.plant.get("control", "background") == "background" else "base model")

@@ -156,5 +156,9 @@ def test_a_planted_runs_swap_twin_is_post_trained_as_the_contaminated_model(comp
     assert manifest["control_checkpoint"]["id"] == post["checkpoints"]["control"]["id"]
     assert manifest["checkpoint"]["id"] == post["checkpoints"]["contaminated"]["id"]
     assert post["steps"]["control"] == post["steps"]["contaminated"] == 2
+    # plant.json: the leak's and the twin's own trainings (steps, time, throughput), the post-trained ones beside
     record = json.loads((tmp_path / "run" / "plant.json").read_text())
-    assert record["control_checkpoint"]["id"] == post["checkpoints"]["control"]["id"]
+    assert (record["checkpoint"]["id"], record["control_checkpoint"]["id"]) == (leak["id"], twin["id"])
+    assert record["post_trained_checkpoint"]["id"] == post["checkpoints"]["contaminated"]["id"]
+    assert record["post_trained_control_checkpoint"]["id"] == post["checkpoints"]["control"]["id"]
+    assert record["post_train_seconds"] > 0
