@@ -227,16 +227,17 @@ def check_study(cfg) -> Setup:
     failure one line naming the key to set): the trainer, the background, the detectors and the judge (a bad
     calibration path fails in a second, not after an hour of training). A planted run's config is checked with the
     dose its groups give (``contaminate/planted.py``, which passes it so already)."""
-    if planted_groups(cfg) and cfg.contaminate.get("exposures") is None:
+    groups = planted_groups(cfg)
+    if groups and cfg.contaminate.get("exposures") is None:
         from contaminate.planted import check_planted, planted_config
 
         cfg = planted_config(cfg)
-        check_planted(cfg, planted_groups(cfg))
+        check_planted(cfg, groups)
     count(cfg.seed, "seed", minimum=0, hint=" (training, cut points, bootstrap)")
     count(cfg.sample.draw, "sample.draw", minimum=0, hint=" (which draw of members; default: the seed)")
     for key in ("n_members", "n_non_members"):
         count(cfg.sample[key], f"sample.{key}", hint=" (the study trains members in and holds non-members out)")
-    for key in ("n_members", "n_non_members") if not planted_groups(cfg) else ():  # planted: check_planted
+    for key in ("n_members", "n_non_members") if not groups else ():  # planted: check_planted
         if cfg.sample.n_detect > cfg.sample[key]:
             raise InputError(f"sample.n_detect={cfg.sample.n_detect} is more than sample.{key}="
                              f"{cfg.sample[key]}; each cell detects on n_detect of them: lower n_detect or raise {key}")
