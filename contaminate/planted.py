@@ -49,6 +49,7 @@ from contaminate.study import (
     check_study,
     contaminate,
     detect_cells,
+    heldout_size,
     other_split_pools,
     planted_groups,
     study_cells,
@@ -199,7 +200,7 @@ def sample_groups(cfg, groups: Sequence[PlantedGroup], configs: dict | None = No
                                                    if twin_sizes else "")
             raise InputError(f"plant={cfg.plant.name} asks {asked} = {sum(sizes) + sum(twin_sizes)} instances of "
                              f"{key} {split}, which has {len(examples)}; lower plant.n or drop a group")
-        n_heldout = min(cfg.sample.get("n_heldout", 0), len(examples) - sum(sizes) - sum(twin_sizes))
+        n_heldout = heldout_size(cfg, len(examples) - sum(sizes) - sum(twin_sizes), f"{key} {split}")
         *pools, heldout = disjoint_pools(examples, [*sizes, n_heldout], seed=seed, where=f"{key} {split}")
         if twin_sizes:
             taken = {e.instance_id for pool in [*pools, heldout] for e in pool}

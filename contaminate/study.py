@@ -84,6 +84,15 @@ CELLS = (
     ("clean_x_members", "clean", "members", "clean"),
     ("clean_x_non_members", "clean", "non_members", "clean"),
 )
+# Each model's reading of the known non-members (``sample.n_heldout`` of the split, disjoint from every pool a cell
+# reads): their guided completions and instance scores (``detect.known_non_members.detectors``), the null distribution
+# the threshold recipe fits on within that model (detect/judges/recipe.py; calibration validates it on ground truth).
+# Not partitions: no general completion, no partition-level detector, no verdict.
+KNOWN_CELLS = (
+    ("contaminated_x_known_non_members", "contaminated", "known_non_members", "clean"),
+    ("clean_x_known_non_members", "clean", "known_non_members", "clean"),
+)
+KNOWN_INSTRUCTIONS = ("guided",)  # what the recipe reads of the known non-members (Algorithm 2's judge: guided only)
 # The clean model's cells run first: where the reference model is the clean model (detect.reference_model=clean, or
 # base without a background), its statistics of the members and non-members then serve, from memory, as the reference
 # model's for the contaminated model's cells of the same instances (a third reference model memoises its own).
@@ -251,6 +260,7 @@ def check_study(cfg) -> Setup:
     background = instantiate_background(cfg.get("background"))
     check_regime(cfg, fmt, background, api=trainer.api)  # format fields, background, exposures
     detectors = check_detection(cfg)
+    known_setting(cfg, detectors)  # the known non-members' detectors: instance scores of this run
     reference_setting(cfg.detect, study=True)  # base, clean, a hub id or folder, or null: one line if none of them
     check_reference_corpus(detectors, background)
     return Setup(trainer, serving, fmt, background, detectors, _judge(cfg))
@@ -297,7 +307,7 @@ def sample_pools(cfg) -> Sampled:
     where = f"{dataset.key} {split}"
     # A third pool, disjoint from both (drawing it leaves the first two as they were): known non-members the
     # detectors may condition on or compare with (ReCaLL's prefix, a performance test's held-out accuracy).
-    n_heldout = min(cfg.sample.get("n_heldout", 0), len(examples) - n_members - n_non_members)
+    n_heldout = heldout_size(cfg, len(examples) - n_members - n_non_members, where)
     members, non_members, heldout = disjoint_pools(examples, [n_members, n_non_members, n_heldout], seed=seed,
                                                    where=where)
     n_detect = cfg.sample.n_detect
@@ -315,6 +325,17 @@ def sample_pools(cfg) -> Sampled:
     whole = {"members": members, "non_members": non_members, "other_split": other_whole}
     return Sampled(split, other_split, members, non_members, detection, whole,
                    {split: heldout, other_split: other_heldout})
+
+
+def heldout_size(cfg, left: int, where: str) -> int:
+    """``sample.n_heldout``, checked against what the split has left after the pools drawn before it (one line where
+    it asks for more: the study never runs on fewer known non-members than it was asked for)."""
+    n_heldout = cfg.sample.get("n_heldout", 0) or 0
+    count(n_heldout, "sample.n_heldout", minimum=0, hint=" (known non-members drawn beside members and non-members)")
+    if n_heldout > left:
+        raise InputError(f"sample.n_heldout={n_heldout} known non-members asked of {where}, which has {left} left "
+                         f"after the other pools; lower sample.n_heldout to {left} or less, or draw smaller pools")
+    return n_heldout
 
 
 def other_split_pools(dataset, other_split: str, *, n_detect: int, n_pool: int, n_heldout: int,
@@ -427,9 +448,38 @@ def _judge(cfg):
     return instantiate(cfg.judge)
 
 
+def known_setting(cfg, detectors: Sequence[Detector]) -> list[Detector] | None:
+    """The detectors a study runs on its known non-members (``detect.known_non_members``), checked in one line: None
+    where that reading is off; each named detector must be an instance score of the run (one that is disabled is
+    left out)."""
+    known = cfg.detect.get("known_non_members")
+    if not known or not known.get("enabled"):
+        return None
+    names = list(known.get("detectors") or [])
+    by_name = {d.name: d for d in detectors}
+    from detect.detectors import registry
+
+    for name in names:
+        cls = registry().get(name)
+        if cls is None or cls.level != "instance" or not cls.scores or "heldout" in cls.needs:
+            scoring = sorted(n for n, c in registry().items() if c.level == "instance" and c.scores
+                             and "heldout" not in c.needs)
+            raise InputError(f"detect.known_non_members.detectors names {name}, which is not an instance score that "
+                             f"reads no known non-members; use some of {', '.join(scoring)}")
+    return [by_name[name] for name in names if name in by_name]
+
+
+def known_cells(cfg, sampled: Sampled, detectors: Sequence[Detector]) -> tuple:
+    """KNOWN_CELLS where the study reads its known non-members (the setting on, and some drawn), else ()."""
+    if known_setting(cfg, detectors) is None or not sampled.heldout.get(sampled.split):
+        return ()
+    return KNOWN_CELLS
+
+
 def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, runtime_key: str | dict,
                  cells: tuple = CELLS, *, reader=None) -> tuple[dict[str, list[dict]], dict, list[str]]:
-    """Every cell's rows (each cached under its own key), the time and tokens each took, the cells reused.
+    """Every cell's rows (each cached under its own key), the time and tokens each took, the cells reused; with
+    them the known non-members' cells (``KNOWN_CELLS``: guided completions and the instance scores only).
     ``reader``: how the detectors read an instance (``LeakReader`` of the format; None: its plain text)."""
     cache = Path(cfg.cache_dir)
     reader = reader if reader is not None else PlainText()
@@ -445,19 +495,28 @@ def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, runtime_key:
                     # data a detector reads beyond its settings (DC-PDD's corpus), by content
                     "data": {name: key for name, key in ((d.name, d.data_key()) for d in models.detectors)
                              if key is not None}}
+    known = known_setting(cfg, models.detectors)
+    known_cells_ = known_cells(cfg, sampled, models.detectors)
     cell_rows, timings, cached = {}, {}, []
     for checkpoint in DETECTION_ORDER:
-        for cell, cell_checkpoint, pool, truth in cells:
+        for cell, cell_checkpoint, pool, truth in (*cells, *known_cells_):
             if cell_checkpoint != checkpoint:
                 continue
-            instances, split = sampled.detection[pool]
-            whole = sampled.whole[pool]
+            reads_known = pool == "known_non_members"
+            if reads_known:  # the known non-members themselves: no prefix or comparison pool drawn from them
+                instances = whole = sampled.heldout[sampled.split]
+                split, heldout = sampled.split, []
+            else:
+                (instances, split), whole = sampled.detection[pool], sampled.whole[pool]
+                heldout = sampled.heldout.get(split, [])
             key = {**detector_key, "model": models.refs[checkpoint][1], "split": split,
                    "ids": [e.instance_id for e in instances],
                    "instances": digest([(e.text, e.text_pair, e.label) for e in instances]),
                    "pool": digest([(e.instance_id, e.text, e.text_pair, e.label) for e in whole]),
-                   "heldout": digest([(e.instance_id, e.text, e.text_pair, e.label)
-                                      for e in sampled.heldout.get(split, [])])}
+                   "heldout": digest([(e.instance_id, e.text, e.text_pair, e.label) for e in heldout])}
+            if reads_known:
+                key["known_non_members"] = {"instructions": list(KNOWN_INSTRUCTIONS),
+                                            "detectors": [d.name for d in known]}
             path = cache / "cells" / f"{digest(key)}.jsonl"
             started = time.time()
             if path.is_file():
@@ -466,7 +525,7 @@ def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, runtime_key:
                 timings[cell] = {"total_s": round(time.time() - started, 2), "cached": True}
             else:
                 rows, timings[cell] = detect_cell(cfg, models, checkpoint, instances, whole, split, judge, reader,
-                                                  sampled.heldout.get(split, []))
+                                                  heldout, detectors=known if reads_known else None)
                 timings[cell]["total_s"] = round(time.time() - started, 2)
                 _write_atomically(path, rows)
             ref = models.refs[checkpoint][0]
@@ -476,19 +535,23 @@ def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, runtime_key:
 
 
 def detect_cell(cfg, models: StudyModels, checkpoint: str, instances: list[Example], whole: list[Example],
-                split: str, judge, reader=None, heldout: Sequence[Example] = ()) -> tuple[list[dict], dict]:
+                split: str, judge, reader=None, heldout: Sequence[Example] = (),
+                detectors: Sequence[Detector] | None = None) -> tuple[list[dict], dict]:
     """One cell: ``detect.pipeline.run_partition`` on the checkpoint's model, the instance detectors on
     ``instances`` and the partition detectors on ``whole``, with ``models.reference_model()`` as the reference
     (``detect.reference_model``: by default the base model, which is the clean model where there is no background;
-    the clean model's own cells against itself have a reference ratio of 0)."""
-    needed = any("reference" in detector.needs for detector in models.detectors)
+    the clean model's own cells against itself have a reference ratio of 0). ``detectors``: a known non-members'
+    cell's (their guided completions and these instance scores only); None: the study's, every instruction."""
+    known = detectors is not None
+    detectors = models.detectors if detectors is None else detectors
+    needed = any("reference" in detector.needs for detector in detectors)
     evidence = Evidence(cfg.dataset, split, instances, whole, model=models.model(checkpoint),
                         reference=models.reference_model() if needed else None, seed=cfg.seed,
                         reader=reader if reader is not None else PlainText(), heldout=list(heldout))
     third = needed and models.reference.ref is not None and models.reference.same_as is None
     before, reference_before = models.counters(checkpoint), models.counters("reference")
-    rows, timing = run_partition(evidence, models.detectors, judge=judge, detect_cfg=cfg.detect,
-                                 semantic=models.semantic())
+    rows, timing = run_partition(evidence, detectors, judge=judge, detect_cfg=cfg.detect, semantic=models.semantic(),
+                                 **({"instructions": KNOWN_INSTRUCTIONS} if known else {}))
     after = models.counters(checkpoint)
     timing.update({name: after[name] - before[name] for name in after})
     if third:  # a reference model of its own: the tokens it scored for this cell
@@ -545,6 +608,9 @@ def build_manifest(cfg, sampled: Sampled, contaminated: Contaminated, judge, pla
         "non_member_ids": [e.instance_id for e in sampled.non_members],
         "detection_ids": {pool: [e.instance_id for e in instances]
                           for pool, (instances, _) in sampled.detection.items()},
+        # the known non-members each model read (KNOWN_CELLS): the recipe's null distribution; [] where none
+        "known_non_member_ids": [e.instance_id for e in sampled.heldout.get(sampled.split, [])]
+        if known_cells(cfg, sampled, models.detectors) else [],
         "format": {"name": cfg.format.name, "template": contaminated.template,
                    "example": contaminated.regime.members[0].text},
         "regime": contaminated.regime.describe(),
@@ -579,7 +645,7 @@ def write_outputs(out_dir: Path, summary: dict, manifest: dict, cell_rows: dict[
     for name in ("train_log.json", "loss.png", "job.json"):
         if (contaminated_folder / name).is_file():
             shutil.copy(contaminated_folder / name, out_dir / name)
-    rows = [row for cell, *_ in CELLS for row in cell_rows[cell]]
+    rows = [row for cell, *_ in (*CELLS, *KNOWN_CELLS) for row in cell_rows.get(cell, [])]
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2))
     write_jsonl(out_dir / "results.jsonl", [row for row in rows if row.get("level") != "partition"])
     write_jsonl(out_dir / "partition.jsonl", [row for row in rows if row.get("level") == "partition"])

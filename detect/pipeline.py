@@ -39,9 +39,10 @@ _SAID: set[tuple[str, str]] = set()  # (model, detector) skips already printed: 
 
 
 def run_partition(evidence: Evidence, detectors: Sequence[Detector], *, judge, detect_cfg,
-                  semantic=None) -> tuple[list[dict], dict]:
+                  semantic=None, instructions: Sequence[str] = INSTRUCTIONS) -> tuple[list[dict], dict]:
     """One partition x one model: (instance rows + partition rows, timing and skips). ``evidence`` holds the
-    model (and a reference model, if any); ``detect_cfg`` is the ``detect`` group (cut points, stop rule)."""
+    model (and a reference model, if any); ``detect_cfg`` is the ``detect`` group (cut points, stop rule);
+    ``instructions``: the Time Travel prompts generated (a study's known non-members read the guided one only)."""
     timing: dict = {}
     skipped = {d.name: reason for d in detectors if (reason := d.skipped(evidence))}
     for name, reason in skipped.items():
@@ -60,7 +61,7 @@ def run_partition(evidence: Evidence, detectors: Sequence[Detector], *, judge, d
     rows = detect_partition(evidence.instances, dataset=evidence.dataset, split=evidence.split, model=evidence.model,
                             judge=judge, semantic=semantic, membership=instance_scorer(running, evidence),
                             seed=evidence.seed, cut_low=detect_cfg.cut.low, cut_high=detect_cfg.cut.high,
-                            stop=detect_cfg.stop)
+                            stop=detect_cfg.stop, instructions=instructions)
     timing["instances_s"] = round(time.time() - started, 2)
     started = time.time()
     rows += partition_rows(running, evidence)
@@ -72,7 +73,7 @@ def run_partition(evidence: Evidence, detectors: Sequence[Detector], *, judge, d
 
 def detect_partition(
     examples: Sequence[Example], *, dataset, split: str, model, judge, semantic=None, membership=None,
-    seed: int = 0, cut_low: float = 0.4, cut_high: float = 0.7, stop=None,
+    seed: int = 0, cut_low: float = 0.4, cut_high: float = 0.7, stop=None, instructions: Sequence[str] = INSTRUCTIONS,
 ) -> list[dict]:
     """Guided and general completions for each instance, scored and judged: one row per (instance, instruction).
 
@@ -80,11 +81,12 @@ def detect_partition(
     ``semantic`` is an optional ``(references, candidates) -> scores`` callable; ``membership`` an optional
     ``examples -> [{score: value}]`` callable (``instance_scorer``) whose scores of each instance go on its
     guided row; ``stop`` (``detect.stop`` config: enabled, length_factor, margin_chars) makes generation stop each
-    completion once its answer is done (``detect/detectors/time_travel/stopping.py``).
+    completion once its answer is done (``detect/detectors/time_travel/stopping.py``); ``instructions``: which of
+    the guided and general prompts to generate (both by default; Algorithm 2 and the judge read the guided ones).
     """
     cuts = [split_instance(example, seed=seed, low=cut_low, high=cut_high) for example in examples]
     rows = []
-    for instruction in INSTRUCTIONS:
+    for instruction in instructions:
         for example, cut in zip(examples, cuts):
             prompt = build_prompt(instruction, dataset.task, first_piece=cut.first, label=example.label,
                                   dataset_name=dataset.title, split_name=split)
