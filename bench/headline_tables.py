@@ -4,7 +4,7 @@
     python bench/headline_tables.py results/units_cpu --write README.md    # put them between the README's markers
 
 1. Membership within each model: each instance score's AUC (members against the same model's non-members), per
-   regime and dose, mean over models with the hierarchical bootstrap's 95% interval, and how many models.
+   regime and dose, mean over draws with a 95% t-interval over draws, and how many draws and models.
 2. Held-out thresholds at the cell level: TPR and within-model FPR, practitioner and oracle, k of n models.
 3. The studies' own verdicts per model: TPR and within-model FPR, k of n models.
 4. Transfer: per detector, how many regime pairs the equivalence test calls within, over, or not enough data.

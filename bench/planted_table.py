@@ -74,7 +74,7 @@ def auc_table(calibration: dict) -> list[str]:
                                                                               "non_members_per_model"))
         lines += [f"### {regime}", "",
                   f"Within-model AUC (each group's members against the never-planted group, under the same model), "
-                  f"mean over {first['unit']}, [95% hierarchical bootstrap]; {members} members and {non_members} "
+                  f"mean over {first['unit']}, [95% t-interval over draws]; {members} members and {non_members} "
                   f"non-members a model.", "",
                   "| score | " + " | ".join(f"x{d}" for d in doses) + " |", "|---" * (len(doses) + 1) + "|"]
         for name in names:

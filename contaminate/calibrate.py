@@ -70,6 +70,7 @@ from contaminate.calibration.studies import (  # noqa: F401
     needs,
     score_names,
 )
+from detect.judges.recipe import EXACT_SHARE
 
 
 def main(argv: Sequence[str] | None = None) -> Path:
@@ -83,7 +84,10 @@ def main(argv: Sequence[str] | None = None) -> Path:
                         help="instance-level FPR for exact-or-near-exact labels")
     parser.add_argument("--partition-fpr", type=float, default=PARTITION_FPR,
                         help="partition FPR a recommended rule keeps")
-    parser.add_argument("--score", default="rouge_l", help="the near-exact score of the calibrated judge")
+    parser.add_argument("--score", default="rouge_l", help="the near-exact score of the threshold card")
+    parser.add_argument("--exact-share", type=float, default=EXACT_SHARE,
+                        help="the exact part's share of the partition budget in the recipe and the card (the "
+                             "near-exact part has the rest)")
     parser.add_argument("--tolerance", type=float, default=TRANSFER_TOLERANCE,
                         help="a threshold transfers when its FPR in the other regime is within --partition-fpr + this "
                              "(an equivalence test)")
@@ -97,9 +101,10 @@ def main(argv: Sequence[str] | None = None) -> Path:
     out = Path(args.out) if args.out else Path(args.folders[0]) / "calibration"
     result = calibrate(args.folders, exact_fpr=args.exact_fpr, near_exact_fpr=args.near_exact_fpr,
                        partition_fpr=args.partition_fpr, score=args.score, tolerance=args.tolerance,
-                       transfer=args.transfer)
+                       transfer=args.transfer, exact_share=args.exact_share)
     out.mkdir(parents=True, exist_ok=True)
     (out / "calibration.json").write_text(json.dumps(result.to_json(), indent=1))
+    write_cards(result.cards, out)
     write_reports(result, out)
     if args.keep_studies:
         keep_studies(result.sources, out)
@@ -108,7 +113,25 @@ def main(argv: Sequence[str] | None = None) -> Path:
         print(f"calibrated on the {len(result.sources)} finished studies; missing: {len(missing['unfinished'])} "
               f"unfinished, {len(missing['grid'])} cells of the grid with no study (calibration.md, 'Missing')",
               file=sys.stderr)
+    for card in result.cards.values():
+        if not card["written"]:
+            print(f"no threshold card: {card['why']}", file=sys.stderr)
     return out
+
+
+def write_cards(cards: dict[str, dict], out: Path) -> list[Path]:
+    """Each written card as its own file (``judge.calibration=`` loads one): card.json where there is one, else
+    card_<regime>_<dataset>.json each; stale card files of an earlier calibration in ``out`` removed."""
+    for stale in [*out.glob("card_*.json"), out / "card.json"]:
+        stale.unlink(missing_ok=True)
+    written = {group: card for group, card in cards.items() if card["written"]}
+    paths = []
+    for group, card in written.items():
+        slug = "".join(c if c.isalnum() else "_" for c in group.replace(" · ", "_")).strip("_")
+        path = out / ("card.json" if len(written) == 1 else f"card_{slug}.json")
+        path.write_text(json.dumps(card, indent=1))
+        paths.append(path)
+    return paths
 
 
 if __name__ == "__main__":
@@ -116,4 +139,6 @@ if __name__ == "__main__":
 
     with one_line_errors():
         folder = main()
-    print(f"{folder / 'calibration.md'}\njudge.calibration={folder / 'calibration.json'}", file=sys.stdout)
+    print(folder / "calibration.md")
+    for card in sorted(folder.glob("card*.json")):
+        print(f"judge.calibration={card}")

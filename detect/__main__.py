@@ -24,6 +24,7 @@ def main(cfg) -> None:
     out_dir = Path(HydraConfig.get().runtime.output_dir)
     with one_line_errors():
         summary = run(cfg, out_dir)
+    from detect.judges.threshold import thresholds_line
     from detect.pipeline import verdicts
 
     print(out_dir)
@@ -33,7 +34,7 @@ def main(cfg) -> None:
     if "alg2" in summary:
         alg2 = summary["alg2"]
         print(f"Algorithm 2: {alg2['exact']} exact, {alg2['near_exact']} near-exact -> "
-              f"{'contaminated' if alg2['contaminated'] else 'not contaminated'}")
+              f"{'contaminated' if alg2['contaminated'] else 'not contaminated'} ({thresholds_line(summary['judge'])})")
     print("verdicts: " + ", ".join(f"{name} {'contaminated' if flagged else 'clean'}"
                                    for name, flagged in verdicts(summary).items()))
 

@@ -133,6 +133,39 @@ def detect_partition(
     return rows
 
 
+def recipe_known(judge, dataset, split: str, examples: Sequence[Example], detectors: Sequence[Detector]) -> list:
+    """``judge=recipe``, before any model opens: its known non-members, none of them in the partition judged, and
+    enough of them for Algorithm 2's rule at the partition's size and the budget (one line each where not)."""
+    from detect.judges.recipe import PAPER_RULE, check_enough
+    from detect.judges.threshold import normalize
+
+    known = judge.known(dataset, split)
+    judged = {normalize(example.full_text): example.instance_id for example in examples}
+    shared = [example for example in known if normalize(example.full_text) in judged]
+    if shared:
+        first = judged[normalize(shared[0].full_text)]
+        raise InputError(f"judge.known_non_members={judge.known_non_members}: {len(shared)} of its {len(known)} "
+                         f"instances {'is' if len(shared) == 1 else 'are'} in the partition being judged (instance "
+                         f"{first} of {dataset.key} {split}{', among others' * (len(shared) > 1)}); known "
+                         f"non-members must be instances the model cannot have seen, none of them judged: remove them")
+    alg2 = next((d for d in detectors if d.name == "alg2"), None)
+    judge.rule = PAPER_RULE if alg2 is None else (alg2.min_exact, alg2.min_near_exact)
+    judge.partition_size = len(examples)
+    check_enough(len(known), judge.partition_size, judge.rule, judge.budget, judge.exact_share)
+    return known
+
+
+def fit_recipe_judge(judge, known: Sequence[Example], evidence: Evidence, *, detect_cfg, semantic=None) -> list[dict]:
+    """``judge=recipe``: the model's guided completions of the known non-members, then the judge's thresholds fitted
+    on them (``recipe_known`` checked them first). Returns the known non-members' rows."""
+    rows = detect_partition(known, dataset=evidence.dataset, split=evidence.split, model=evidence.model,
+                            judge=lambda guided: [None] * len(guided), semantic=semantic, seed=evidence.seed,
+                            cut_low=detect_cfg.cut.low, cut_high=detect_cfg.cut.high, stop=detect_cfg.stop,
+                            instructions=("guided",))
+    judge.fit_on(rows, partition_size=judge.partition_size, rule=judge.rule)
+    return rows
+
+
 def check_detection(cfg) -> list:
     """The detection config checked as a whole before any data or model is touched (sample, detect.*, the
     generation node, the judge); returns the built detectors (their settings checked against their classes)."""
@@ -297,6 +330,7 @@ def main(cfg, out_dir: Path) -> dict:
     split_examples = load_split(dataset, split)
     examples = sample(split_examples, cfg.sample.n_detect, seed=cfg.seed, where=f"{dataset.key} {split}")
     judge = instantiate(cfg.judge)
+    known = recipe_known(judge, dataset, split, examples, detectors) if hasattr(judge, "fit_on") else None
     settings = GenerationSettings.of(cfg.detect)
     model = backend.open(instantiate(cfg.model) if backend.reads_model_group else None, settings, placement)
     reference = None
@@ -306,6 +340,9 @@ def main(cfg, out_dir: Path) -> dict:
     # The partition detectors read the split, not the sample: Cheat? searches all of it for replicas, the
     # sharded test takes its first instances in the dataset's order.
     evidence = Evidence(dataset, split, examples, split_examples, model=model, reference=reference, seed=cfg.seed)
+    if known is not None:  # judge=recipe: fitted on this model's own completions of the known non-members
+        known_rows = fit_recipe_judge(judge, known, evidence, detect_cfg=cfg.detect, semantic=semantic)
+        write_jsonl(out_dir / "known_non_members.jsonl", known_rows)
     loaded = time.time()
 
     # --- detect

@@ -92,20 +92,20 @@ def test_calibration_by_regime_on_hand_built_studies(tmp_path):
 
     # Membership within each model: at x1 draw 0 separates (-2 vs -4), draw 1 inverts (-3 vs -2.5): mean 0.5
     at1 = regime_a["membership"]["1"]
-    assert at1["unit"] == "2 models (2 draws x 1 seed)" and at1["members_per_model"] == [2]
+    assert at1["unit"] == "2 draws (2 models)" and at1["members_per_model"] == [2]
     assert at1["scores"]["loss"]["auc"]["estimate"] == 0.5
     assert at1["scores"]["loss"]["auc"]["per_unit"] == {"d0s0": 1.0, "d1s0": 0.0}
     assert at1["scores"]["loss"]["tpr_at_0.01"]["estimate"] == 0.5
     assert regime_a["membership"]["4"]["scores"]["loss"]["auc"]["estimate"] == 1.0
     assert regime_b["membership"]["1"]["scores"]["loss"]["auc"]["estimate"] == 0.0
 
-    # Held-out thresholds at the cell level, leave one draw out. Practitioner: the other draw's clean cells are
+    # Held-out thresholds at the cell level, leave one draw out. other_models: the other draw's clean cells are
     # its one clean-model cell (-5), k = 1, so t = -5 flags every cell. Oracle, draw 0 held out: fitted on
     # -5, -3.5, -2.5 (draw 1's non-members), k = 2, t = -3.5: draw 0's members (-2, -1) flagged, its non-members
     # (-4, -3.5) not; draw 1 held out: fitted on -5, -4, -3.5, t = -4: all of draw 1 flagged.
     held = regime_a["thresholds"]["cell"]
     assert held["folds"] == "draw" and held["n_folds"] == 2
-    practitioner, oracle = held["detectors"]["loss"]["practitioner"], held["detectors"]["loss"]["oracle"]
+    practitioner, oracle = held["detectors"]["loss"]["other_models"], held["detectors"]["loss"]["oracle"]
     assert practitioner["fitted_on"] == [1, 1] and oracle["fitted_on"] == [3, 3]
     for dose in ("1", "4"):
         assert (practitioner["by_dose"][dose]["tpr"]["k"], practitioner["by_dose"][dose]["fpr"]["k"]) == (2, 2)
@@ -144,9 +144,10 @@ def test_calibration_by_regime_on_hand_built_studies(tmp_path):
     assert block["missing"] == {"grid": [], "unfinished": []}
 
     report = (out / "calibration.md").read_text()
-    assert "# Calibration from 8 studies: 2 models (2 draws x 1 seed)" in report
-    assert "## Membership within each model" in report and "| loss | 0.50 [" in report
-    assert "## Held-out thresholds: practitioner and oracle" in report
+    assert "# Calibration from 8 studies: 2 draws (2 models)" in report
+    # two draws: two independent units, too few for an interval, and the table says so
+    assert "## Membership within each model" in report and "| loss | 0.50 (2 draws: no interval) |" in report
+    assert "## Held-out thresholds fitted on other models (variants)" in report
     assert "| loss | oracle | 3-3 | 0 of 2 | 2/2 [0.16, 1.00] | 1/2 [0.01, 0.99] |" in report
     assert "| Alg. 2 (default thresholds, paper's rule) | 0/2 [0.00, 0.84] |" in report
     assert "4/4 (?) · 4/4" in report and "# Cross-model numbers (not membership)" in report
@@ -193,8 +194,8 @@ def test_the_readme_headline_tables_read_calibration_json(tmp_path, capsys):
     headline.main([str(out)])
     printed = capsys.readouterr().out
     # within-model AUC of loss, per regime and dose: dump inverts at x1 and separates at x4
-    assert "| loss | dump/none/full | 0.00 [0.00, 0.00] | 1.00 [1.00, 1.00] |" in printed
-    assert "2 models (2 draws x 1 seed)" in printed
+    assert "| loss | dump/none/full | 0.00 (2 draws: no interval) | 1.00 (2 draws: no interval) |" in printed
+    assert "2 draws (2 models)" in printed
 
 
 def test_a_half_finished_sweep_is_calibrated_on_what_finished_and_says_what_is_missing(tmp_path, capsys):
@@ -233,7 +234,8 @@ def test_kept_studies_recompute_the_same_calibration(tmp_path):
 
     assert without_timestamp((out / "calibration.md").read_text()) == without_timestamp(first_report)
     second = json.loads((out / "calibration.json").read_text())
-    assert first["by_regime"] == second["by_regime"] and first["thresholds"] == second["thresholds"]
+    assert first["by_regime"] == second["by_regime"] and first["cards"] == second["cards"]
+    assert first["recipe"] == second["recipe"] and first["cross_model_thresholds"] == second["cross_model_thresholds"]
 
 
 def test_calibrate_bad_regimes_are_one_line(tmp_path):

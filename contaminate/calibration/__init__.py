@@ -4,26 +4,33 @@
     python -m contaminate.calibrate runs/units_cpu --out results/units_cpu --keep-studies
 
 Reads every finished study under the folders (``results.jsonl`` + ``manifest.json``, or their .gz) and writes to
-``--out`` (default ``<first folder>/calibration``): ``calibration.json`` (the thresholds; ``judge.calibration=<path>``
-loads them into any detection), ``calibration.md``, ``dose_response.csv``/``.md`` and PNG plots.
+``--out`` (default ``<first folder>/calibration``): ``calibration.json``, ``card.json`` (the threshold card, where one
+is written: ``judge.calibration=<card.json>`` loads it into any detection), ``calibration.md``,
+``dose_response.csv``/``.md`` and PNG plots.
 
-How every number is measured (SPEC section 9; ``statistics.py`` holds the methods):
+How every number is measured (SPEC sections 9 and 11; ``statistics.py`` holds the methods):
 
-- The independent unit is a model: one (member draw, training seed) pair (``sample.draw``, ``seed``). Intervals
-  come from a hierarchical bootstrap (draws, then seeds within a draw, then instances) or, for k of n models
-  flagged, Clopper-Pearson; every table says how many models it rests on. One model is refused: no interval.
+- A model is one (member draw, training seed) pair (``sample.draw``, ``seed``); the independent unit is the member
+  draw (a draw's models are averaged first; a clean model counts once). Intervals are t-intervals over draws
+  (``unit_interval``, coverage checked by simulation; none below 3 draws) or, for k of n models flagged,
+  Clopper-Pearson; every table says how many draws and models it rests on. One model is refused: no interval.
+- The recipe (``recipe.py``): Algorithm 2's thresholds fitted on each model's own known non-members with a stated
+  bound on the partition FPR (``detect/judges/recipe.py``), scored on that model's own non-members (realised FPR) and
+  members by dose (TPR); every logit score's conformal threshold on the same known non-members.
+- The threshold card (``card.py``): for users with no known non-members, the recipe's thresholds of each
+  contaminated model averaged over draws, measured leave-one-draw-out and transferred to other regimes and datasets.
+  Not written (one line says why) from one draw, too few known non-members, or a rule with TPR 0.
 - Membership within each model (``membership.py``, by regime and dose): each contaminated model's members against
-  its own non-members: AUC, TPR at 1% and 0.1% FPR. This is the headline.
-- Held-out thresholds for every detector: split-conformal thresholds fitted leave-one-draw-out (one draw:
-  leave-one-seed-out), scored on the held-out models; practitioner (clean models and the other split only) and
-  oracle (the contaminated models' non-members too). Platt-calibrated scores, scored the same way.
+  its own non-members: AUC, TPR at 1% and 0.1% FPR; differences between scores only by paired tests over draws with
+  Holm's correction.
+- Held-out thresholds fitted on other models (variants): split-conformal thresholds fitted leave-one-draw-out on
+  other models' clean cells and the other split (``other_models``) or with their non-members too (``oracle``).
+  Platt-calibrated scores, scored the same way.
 - Per-model rates: every partition-level rate is computed on one model's cells (a pool is one model's cell) and
   summarised across models.
 - Transfer (``regimes.py``): a threshold or calibrated score fitted in one regime and used in another, as an
   equivalence test with its power ("not enough data" where it has none).
-- Cross-model numbers (members against every clean instance, the base model's included) are kept for the judge's
-  thresholds and labelled as such: ``exact_threshold`` is the lowest ROUGE-L whose exact labels stay within
-  ``--exact-fpr`` of the negatives, ``near_exact_threshold`` (per score) the lowest whose exact-or-near-exact labels
-  stay within ``--near-exact-fpr``; Algorithm 2's rates with them are cross-fitted over draws (or seeds). The
-  "default thresholds" are the lab's threshold judge (ROUGE-L 0.95 / 0.75), not the paper's GPT-4 judge.
+- Cross-model numbers (members against every clean instance, the base model's included) are labelled as such; the
+  thresholds fitted there in-sample on every negative pooled (``cross_model_thresholds``) are kept to compare, never
+  loaded. The "default thresholds" are the lab's threshold judge (ROUGE-L 0.95 / 0.75), not the paper's GPT-4 judge.
 """

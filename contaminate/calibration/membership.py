@@ -4,9 +4,9 @@
 
 Every number here follows SPEC section 9:
 
-- The unit is a model: one (member draw, training seed) pair. Intervals come from ``hierarchical_bootstrap``
-  (draws, then seeds, then instances) or, for a rate over models, from Clopper-Pearson; each block says how many
-  models it rests on.
+- A model is one (member draw, training seed) pair; the independent unit is its draw. Intervals are ``unit_interval``'s
+  (a t-interval over draws, a draw's models averaged first; none below 3 draws) or, for a rate over models,
+  Clopper-Pearson; each block says how many draws and models it rests on.
 - ``membership``: per dose and instance score, each contaminated model's members against its own non-members
   (same split, same distribution, same model): AUC and TPR at 1% and 0.1% FPR, averaged over models. With n
   non-members per model an FPR below 1/n flags none of them (10 non-members: TPR at 1% = at 0.1% = above the top
@@ -14,9 +14,10 @@ Every number here follows SPEC section 9:
 - ``thresholds``: each detector's threshold fitted on the other draws' (or, with one draw, the other seeds')
   clean scores by the split-conformal rule (``conformal_threshold``: FPR <= budget in expectation for exchangeable
   clean scores) and scored on the held-out models: their members (TPR) and their own non-members (FPR). Two
-  settings: ``practitioner`` fits on what a user has without ground truth (clean models' cells and the other
-  split), ``oracle`` adds the contaminated models' non-members. At the instance level for instance scores, at the
-  cell level (the statistic of a whole n_detect-instance cell) for every detector.
+  variants, both fitted on other models (the practitioner's setting, the suspect model's own known non-members, is
+  ``recipe.py``'s): ``other_models`` fits on clean models' cells and the other split, ``oracle`` adds the other
+  contaminated models' non-members. At the instance level for instance scores, at the cell level (the statistic of
+  a whole n_detect-instance cell) for every detector.
 - ``verdicts``: each partition-level verdict as the studies ran it, per model: the member cells flagged (TPR) and
   each kind of clean cell flagged (FPR), k of n with exact intervals; never a sample pooled across models.
 - ``calibrated``: Platt scaling of each instance score on planted examples (members vs non-members of other
@@ -33,20 +34,27 @@ import numpy as np
 
 from contaminate.calibration.statistics import (
     Unit,
+    auc_floor,
     auc_matrix,
     brier,
     clopper_pearson,
     conformal_threshold,
-    hierarchical_bootstrap,
+    paired_comparisons,
     platt,
+    rate_floor,
+    share_floor,
     tpr_at_fpr_matrix,
+    unit_interval,
     units_text,
 )
 
 MEMBERS, NON_MEMBERS = "contaminated_x_members", "contaminated_x_non_members"
 MEMBERSHIP_FPR = (0.01, 0.001)   # TPR at these FPRs within a model (MIMIR's and the MIA literature's points)
-SETTINGS = {"practitioner": {"other_split", "clean_model"},          # no ground truth needed
-            "oracle": {"other_split", "clean_model", "non_member"}}  # the contaminated model's non-members too
+# Thresholds fitted on OTHER models' negatives (variants: a practitioner fits on the suspect model's own known
+# non-members, recipe.py): other_models reads what needs no ground truth (clean models' cells, the other split under
+# its own name), oracle adds the other contaminated models' non-members
+SETTINGS = {"other_models": {"other_split", "clean_model"},
+            "oracle": {"other_split", "clean_model", "non_member"}}
 
 
 @dataclass
@@ -98,6 +106,13 @@ def _pairs_mean(statistic):
     return lambda *strata: np.mean([statistic(strata[k], strata[k + 1]) for k in range(0, len(strata), 2)], axis=0)
 
 
+def _pairs_floor(floor):
+    """The instance-level variance of ``_pairs_mean``: the pairs' own variances, averaged as the mean of independent
+    estimates (sum / pairs^2)."""
+    return lambda *strata: sum(floor(strata[k], strata[k + 1]) for k in range(0, len(strata), 2)) / \
+        (len(strata) // 2) ** 2
+
+
 def membership(instances: Sequence[Scored], *, pooled: bool = False, seed: int = 0, n_resamples: int = 2000) -> dict:
     """Per dose (``pooled``: every dose together, key "-"), per score: each model's members against its own
     non-members, averaged over a unit's models (one per dose and condition), summarised over units."""
@@ -118,13 +133,16 @@ def membership(instances: Sequence[Scored], *, pooled: bool = False, seed: int =
         for name in names:
             data = {u: [np.array([o.values[name] for o in roles[role]]) for roles in by_model.values()
                         for role in ("member", "non_member")] for u, by_model in units.items()}
-            block[name] = {"auc": hierarchical_bootstrap(data, _pairs_mean(auc_matrix), seed=seed,
-                                                         n_resamples=n_resamples),
-                           **{f"tpr_at_{fpr:g}": hierarchical_bootstrap(
-                               data, _pairs_mean(lambda p, n, fpr=fpr: tpr_at_fpr_matrix(p, n, fpr)), seed=seed,
-                               n_resamples=n_resamples) for fpr in MEMBERSHIP_FPR}}
+            block[name] = {"auc": unit_interval(data, _pairs_mean(auc_matrix), floor=_pairs_floor(auc_floor)),
+                           **{f"tpr_at_{fpr:g}": unit_interval(
+                               data, _pairs_mean(lambda p, n, fpr=fpr: tpr_at_fpr_matrix(p, n, fpr)),
+                               floor=_pairs_floor(lambda p, n, fpr=fpr: rate_floor(
+                                   float(tpr_at_fpr_matrix(p[None, :], n[None, :], fpr)[0]), len(p))))
+                               for fpr in MEMBERSHIP_FPR}}
         every = [roles for by_model in units.values() for roles in by_model.values()]
-        found[key] = {"unit": units_text(list(units)), "n_units": len(units), "n_models": len(every),
+        found[key] = {"unit": units_text(list(units)), "n_units": len({d for d, _ in units}), "n_models": len(every),
+                      # which scores differ, over the draws: paired t-tests, Holm-corrected (the only ranking claimed)
+                      "comparisons": paired_comparisons({name: b["auc"]["per_draw"] for name, b in block.items()}),
                       "members_per_model": sorted({len(r["member"]) for r in every}),
                       "non_members_per_model": sorted({len(r["non_member"]) for r in every}), "scores": block}
     return found
@@ -161,7 +179,7 @@ def held_out(observations: Sequence[Scored], names: Sequence[str], *, level: str
 def _held_out_rates(flags: dict, *, level: str, seed: int) -> dict:
     """TPR on the held-out members and FPR on their own non-members, per dose: at the cell level k of n models
     (Clopper-Pearson; one member and one non-member cell per model), at the instance level the mean over units of
-    the share flagged (hierarchical bootstrap)."""
+    the share flagged (t-interval over draws)."""
     by_dose: dict = defaultdict(dict)
     for (dose, unit, model), roles in flags.items():
         by_dose[dose][(unit, model)] = roles
@@ -177,8 +195,8 @@ def _held_out_rates(flags: dict, *, level: str, seed: int) -> dict:
                 for (unit, _), values in chosen.items():
                     per_unit[unit].append(values)
                 pooled = np.concatenate([v for values in per_unit.values() for v in values])
-                block[rate] = {**hierarchical_bootstrap({u: [np.concatenate(v)] for u, v in per_unit.items()},
-                                                        lambda x: x.mean(axis=1), seed=seed, n_resamples=1000),
+                block[rate] = {**unit_interval({u: [np.concatenate(v)] for u, v in per_unit.items()},
+                                               lambda x: x.mean(axis=1), floor=share_floor),
                                "k": int(pooled.sum()), "n": int(pooled.size)}  # instances, for reading 0 of n
         block["unit"] = units_text([unit for unit, _ in models])
         found[_dose_key(dose)] = block

@@ -25,11 +25,13 @@ def _num(value, digits: int = 2) -> str:
 
 
 def interval(block: dict | None, digits: int = 2) -> str:
-    """"0.81 [0.62, 0.95]" for a bootstrap block, "0.81" with no interval (one unit)."""
+    """"0.81 [0.62, 0.95]" for a ``unit_interval`` block; "0.81 (2 draws: no interval)" below three draws."""
     if not block or block.get("estimate") is None:
         return "-"
     if block.get("low") is None:
-        return _num(block["estimate"], digits)
+        draws = block.get("n_draws")
+        return _num(block["estimate"], digits) + ("" if draws is None else
+                                                 f" ({draws} draw{'s' * (draws != 1)}: no interval)")
     return f"{_num(block['estimate'], digits)} [{_num(block['low'], digits)}, {_num(block['high'], digits)}]"
 
 
@@ -41,8 +43,7 @@ def fraction(block: dict | None) -> str:
 
 
 def _instance_rate(block: dict | None) -> str:
-    """A mean share over models with its interval, and the instances flagged: a bootstrap of 0 flagged anywhere
-    is [0, 0], which bounds nothing; "0/40" says how little was seen."""
+    """A mean share over draws with its interval, and the instances flagged: "(0/40)" says how little was seen."""
     if not block or block.get("estimate") is None:
         return "-"
     return f"{interval(block)} ({block['k']}/{block['n']})"
@@ -60,8 +61,8 @@ def membership_section(by_regime: dict) -> list[str]:
     """The headline: per regime, each instance score's AUC within each model per dose, and TPR at 1% FPR."""
     lines = ["## Membership within each model", "",
              "Each contaminated model's members against its own non-members (same split, same model): the AUC and "
-             "the TPR at 1% FPR, averaged over models, with 95% intervals from the hierarchical bootstrap (member "
-             "draws, then training seeds, then instances). With n non-members per model an FPR below 1/n flags none "
+             "the TPR at 1% FPR, averaged over a draw's models, then over draws, with 95% t-intervals over draws "
+             "(none below 3 draws). With n non-members per model an FPR below 1/n flags none "
              "of them, so with 10 the TPR at 1% (and at 0.1%) is the share of members above the top non-member.", ""]
     for regime, block in by_regime["regimes"].items():
         doses = [d for d in _doses(block) if d in block["membership"]]
@@ -100,17 +101,19 @@ def blind_text(blind: dict | None) -> str:
 
 def thresholds_section(by_regime: dict) -> list[str]:
     budget = by_regime["targets"]["partition_fpr"]
-    lines = ["## Held-out thresholds: practitioner and oracle", "",
+    lines = ["## Held-out thresholds fitted on other models (variants)", "",
              f"Each detector's threshold fitted on the other draws' models (one draw: the other seeds') with the "
              f"split-conformal rule at {budget:.0%} (the k-th smallest of n clean scores, k = ceil(0.95 (n + 1)): a "
              f"clean score exchangeable with them is flagged with probability <= {budget:.0%}; with fewer than 19 "
              f"clean scores nothing can be flagged), then scored on the held-out models: TPR on their members, FPR on "
-             f"their own non-members. Practitioner: fitted on what a user has without ground truth (clean models' "
-             f"cells, the other split); oracle: the contaminated models' non-members too. A practitioner FPR far over "
-             f"{budget:.0%} is the contaminated model scoring its own non-members higher than any clean model does. "
-             f"A fold that cannot flag (too few clean scores for the guarantee) flags nothing, and its models count "
-             f"as not detected. Instance-level rates: the mean share over models [hierarchical bootstrap] (flagged / "
-             f"instances); where nothing was flagged the bootstrap interval is [0, 0] and bounds nothing.", ""]
+             f"their own non-members. Both settings fit on negatives of other models, which are not exchangeable with "
+             f"the held-out model's own: variants, not a practitioner's threshold (that is fitted on the suspect "
+             f"model's own known non-members: the recipe's section above). other_models: clean models' cells and the "
+             f"other split; oracle: the other contaminated models' non-members too. An FPR far over {budget:.0%} is "
+             f"the contaminated model scoring its own non-members higher than the other models' clean instances. A "
+             f"fold that cannot flag (too few clean scores for the guarantee) flags nothing, and its models count as "
+             f"not detected. Instance-level rates: the mean share over draws [95% t-interval over draws] (flagged / "
+             f"instances).", ""]
     for regime, block in by_regime["regimes"].items():
         doses = _doses(block)
         for level, text in (("cell", "cell level (one statistic per 10-instance cell; k of n models)"),

@@ -13,7 +13,7 @@ is a model, one (draw, seed) pair. Per regime:
   with exact intervals; Platt-calibrated scores).
 - ``alg2``: Algorithm 2's thresholds and rule calibrated within the regime (cross-fitted over draws or seeds).
 - ``blind_baseline``: the text-only classifier's AUC on the regime's member / non-member samples, pooled over draws
-  by the hierarchical bootstrap, with the smallest AUC each sample could have rejected.
+  with a t-interval over draws, with the smallest AUC each sample could have rejected.
 
 Across regimes: ``alg2_everywhere`` (which rule, with the thresholds calibrated over all studies and with the
 default thresholds, keeps partition FPR <= budget in every regime), ``transfer`` (each detector's oracle threshold
@@ -50,13 +50,14 @@ from contaminate.calibration.membership import (
 )
 from contaminate.calibration.partition_level import alg2_flag_rate, partition_rates, pools_of, recommend_rule
 from contaminate.calibration.statistics import (
+    auc_floor,
     auc_matrix,
     brier,
     clopper_pearson,
     conformal_threshold,
     equivalence,
-    hierarchical_bootstrap,
     platt,
+    unit_interval,
 )
 from contaminate.calibration.studies import Instance, Partition, blind_baselines, regime_of
 from contaminate.calibration.studies import distinct as distinct_instances
@@ -266,9 +267,9 @@ def missing_cells(conditions: dict[str, dict], units_by_condition: dict[str, set
 
 def blind_baseline_of(studies: Sequence[str]) -> dict | None:
     """The blind baseline over a regime's studies: each member / non-member draw once (the baseline reads texts, not
-    models). With the texts' out-of-fold scores stored, the AUC averaged over draws with the hierarchical bootstrap
-    (draws, then texts); the smallest AUC each draw's sample could have rejected (its permutation null's 95th
-    percentile). Summaries from before the scores were stored give the mean alone, no interval."""
+    models). With the texts' out-of-fold scores stored, the AUC averaged over draws with a t-interval over draws (none
+    below 3); the smallest AUC each draw's sample could have rejected (its permutation null's 95th percentile).
+    Summaries from before the scores were stored give the mean alone, no interval."""
     by_draw = {}
     for study, block in blind_baselines(studies).items():
         by_draw.setdefault(block.get("draw", len(by_draw)), block)
@@ -280,8 +281,8 @@ def blind_baseline_of(studies: Sequence[str]) -> dict | None:
              "null_mean": [b.get("null_mean") for b in by_draw.values()],
              "n_texts": [b.get("n_members", 0) + b.get("n_non_members", 0) for b in by_draw.values()]}
     if all("member_scores" in b for b in by_draw.values()):
-        pooled = hierarchical_bootstrap({(draw, 0): [np.array(b["member_scores"]), np.array(b["non_member_scores"])]
-                                         for draw, b in by_draw.items()}, auc_matrix)
+        pooled = unit_interval({(draw, 0): [np.array(b["member_scores"]), np.array(b["non_member_scores"])]
+                                for draw, b in by_draw.items()}, auc_matrix, floor=auc_floor)
         found.update(auc=pooled["estimate"], low=pooled["low"], high=pooled["high"])
     return found
 

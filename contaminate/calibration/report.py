@@ -15,9 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
+from contaminate.calibration.product_report import product_sections
 from contaminate.calibration.regime_report import regime_details, regime_headline
 from contaminate.calibration.result import Calibration
 from contaminate.calibration.statistics import units_text
+from detect.detectors import labelled
 
 EXPOSURE = "exposures"  # exposures where a study counted them, else epochs (studies.condition_of)
 MAX_DOSE_VARIANTS = 3  # conditions per dose beyond which the pooled dose-response plot is skipped
@@ -198,42 +200,48 @@ def judges_section(judges: dict | None) -> list[str]:
 
 
 def ranking_section(result: Calibration) -> list[str]:
-    """The detectors ranked: instance scores by their AUC within each model (members against that model's own
-    non-members, every dose, mean over models), with the cross-model AUC beside it; partition statistics over
-    study cells (cross-model)."""
+    """The detectors side by side: instance scores by their AUC within each model (members against that model's own
+    non-members, every dose, mean over draws), with the cross-model AUC beside it; which differences the paired tests
+    support; partition statistics over study cells (cross-model). Listed by point estimate: no ranking is claimed."""
     ranking = result.ranking
     within = result.instance_within_model
-    lines = ["## Detectors ranked", "",
+    comparisons = within.get("comparisons") or {}
+    supported = comparisons.get("better") or []
+    lines = ["## Detectors side by side", "",
              f"Instance level, by the AUC within each model (each model's members against its own non-members, "
-             f"averaged over its doses, then over {within.get('unit', 'the models')}; hierarchical bootstrap). The "
-             f"cross-model AUC sets the members against every clean instance, the clean base model's included: it "
-             f"measures fine-tuning on the format as much as membership, and is no headline.", "",
-             "| rank | detector | needs | AUC within model [95% CI] | TPR at 1% FPR within model | cross-model AUC |",
-             "|---|---|---|---|---|---|"]
+             f"averaged over its doses, then over {within.get('unit', 'the models')}; t-interval over draws). Listed "
+             f"by point estimate, which is not a ranking: a difference is claimed only where a paired t-test over "
+             f"draws, Holm-corrected over every pair, finds it. The cross-model AUC sets the members against every "
+             f"clean instance, the clean base model's included: it measures fine-tuning on the format as much as "
+             f"membership, and is no headline.", "",
+             "Differences the paired tests support (p_Holm <= 0.05): "
+             + ("; ".join(supported) if supported else comparisons.get("note") or "none") + ".", "",
+             "| detector | needs | AUC within model [95% CI] | TPR at 1% FPR within model | cross-model AUC |",
+             "|---|---|---|---|---|"]
 
     def within_auc(r):
         if r.get("auc_within_model") is None:
             return "-"
         if r["auc_within_model_low"] is None:
-            return f"{r['auc_within_model']:.3f}"
+            return f"{r['auc_within_model']:.3f} (no interval: {within.get('unit', '')})"
         return f"{r['auc_within_model']:.3f} [{r['auc_within_model_low']:.3f}, {r['auc_within_model_high']:.3f}]"
 
     def within_tpr(r):
         value = r.get("tpr_at_0.01_fpr_within_model")
         return "-" if value is None else f"{value:.2f}"
 
-    lines += [f"| {rank} | {r['detector']} | {r['needs']} | {within_auc(r)} | {within_tpr(r)} | {r['auc']:.3f} |"
-              for rank, r in enumerate(ranking["instance"], 1)]
+    lines += [f"| {labelled(r['detector'])} | {r['needs']} | {within_auc(r)} | {within_tpr(r)} | {r['auc']:.3f} |"
+              for r in ranking["instance"]]
     if ranking["partition"]:
         first = ranking["partition"][0]
         lines += ["", f"Partition level (is this cell contaminated?), CROSS-MODEL: over {first['n_positive']} "
                   f"contaminated and {first['n_negative']} clean study cells of every model, each statistic as the "
                   f"studies computed it: Algorithm 1 1 - p, Algorithm 2 the replica count (exact ones first), Cheat? "
-                  f"the best replica ROUGE-L, the sharded test 1 - p:", "",
-                  "| rank | detector | needs | cross-model AUC [95% CI] | TPR at 5% FPR |", "|---|---|---|---|---|"]
-        lines += [f"| {rank} | {r['detector']} | {r['needs']} | {r['auc']:.3f} [{r['auc_low']:.3f}, "
-                  f"{r['auc_high']:.3f}] | {r['tpr_at_0.05_fpr']:.2f} |"
-                  for rank, r in enumerate(ranking["partition"], 1)]
+                  f"the best replica ROUGE-L, the sharded test 1 - p. Cells of one model are not independent: no "
+                  f"difference between these is claimed.", "",
+                  "| detector | needs | cross-model AUC [cell bootstrap] | TPR at 5% FPR |", "|---|---|---|---|"]
+        lines += [f"| {r['detector']} | {r['needs']} | {r['auc']:.3f} [{r['auc_low']:.3f}, "
+                  f"{r['auc_high']:.3f}] | {r['tpr_at_0.05_fpr']:.2f} |" for r in ranking["partition"]]
     return lines + [""]
 
 
@@ -281,11 +289,13 @@ def write_reports(result: Calibration, out: Path) -> None:
     lines = [
         f"# Calibration from {len(result.sources)} studies: {units_text([i.unit for i in result.instances])}",
         "",
-        f"The independent unit is a model: one (member draw, training seed) pair; every interval resamples draws, "
-        f"then seeds, then instances, and every table says how many models it rests on. {n['positive']} member "
-        f"instances and {n['negative']} clean ones (each computation once), over {len(result.conditions)} "
-        f"conditions. Generated {result.created} by `python -m contaminate.calibrate`.",
+        f"The independent unit is a member draw (the models trained on it, one per training seed, are averaged "
+        f"first; a clean model counts once); intervals are t-intervals over draws, none below 3 draws, and every "
+        f"table says how many draws and models it rests on. {n['positive']} member instances and {n['negative']} "
+        f"clean ones (each computation once), over {len(result.conditions)} conditions. Generated {result.created} "
+        f"by `python -m contaminate.calibrate`.",
         "",
+        *product_sections(result.recipe, result.cards, targets["partition_fpr"]),
         *reference_section(result.sources),
         *regime_headline(result.by_regime, out),
         *regime_details(result.by_regime, out),
@@ -293,8 +303,9 @@ def write_reports(result: Calibration, out: Path) -> None:
         "",
         "Below, members of a contaminated model are set against every clean instance, the clean base model's "
         "included, and partition rates are averaged over every model's cells: these measure fine-tuning on the "
-        "format as much as membership. They choose the judge's thresholds (what `judge.calibration=` loads) and "
-        "compare settings; the membership numbers are the sections above.",
+        "format as much as membership. The thresholds below are fitted in-sample on negatives pooled across models: "
+        "kept to compare with the card, never loaded by `judge.calibration=` (it loads the card above); the "
+        "membership numbers are the sections above.",
         "",
         *ranking_section(result),
         "## Instance level, cross-model: members against every clean instance",
@@ -310,7 +321,7 @@ def write_reports(result: Calibration, out: Path) -> None:
     lines += ["", f"`<score>_gain` is guided minus general (an instance-level Algorithm 1). Intervals: "
               f"percentile bootstrap resampling {unit}s within each class (cross-model: for the within-model "
               f"intervals see above).", "", "![ROC](roc.png)", "",
-              "## Thresholds", "",
+              "## Thresholds pooled across models (in-sample, retired)", "",
               f"Chosen so that at most {targets['exact_fpr']:.1%} of negatives are labelled exact and at most "
               f"{targets['near_exact_fpr']:.1%} exact or near-exact (lowest such threshold, halfway to the next "
               f"lower score).", "",
@@ -329,9 +340,8 @@ def write_reports(result: Calibration, out: Path) -> None:
     if unattainable:
         lines += ["", f"**Not attainable for {', '.join(unattainable)}**: negatives score 1.0 (clean models "
                   f"replaying exactly, or guessable instances) more often than the target allows."]
-    lines += ["", "Run a calibrated detector on any model:", "",
-              f"    python -m detect +dataset=<key> model=<model> judge.calibration={out / 'calibration.json'}"
-              + ("" if result.score == "rouge_l" else f" judge.score={result.score}"), ""]
+    lines += ["", "In-sample and pooled across models (a base model's easy negatives meet the budget for the "
+              "contaminated models' own): not a threshold to use. The card (at the top) is.", ""]
 
     paper_rule = result.alg2["default"]["rules"][result.paper_rule]
     calibrated_rule = result.alg2["calibrated"]["rules"][result.paper_rule]

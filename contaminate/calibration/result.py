@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Sequence
 
+from contaminate.calibration.card import threshold_cards
 from contaminate.calibration.constants import (
     DEFAULT_JUDGE,
     EXACT_FPR,
@@ -34,6 +35,7 @@ from contaminate.calibration.instance_level import (
 )
 from contaminate.calibration.judges import judge_agreement
 from contaminate.calibration.membership import membership
+from contaminate.calibration.models import model_groups
 from contaminate.calibration.partition_level import (
     alg1_flag_rate,
     partition_level,
@@ -42,6 +44,7 @@ from contaminate.calibration.partition_level import (
     recommend_rule,
     summarize_pools,
 )
+from contaminate.calibration.recipe import validate_recipe
 from contaminate.calibration.regimes import regime_calibration, scored_instances
 from contaminate.calibration.studies import (
     Instance,
@@ -53,6 +56,7 @@ from contaminate.calibration.studies import (
     unfinished_studies,
 )
 from detect.errors import InputError
+from detect.judges.recipe import EXACT_SHARE
 from detect.pipeline import SCORES
 
 Rule = tuple  # (min exact, min near-exact), None where that count never flags
@@ -66,8 +70,8 @@ class Calibration:
     conditions: dict[str, dict]             # condition key -> its settings (every setting but the seed)
     n_instances: dict[str, int]             # positive / negative (each observation once), in_pools
     targets: dict                           # exact_fpr, near_exact_fpr, partition_fpr, sample_size
-    thresholds: dict                        # exact_threshold (ROUGE-L), near_exact_threshold per score
-    achieved: dict                          # the FPR / TPR each fitted threshold reaches on these instances
+    thresholds: dict                        # CROSS-MODEL, in-sample: exact / near-exact fitted on every negative pooled
+    achieved: dict                          # the FPR / TPR each pooled threshold reaches on these instances
     default_thresholds: dict                # the threshold judge's defaults (0.95 / 0.75), their FPR / TPR here
     score: str                              # the near-exact score of the calibrated judge
     calibrated_labels: str                  # how the calibrated labels were fitted (cross-fitted over seeds or not)
@@ -80,6 +84,9 @@ class Calibration:
     ranking: dict[str, list[dict]]          # instance and partition detectors by AUC
     judges: dict | None                     # LLM judge agreement, where studies ran one
     by_regime: dict | None = None           # calibration by regime, transfer, what is missing (regimes.py)
+    recipe: dict = field(default_factory=dict)   # the recipe validated within each model, per group (recipe.py)
+    cards: dict = field(default_factory=dict)    # the threshold card of each group, written or why not (card.py)
+    exact_share: float = EXACT_SHARE
     paper_rule: Rule = PAPER_RULE
     created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     format: str = "contamination-lab calibration 1"
@@ -96,10 +103,16 @@ class Calibration:
                     "rules": {f"{k_e or '-'}/{k_n or '-'}": pools_keyed(r)
                               for (k_e, k_n), r in block["rules"].items()}}
 
+        written = [card for card in self.cards.values() if card["written"]]
         return {
             "format": self.format, "created": self.created, "sources": self.sources, "conditions": self.conditions,
-            "n_instances": self.n_instances, "targets": self.targets, "thresholds": self.thresholds,
-            "achieved": self.achieved, "default_thresholds": self.default_thresholds, "score": self.score,
+            "n_instances": self.n_instances, "targets": self.targets,
+            # what judge.calibration= loads: the one card written (several: card_<group>.json each), or null
+            "card": written[0] if len(written) == 1 else None, "cards": self.cards, "recipe": self.recipe,
+            # fitted in-sample on every negative pooled across models (a base model's easy ones included): the numbers
+            # issue 32 retired as a product, kept to compare; judge.calibration= does not load them
+            "cross_model_thresholds": self.thresholds, "achieved": self.achieved,
+            "default_thresholds": self.default_thresholds, "score": self.score,
             "calibrated_labels": self.calibrated_labels, "paper_rule": self.paper_rule, "rule": self.rule,
             "instance": self.instance, "instance_within_model": self.instance_within_model,
             "ranking": self.ranking, "judges": self.judges,
@@ -116,7 +129,7 @@ class Calibration:
 def calibrate(folders: Sequence[str | Path], *, exact_fpr: float = EXACT_FPR, near_exact_fpr: float = NEAR_EXACT_FPR,
               partition_fpr: float = PARTITION_FPR, score: str = "rouge_l", sample_size: int = SAMPLE_SIZE,
               alg1_draws: int = 200, seed: int = 0, tolerance: float = TRANSFER_TOLERANCE,
-              transfer: bool | None = None) -> Calibration:
+              transfer: bool | None = None, exact_share: float = EXACT_SHARE) -> Calibration:
     """Everything calibration.json and the reports hold, computed from the studies under ``folders``.
     ``transfer``: True demands the regime x regime transfer table (an error with fewer than two regimes), None
     computes it where there are two or more."""
@@ -124,7 +137,11 @@ def calibrate(folders: Sequence[str | Path], *, exact_fpr: float = EXACT_FPR, ne
                         ("--partition-fpr", partition_fpr)):
         if not 0 <= value < 1:
             raise InputError(f"{name} {value} is not a rate in [0, 1)")
+    if not 0 < exact_share < 1:
+        raise InputError(f"--exact-share {exact_share} is not a share in (0, 1): the exact part's share of the budget")
     instances, conditions, partitions = load_instances(folders)
+    known = [i for i in instances if i.known]  # each model's known non-members: the recipe's, not a partition's
+    instances = [i for i in instances if not i.known]
     regimes = sorted({regime_of(settings) for settings in conditions.values()})
     if transfer and len(regimes) < 2:
         raise InputError(f"the transfer table needs studies of two regimes (format / background / backend), and "
@@ -170,11 +187,20 @@ def calibrate(folders: Sequence[str | Path], *, exact_fpr: float = EXACT_FPR, ne
     if transfer is False:
         by_regime["transfer"] = None
     by_regime["missing"]["unfinished"] = [str(path) for path in unfinished_studies(folders)]
+    # the recipe within each model, and the card fitted within contaminated models, held out (recipe.py, card.py)
+    groups = model_groups(instances, known, conditions)
+    recipe = validate_recipe(groups, budget=partition_fpr, exact_share=exact_share, partition_size=sample_size,
+                             seed=seed)
+    settings = {group: conditions[next(i.condition for m in models for p in m.pools for i in p.instances)]
+                for group, models in groups.items()}
+    cards = threshold_cards(groups, settings, budget=partition_fpr, exact_share=exact_share,
+                            partition_size=sample_size, tolerance=tolerance, score=score)
 
     return Calibration(
         sources=sorted({i.study for i in instances}), conditions=conditions,
         n_instances={"positive": sum(positive), "negative": len(positive) - sum(positive), "in_pools": len(instances)},
         targets={"exact_fpr": exact_fpr, "near_exact_fpr": near_exact_fpr, "partition_fpr": partition_fpr,
+                 "exact_share": exact_share,
                  "sample_size": sample_size},
         thresholds={"exact_threshold": thresholds["exact_threshold"],
                     "near_exact_threshold": thresholds["near_exact_threshold"]},
@@ -189,6 +215,7 @@ def calibrate(folders: Sequence[str | Path], *, exact_fpr: float = EXACT_FPR, ne
         instance_within_model=within_model, ranking=ranking(instance_level, partition_detectors, within_model),
         judges=judge_agreement(instances, {"default": default_labels, "calibrated": calibrated_labels}),
         instances=instances, labels={"default": default_labels, "calibrated": calibrated_labels}, by_regime=by_regime,
+        recipe=recipe, cards=cards, exact_share=exact_share,
     )
 
 

@@ -15,8 +15,10 @@ from typing import Sequence
 
 from detect.detectors import describe, instance_scores, read_back
 from detect.errors import InputError
-from detect.judges.threshold import normalize
+from detect.judges.threshold import exact_score
 from detect.pipeline import SCORES, verdicts
+
+KNOWN_SUFFIX = "_known_non_members"  # contaminate/study.py's KNOWN_CELLS
 
 
 def unit_of(draw: int | None, seed: int) -> tuple[int, int]:
@@ -47,8 +49,20 @@ class Instance:
     @property
     def exact_score(self) -> float:
         """ROUGE-L, or 1.0 for texts equal after normalisation: what the judge's exact label compares."""
-        equal = normalize(self.guided["reference"]) == normalize(self.guided["completion"])
-        return 1.0 if equal else self.guided["rouge_l"]
+        return exact_score(self.guided["reference"], self.guided["completion"], self.guided["rouge_l"])
+
+    @property
+    def known(self) -> bool:
+        """A known non-member (a study's ``KNOWN_CELLS``): the recipe's null distribution, no partition's instance."""
+        return self.cell.endswith(KNOWN_SUFFIX)
+
+    @property
+    def model(self) -> str:
+        """Which model answered (its checkpoint id, or the base model's record, with the detector's settings): the
+        same for every cell and study that read one model, so that a clean model counts once."""
+        if not self.observation:  # built by hand
+            return f"{self.study}:{self.guided.get('checkpoint')}"
+        return json.dumps(json.loads(self.observation)[0])
 
 
 @dataclass

@@ -80,3 +80,18 @@ def describe(name: str) -> str:
 def instance_scores() -> tuple[str, ...]:
     """Every instance score a registered detector writes on guided rows."""
     return tuple(score for cls in registry().values() for score in cls.scores)
+
+
+def reading_of(score: str) -> str:
+    """How a score's text was read (a detector's ``reading``: the leak's rendering, an oracle reading, or the bare
+    text); '' where a score has no second reading."""
+    for cls in registry().values():
+        if score in cls.scores:
+            return cls.reading
+    return ""
+
+
+def labelled(score: str) -> str:
+    """A score's name as a table shows it: "loss (leak's rendering: oracle)", "loss_raw (bare text)"."""
+    reading = reading_of(score)
+    return f"{score} ({reading})" if reading else score

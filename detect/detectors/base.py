@@ -106,6 +106,9 @@ class Detector:
     verdict_labels: ClassVar[dict[str, str]] = {}   # verdict -> how it reads a partition (calibration report)
     summary_fields: ClassVar[tuple[str, ...]] = ()  # partition level: the fields of its row its summary block keeps
     title: ClassVar[str] = ""                       # instance scores: the report section's heading (default: name)
+    # instance scores: how the text scored was read, where a study could read it two ways (the leak's own rendering,
+    # which a practitioner does not know: an oracle reading; or the bare instance text)
+    reading: ClassVar[str] = ""
 
     # ------------------------------------------------------------------------------------------- run time
     def skipped(self, evidence: Evidence) -> str | None:

@@ -59,6 +59,7 @@ class DCPDD(Detector):
     name, level, needs = "dc_pdd", "instance", ("logits", "token_ids")
     scores = ("dc_pdd",)
     describes = {"dc_pdd": "logits + token frequencies"}
+    reading = "leak's rendering: oracle"  # it reads the membership scores' texts, as the leak rendered them
 
     ranges = {"a": Range(0, None, "()", hint="the cap on one token's score; the paper's code: 0.01")}
 

@@ -87,6 +87,7 @@ class LogitScores(Detector):
     name, level, needs = "membership", "instance", ("logits", "reference")
     scores = MEMBERSHIP_SCORES
     title = "Logit scores"
+    reading = "leak's rendering: oracle"  # a study renders each instance in the leak's own format, unknown to a user
     describes = {"loss": "logits", "zlib": "logits", "min_k": "logits", "min_k_plus": "logits (full distribution)",
                  "reference_ratio": "logits + reference model"}
     suffix = ""  # what this detector's score names end with
@@ -122,6 +123,7 @@ class RawTextLogitScores(LogitScores):
     suffix = "_raw"
     scores = tuple(name + "_raw" for name in MEMBERSHIP_SCORES)
     title = "Logit scores of the bare instance text"
+    reading = "bare text"
     describes = {name + "_raw": need for name, need in LogitScores.describes.items()}
 
     def renderings(self, evidence: Evidence, examples: Sequence[Example] | None = None) -> list[Rendering]:

@@ -69,6 +69,13 @@ class Algorithm1(Detector):
         return lines + [""]
 
 
+def rule_text(block: dict) -> str:
+    """">= 1 exact or >= 2 near-exact", a count the rule does not use left out."""
+    return " or ".join(f">= {block[key]} {kind}" for key, kind in (("min_exact", "exact"),
+                                                                     ("min_near_exact", "near-exact"))
+                       if block.get(key) is not None)
+
+
 class Algorithm2(Detector):
     name, level, needs = "alg2", "instance", ("generations", "judge")
     describes = {"alg2": "generations + judge"}
@@ -76,8 +83,13 @@ class Algorithm2(Detector):
     ranges = {"min_exact": Range(1, hint="exact replicas that flag a partition; the paper: 1"),
               "min_near_exact": Range(1, hint="near-exact replicas that flag a partition; the paper: 2")}
 
-    def __init__(self, min_exact: int = 1, min_near_exact: int = 2) -> None:
-        self.min_exact, self.min_near_exact = min_exact, min_near_exact
+    def __init__(self, min_exact: int | None = 1, min_near_exact: int | None = 2) -> None:
+        from detect.errors import InputError
+
+        if min_exact is None and min_near_exact is None:
+            raise InputError("detect.detectors.alg2: min_exact and min_near_exact are both null, so the rule never "
+                             "flags; set at least one (the paper: 1 and 2)")
+        self.min_exact, self.min_near_exact = min_exact, min_near_exact  # None: that count never flags
 
     def summarize(self, guided: Sequence[dict], general: Sequence[dict], partition: dict, seed: int) -> dict:
         labels = [r["judge"] for r in guided]
@@ -104,7 +116,7 @@ class Algorithm2(Detector):
         return ["## Algorithm 2 (exact / near-exact replicas among guided completions)", "",
                 f"{block['exact']} exact, {block['near_exact']} near-exact -> "
                 f"**{'contaminated' if block['contaminated'] else 'not contaminated'}** "
-                f"(rule: >= {block['min_exact']} exact or >= {block['min_near_exact']} near-exact)", ""]
+                f"(rule: {rule_text(block)})", ""]
 
     @classmethod
     def study_section(cls, cells: dict[str, dict], manifest: dict) -> list[str]:

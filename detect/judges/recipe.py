@@ -1,0 +1,302 @@
+"""The practitioner's recipe: Algorithm 2's exact / near-exact thresholds fitted on the suspect model's own guided
+completions of known non-members, with a stated bound on the partition-level false-positive rate (SPEC section 11).
+
+    python -m detect +dataset=synth_nli judge=recipe judge.known_non_members=known.jsonl   # any model, local or served
+
+    fit = fit_recipe(exact_scores, partition_size=10, rule=(1, 2), budget=0.05)          # the math alone
+    fit["exact"]["threshold"], fit["near_exact"]["threshold"], fit["bound"]
+
+**Setting.** A suspect model M; n known non-members of the benchmark (instances M cannot have seen: written after
+its cut-off, a private split; in the lab, ``sample.n_heldout``); M's guided completions of them, each scored against
+its second piece (``exact score``: 1 for a completion equal to the reference after normalisation, else ROUGE-L; the
+near-exact score: ROUGE-L or ``semantic``). A partition of m instances (the paper: 10) is judged with Algorithm 2's
+rule: contaminated with >= K_e exact or >= K_n near-exact labels (the paper: 1 and 2).
+
+**Thresholds** are order statistics of the n known scores: t = s_(k), the k-th smallest, and an instance is labelled
+when its score is strictly above t (exact above t_e; near-exact above t_n and not exact).
+
+**The guarantee.** Assume exchangeability: M's scores on the known non-members and on the instances of a clean
+partition are exchangeable (drawn from one distribution, M having seen neither). Then the n + m scores' order is a
+uniformly random arrangement of n known and m new ones, and the number X of new scores above s_(k) has
+
+    P(X = x) = C(k - 1 + m - x, m - x) C(n - k + x, x) / C(n + m, m)
+
+(count the new ones after the k-th known one; ties only lower it under strict >). With one score for both labels
+(ROUGE-L, the default) the joint law of (exact, near-exact) counts follows from the same arrangement with two cut
+ranks k_n <= k_e: the arrangements with a unlabelled, b near-exact and c exact new scores number
+C(k_n - 1 + a, a) C(k_e - k_n - 1 + b, b) C(n - k_e + c, c). So P(the rule flags a clean partition) is computed
+exactly, and that is the stated bound. With two scores (near-exact on ``semantic``) the stated bound is the union
+P(X_e >= K_e) + P(X_n >= K_n). The probability is over the draw of the known non-members and of the partition
+together (marginal, as split conformal prediction's): over many suspect models and partitions, at most ``budget``
+of the clean ones are flagged.
+
+**Choosing the thresholds.** The budget is split between the exact part (``exact_share``, default half) and the
+near-exact part; each threshold is the lowest order statistic whose part stays within its share. A part the rule
+does not use (K = None) gives its share to the other. Neither can be had from too few known non-members: one exact
+label in 10 is bounded at 2.5% only above the largest of 390 (m / (n + m) <= 0.025), and >= 2 near-exact at 2.5%
+needs 59. ``n_needed`` says how many; the recipe refuses in one line below it.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Sequence
+
+from detect.errors import InputError
+
+BUDGET, EXACT_SHARE = 0.05, 0.5
+PAPER_RULE = (1, 2)
+ASSUMPTION = ("the suspect model's scores on the known non-members and on a clean partition's instances are "
+              "exchangeable (one distribution, neither seen by the model)")
+
+
+def _comb(n: int, k: int) -> int:
+    """C(n, k), with C(-1, 0) = 1 (an empty segment closed by the rank it ends on) and 0 outside the triangle."""
+    if k < 0:
+        return 0
+    if n == -1:
+        return 1 if k == 0 else 0
+    return math.comb(n, k) if 0 <= k <= n else 0
+
+
+@lru_cache(maxsize=4096)
+def exceedances(n: int, m: int, k: int) -> tuple[float, ...]:
+    """P(X = x), x = 0..m: X of m new scores exchangeable with n known ones exceed the k-th smallest known one (k in
+    1..n; k = n + 1 is "never": nothing exceeds it)."""
+    if k > n:
+        return (1.0,) + (0.0,) * m
+    total = math.comb(n + m, m)
+    return tuple(_comb(k - 1 + m - x, m - x) * _comb(n - k + x, x) / total for x in range(m + 1))
+
+
+def tail(n: int, m: int, k: int, at_least: int | None) -> float:
+    """P(X >= at_least) for the threshold at rank k (0 where the count never flags: at_least None)."""
+    if at_least is None:
+        return 0.0
+    return float(sum(exceedances(n, m, k)[at_least:]))
+
+
+def rule_fpr(n: int, m: int, k_exact: int, k_near: int, rule: tuple[int | None, int | None]) -> float:
+    """P(the rule flags a clean partition of m) with both labels on one score: exact above rank k_exact, near-exact
+    above rank k_near <= k_exact and not exact (ranks n + 1: never). Exact, from the arrangement counts."""
+    k_near = min(k_near, k_exact)
+    need_exact, need_near = (m + 1 if k is None else k for k in rule)
+    total = math.comb(n + m, m)
+    clean = 0
+    for c in range(min(need_exact, m + 1)):
+        for b in range(min(need_near, m + 1 - c)):
+            a = m - b - c
+            clean += _comb(k_near - 1 + a, a) * _comb(k_exact - k_near - 1 + b, b) * _comb(n - k_exact + c, c)
+    return max(0.0, 1.0 - clean / total)
+
+
+def lowest_rank(n: int, m: int, at_least: int | None, alpha: float) -> int | None:
+    """The smallest rank k (the lowest threshold) with P(X >= at_least) <= alpha; n + 1 where the count is not used;
+    None where even the largest known score (k = n) exceeds alpha: too few known non-members."""
+    if at_least is None:
+        return n + 1
+    if n == 0 or tail(n, m, n, at_least) > alpha:
+        return None
+    low, high = 1, n  # tail decreases in k: bisect for the first k within alpha
+    while low < high:
+        middle = (low + high) // 2
+        if tail(n, m, middle, at_least) <= alpha:
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
+def n_needed(m: int, at_least: int | None, alpha: float, *, limit: int = 1_000_000) -> int:
+    """The fewest known non-members with which a count of ``at_least`` labels in m can be bounded at ``alpha``
+    (the threshold at the largest known score); 0 where the count is not used."""
+    if at_least is None:
+        return 0
+    low, high = 1, 1
+    while tail(high, m, high, at_least) > alpha:
+        high *= 2
+        if high > limit:
+            raise InputError(f"no number of known non-members bounds {at_least} labels in {m} at {alpha:g}")
+    while low < high:
+        middle = (low + high) // 2
+        if tail(middle, m, middle, at_least) <= alpha:
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
+def shares(rule: tuple[int | None, int | None], budget: float, exact_share: float) -> tuple[float, float]:
+    """The budget of the exact part and of the near-exact part (all to one where the rule does not use the other)."""
+    need_exact, need_near = rule
+    if need_exact is None and need_near is None:
+        raise InputError("Algorithm 2's rule uses neither exact nor near-exact labels (min_exact and min_near_exact "
+                         "both null): it never flags; set at least one")
+    if need_exact is None:
+        return 0.0, budget
+    if need_near is None:
+        return budget, 0.0
+    return budget * exact_share, budget * (1 - exact_share)
+
+
+def rule_text(rule: tuple[int | None, int | None], m: int) -> str:
+    parts = [f">= {k} {kind}" for k, kind in zip(rule, ("exact", "near-exact")) if k is not None]
+    return f"{' or '.join(parts)} of {m}"
+
+
+def check_settings(budget: float, exact_share: float, partition_size: int) -> None:
+    if not 0 < budget < 1:
+        raise InputError(f"judge.budget={budget}: the partition-level false-positive budget is a rate in (0, 1), "
+                         f"e.g. 0.05")
+    if not 0 < exact_share < 1:
+        raise InputError(f"judge.exact_share={exact_share}: the exact part's share of the budget is in (0, 1), "
+                         f"e.g. 0.5")
+    if isinstance(partition_size, bool) or not isinstance(partition_size, int) or partition_size < 1:
+        raise InputError(f"the partition size {partition_size} is not a whole number >= 1 (sample.n_detect)")
+
+
+def _order_statistic(values: Sequence[float], k: int) -> float:
+    return math.inf if k > len(values) else float(sorted(values)[k - 1])
+
+
+def fit_recipe(exact_scores: Sequence[float], near_scores: Sequence[float] | None = None, *, partition_size: int,
+               rule: tuple[int | None, int | None] = PAPER_RULE, budget: float = BUDGET,
+               exact_share: float = EXACT_SHARE, score: str = "rouge_l") -> dict:
+    """The recipe's thresholds from n known non-members' scores (``exact_scores``: the exact score of each guided
+    completion; ``near_scores``: the near-exact score, None for ROUGE-L, i.e. the exact scores themselves), JSON-ready:
+    each part's rank, threshold and bound, and the stated bound on the rule's partition FPR. Too few known non-members
+    for the budget: a one-line InputError with the number needed."""
+    check_settings(budget, exact_share, partition_size)
+    n, m = len(exact_scores), partition_size
+    if near_scores is not None and len(near_scores) != n:
+        raise ValueError("one near-exact score per known non-member")
+    check_enough(n, m, rule, budget, exact_share)
+    alpha_exact, alpha_near = shares(rule, budget, exact_share)
+    k_exact, k_near = lowest_rank(n, m, rule[0], alpha_exact), lowest_rank(n, m, rule[1], alpha_near)
+    one_score = near_scores is None
+    if one_score:
+        if rule[1] is not None:
+            k_near = min(k_near, k_exact)  # a near-exact bar above the exact one labels nothing near-exact
+        bound, kind = rule_fpr(n, m, k_exact, k_near, rule), "exact (one score for both labels)"
+    else:
+        bound, kind = tail(n, m, k_exact, rule[0]) + tail(n, m, k_near, rule[1]), "union of the two parts"
+    near_values = exact_scores if one_score else near_scores
+    return {"n": n, "partition_size": m, "rule": {"min_exact": rule[0], "min_near_exact": rule[1]},
+            "budget": budget, "exact_share": exact_share, "score": score,
+            "exact": {"rank": k_exact, "threshold": _order_statistic(exact_scores, k_exact), "budget": alpha_exact,
+                      "bound": tail(n, m, k_exact, rule[0])},
+            "near_exact": {"rank": k_near, "threshold": _order_statistic(near_values, k_near), "budget": alpha_near,
+                           "bound": tail(n, m, k_near, rule[1])},
+            "bound": bound, "bound_kind": kind, "assumption": ASSUMPTION}
+
+
+def too_few_message(n: int, m: int, rule: tuple[int | None, int | None], budget: float, exact_share: float) -> str:
+    """Why n known non-members cannot bound the rule, and how many each part needs."""
+    alpha_exact, alpha_near = shares(rule, budget, exact_share)
+    need = {"exact": n_needed(m, rule[0], alpha_exact), "near-exact": n_needed(m, rule[1], alpha_near)}
+    parts = ", ".join(f"its {name} part needs {count} (at {alpha:.3g})" for (name, count), alpha
+                      in zip(need.items(), (alpha_exact, alpha_near)) if count)
+    fallback = ""
+    if rule[0] is not None and rule[1] is not None:
+        fallback = (f", or judge near-exact labels only (detect.detectors.alg2.min_exact=null: {n_needed(m, rule[1], budget)} at "
+                    f"{budget:g})")
+    return (f"{n} known non-members are too few to bound Algorithm 2's rule ({rule_text(rule, m)}) at a partition "
+            f"FPR of {budget:g}: {parts}; give at least {max(need.values())} known non-members, raise judge.budget"
+            f"{fallback}")
+
+
+def check_enough(n: int, partition_size: int, rule: tuple[int | None, int | None], budget: float,
+                 exact_share: float) -> None:
+    """One line (with the numbers needed) where n known non-members cannot bound the rule at the budget."""
+    alpha_exact, alpha_near = shares(rule, budget, exact_share)
+    if lowest_rank(n, partition_size, rule[0], alpha_exact) is None or \
+            lowest_rank(n, partition_size, rule[1], alpha_near) is None:
+        raise InputError(too_few_message(n, partition_size, rule, budget, exact_share))
+
+
+def label(fit: dict, exact_score: float, near_score: float) -> str:
+    """exact / near_exact / none for one completion under fitted thresholds (strictly above each)."""
+    if exact_score > fit["exact"]["threshold"]:
+        return "exact"
+    return "near_exact" if near_score > fit["near_exact"]["threshold"] else "none"
+
+
+def fit_line(fit: dict) -> str:
+    """The recipe in one line, as a report or the console says it."""
+    exact, near = fit["exact"], fit["near_exact"]
+
+    def bar(part: dict, score: str) -> str:
+        return "never" if math.isinf(part["threshold"]) else f"{score} > {part['threshold']:.3f}"
+
+    rule = rule_text((fit["rule"]["min_exact"], fit["rule"]["min_near_exact"]), fit["partition_size"])
+    return (f"the recipe on {fit['n']} known non-members: exact {bar(exact, 'exact score')}, near-exact "
+            f"{bar(near, fit['score'])}; rule {rule}; "
+            f"partition FPR <= {fit['bound']:.4f} (budget {fit['budget']:g}, {fit['bound_kind']}; assuming "
+            f"exchangeability)")
+
+
+class RecipeJudge:
+    """``judge=recipe``: Algorithm 2's labels with thresholds fitted on the suspect model's own guided completions of
+    known non-members (``known_non_members``: a JSONL/CSV/Parquet file of instances in the dataset's fields).
+    ``python -m detect`` generates those completions with the model under test and calls ``fit_on`` before judging;
+    until then it cannot label."""
+    name = "recipe"
+
+    def __init__(self, known_non_members: str | None = None, budget: float = BUDGET, exact_share: float = EXACT_SHARE,
+                 score: str = "rouge_l") -> None:
+        from pathlib import Path
+
+        if known_non_members is None:
+            raise InputError("judge=recipe fits its thresholds on known non-members: set judge.known_non_members=<a "
+                             "JSONL, CSV or Parquet file of instances the model cannot have seen, in the dataset's "
+                             "fields>")
+        if not Path(str(known_non_members)).is_file():
+            raise InputError(f"judge.known_non_members={known_non_members}: no such file; give a JSONL, CSV or "
+                             f"Parquet file of instances the model cannot have seen")
+        if score not in ("rouge_l", "semantic"):
+            raise InputError(f"judge.score={score}: the near-exact score is rouge_l or semantic")
+        check_settings(budget, exact_share, 1)
+        self.known_non_members, self.budget, self.exact_share, self.score = str(known_non_members), budget, \
+            exact_share, score
+        self.fit: dict | None = None
+        # set by python -m detect from the run (detect.pipeline.recipe_known): Algorithm 2's rule, the partition's size
+        self.rule, self.partition_size = PAPER_RULE, None
+
+    def known(self, dataset, split: str) -> list:
+        """The known non-members, read with the dataset's fields (its labels written as the partition's)."""
+        from omegaconf import OmegaConf
+
+        from detect.datasets import load_split
+
+        local = OmegaConf.create(OmegaConf.to_container(dataset, resolve=True))
+        local.path = self.known_non_members
+        return load_split(local, split)
+
+    def fit_on(self, rows: Sequence[dict], *, partition_size: int, rule: tuple[int | None, int | None]) -> dict:
+        """Fit on the model's guided rows of the known non-members (reference, completion, rouge_l, semantic)."""
+        from detect.judges.threshold import exact_score
+
+        if self.score == "semantic" and any(row.get("semantic") is None for row in rows):
+            raise InputError("judge.score=semantic needs the semantic score; set detect.semantic_model (the default "
+                             "packaged-minilm) or use judge.score=rouge_l")
+        exact = [exact_score(row["reference"], row["completion"], row["rouge_l"]) for row in rows]
+        near = None if self.score == "rouge_l" else [row["semantic"] for row in rows]
+        self.fit = fit_recipe(exact, near, partition_size=partition_size, rule=rule, budget=self.budget,
+                              exact_share=self.exact_share, score=self.score)
+        return self.fit
+
+    def describe(self) -> dict:
+        return {"name": self.name, "known_non_members": self.known_non_members, "budget": self.budget,
+                "exact_share": self.exact_share, "score": self.score, "fit": self.fit}
+
+    def label_row(self, row) -> str:
+        from detect.judges.threshold import exact_score
+
+        if self.fit is None:
+            raise RuntimeError("the recipe judge labels after fit_on (python -m detect fits it on the model's own "
+                               "completions of the known non-members)")
+        return label(self.fit, exact_score(row["reference"], row["completion"], row["rouge_l"]), row[self.score])
+
+    def __call__(self, rows: Sequence[dict]) -> list[str]:
+        return [self.label_row(row) for row in rows]
