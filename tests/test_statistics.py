@@ -8,11 +8,11 @@ from scipy.stats import binom, norm, ttest_rel
 from scipy.stats import t as student_t
 
 from contaminate.calibration.statistics import (
+    auc_floor,
     auc_matrix,
     brier,
     clopper_pearson,
     conformal_threshold,
-    auc_floor,
     equivalence,
     holm,
     paired_comparisons,

@@ -199,8 +199,8 @@ def too_few_message(n: int, m: int, rule: tuple[int | None, int | None], budget:
                       in zip(need.items(), (alpha_exact, alpha_near)) if count)
     fallback = ""
     if rule[0] is not None and rule[1] is not None:
-        fallback = (f", or judge near-exact labels only (detect.detectors.alg2.min_exact=null: {n_needed(m, rule[1], budget)} at "
-                    f"{budget:g})")
+        fallback = (f", or judge near-exact labels only (detect.detectors.alg2.min_exact=null: "
+                    f"{n_needed(m, rule[1], budget)} at {budget:g})")
     return (f"{n} known non-members are too few to bound Algorithm 2's rule ({rule_text(rule, m)}) at a partition "
             f"FPR of {budget:g}: {parts}; give at least {max(need.values())} known non-members, raise judge.budget"
             f"{fallback}")
