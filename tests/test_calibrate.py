@@ -135,31 +135,6 @@ def test_recommend_rule_takes_the_best_tpr_within_the_fpr_budget():
     assert recommend_rule({(1, 2): rates(0.9, 0.2, 0.2)}, partition_fpr=0.05) is None
 
 
-def test_judge_loads_calibration_json(tmp_path, compose_config):
-    from hydra.utils import instantiate
-
-    path = tmp_path / "calibration.json"
-    path.write_text(json.dumps({"thresholds": {"exact_threshold": 0.83,
-                                               "near_exact_threshold": {"rouge_l": 0.6, "semantic": 0.9}}}))
-    judge = ThresholdJudge(calibration=str(path))
-    assert (judge.exact_threshold, judge.near_exact_threshold) == (0.83, 0.6)
-    assert judge.label("a b c", "x y z", {"rouge_l": 0.65}) == "near_exact"
-    assert judge.describe()["near_exact_threshold"] == 0.6
-    assert ThresholdJudge(calibration=str(path), score="semantic").near_exact_threshold == 0.9
-
-    cfg = compose_config("detect", ["+dataset=synth_nli", f"judge.calibration={path}"])
-    assert instantiate(cfg.judge).exact_threshold == 0.83
-
-    with pytest.raises(InputError, match="no such file; make one with python -m contaminate.calibrate"):
-        ThresholdJudge(calibration=str(tmp_path / "missing.json"))
-    path.write_text(json.dumps({"thresholds": {"exact_threshold": 0.9, "near_exact_threshold": {"rouge_l": 0.7}}}))
-    with pytest.raises(InputError, match="no near-exact threshold for score semantic"):
-        ThresholdJudge(calibration=str(path), score="semantic")
-    path.write_text("{}")
-    with pytest.raises(InputError, match="is not a calibration.json"):
-        ThresholdJudge(calibration=str(path))
-
-
 @pytest.mark.slow
 def test_a_bad_calibration_path_is_one_line_before_any_work(tmp_path):
     import subprocess

@@ -1,0 +1,184 @@
+"""The practitioner's recipe (detect/judges/recipe.py): the exceedance law against brute force, the numbers of known
+non-members it needs, its stated bound held by simulation over thousands of clean partitions, its judge, its bad
+input; and the lab's validation of it (contaminate/calibration/recipe.py) on a hand-built sweep, by hand."""
+
+import itertools
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import binom
+
+from detect.errors import InputError
+from detect.judges.recipe import (
+    RecipeJudge,
+    exceedances,
+    fit_recipe,
+    label,
+    lowest_rank,
+    n_needed,
+    rule_fpr,
+    tail,
+)
+
+
+def _arrangements(n: int, m: int):
+    """Every order of n known (False) and m new (True) scores, equally likely under exchangeability."""
+    for positions in itertools.combinations(range(n + m), m):
+        chosen = set(positions)
+        yield [p in chosen for p in range(n + m)]
+
+
+def _above(order: list[bool], k: int) -> int:
+    """New scores after the k-th known one (k = n + 1: never)."""
+    seen = 0
+    for position, new in enumerate(order):
+        if not new:
+            seen += 1
+            if seen == k:
+                return sum(order[position + 1:])
+    return 0
+
+
+def test_the_exceedance_law_is_the_brute_force_count():
+    n, m = 6, 4
+    orders = list(_arrangements(n, m))
+    for k in range(1, n + 2):
+        counts = np.bincount([_above(o, k) for o in orders], minlength=m + 1) / len(orders)
+        assert exceedances(n, m, k) == pytest.approx(counts)
+    # one exact label among m above the largest of n: m / (n + m), the union bound's ~200 for 10 at 5%
+    assert tail(400, 10, 400, 1) == pytest.approx(10 / 410)
+    assert sum(exceedances(50, 10, 37)) == pytest.approx(1.0)
+
+
+def test_the_rule_fpr_is_the_brute_force_count_of_the_joint_labels():
+    # one score for both labels: exact above rank k_e, near-exact above rank k_n and not exact
+    n, m = 7, 4
+    orders = list(_arrangements(n, m))
+    for k_exact, k_near in [(7, 5), (6, 6), (8, 4), (7, 1)]:
+        for rule in [(1, 2), (2, 2), (None, 2), (1, None), (1, 1)]:
+            flagged = 0
+            for order in orders:
+                exact, either = _above(order, k_exact), _above(order, min(k_near, k_exact))
+                flagged += (rule[0] is not None and exact >= rule[0]) or \
+                    (rule[1] is not None and either - exact >= rule[1])
+            assert rule_fpr(n, m, k_exact, k_near, rule) == pytest.approx(flagged / len(orders)), (k_exact, k_near,
+                                                                                                   rule)
+
+
+def test_how_many_known_non_members_each_part_needs():
+    # >= 1 exact of 10 at 2.5% (half the 5% budget) needs the largest of 390; at the whole 5%, 190
+    assert n_needed(10, 1, 0.025) == 390 and n_needed(10, 1, 0.05) == 190
+    assert 10 / (390 + 10) <= 0.025 < 10 / (389 + 10)
+    assert n_needed(10, 2, 0.025) == 51 and n_needed(10, 2, 0.05) == 33 and n_needed(10, None, 0.05) == 0
+    assert lowest_rank(389, 10, 1, 0.025) is None and lowest_rank(390, 10, 1, 0.025) == 390
+    assert lowest_rank(100, 10, None, 0.05) == 101  # a count the rule does not use: never
+
+
+def test_fit_recipe_by_hand_and_its_refusal():
+    scores = [k / 1000 for k in range(400)]  # 0.000 ... 0.399, all distinct
+    fit = fit_recipe(scores, partition_size=10)
+    k_near = lowest_rank(400, 10, 2, 0.025)
+    assert fit["exact"]["rank"] == 400 and fit["exact"]["threshold"] == 0.399
+    assert fit["near_exact"]["rank"] == k_near and fit["near_exact"]["threshold"] == (k_near - 1) / 1000
+    assert fit["bound"] == pytest.approx(rule_fpr(400, 10, 400, k_near, (1, 2))) and fit["bound"] <= 0.05
+    assert fit["exact"]["bound"] == pytest.approx(10 / 410)
+    assert label(fit, 0.5, 0.5) == "exact" and label(fit, 0.399, 0.399) == "near_exact"  # strictly above
+    assert label(fit, (k_near - 1) / 1000, 0.0) == "none"
+    # two scores: the union of the parts is the stated bound
+    two = fit_recipe(scores, [s / 2 for s in scores], partition_size=10, score="semantic")
+    assert two["bound"] == pytest.approx(two["exact"]["bound"] + two["near_exact"]["bound"])
+    assert two["near_exact"]["threshold"] == pytest.approx(fit["near_exact"]["threshold"] / 2)
+    with pytest.raises(InputError, match=r"^50 known non-members are too few .* its exact part needs 390 \(at 0.025\)"
+                                         r".* give at least 390 known non-members.*alg2.min_exact=null: 33 at 0.05\)$"):
+        fit_recipe(scores[:50], partition_size=10)
+    with pytest.raises(InputError, match="judge.budget=1.5"):
+        fit_recipe(scores, partition_size=10, budget=1.5)
+
+
+@pytest.mark.parametrize("n, rule, score", [(20, (None, 3), "rouge_l"), (50, (None, 2), "rouge_l"),
+                                            (100, (None, 2), "rouge_l"), (100, (None, 2), "semantic"),
+                                            (400, (1, 2), "rouge_l")])
+def test_the_stated_bound_holds_over_simulated_clean_partitions(n, rule, score):
+    # 2,000 simulated suspect models: n known non-members and one clean partition of 10 from the same distribution,
+    # thresholds fitted on the known ones, the partition judged. With continuous scores the realised FPR is the
+    # stated bound itself (one score: an exact law), within Monte Carlo error; with tied (rounded) scores it is below.
+    rng = np.random.default_rng(n + len(score))
+    reps = 2000
+    for rounded in (False, True):
+        flagged, bound = 0, None
+        for _ in range(reps):
+            exact = rng.beta(2, 5, size=n + 10)
+            near = exact * 0.8 + rng.normal(0, 0.05, size=n + 10)  # a second score, correlated
+            if rounded:
+                exact, near = exact.round(1), near.round(1)
+            fit = fit_recipe(list(exact[:n]), None if score == "rouge_l" else list(near[:n]), partition_size=10,
+                             rule=rule, score=score)
+            bound = fit["bound"]
+            labels = [label(fit, e, e if score == "rouge_l" else s) for e, s in zip(exact[n:], near[n:])]
+            flagged += (rule[0] is not None and labels.count("exact") >= rule[0]) or \
+                (rule[1] is not None and labels.count("near_exact") >= rule[1])
+        realised, error = flagged / reps, 3 * math.sqrt(bound * (1 - bound) / reps)
+        assert bound <= 0.05 and realised <= bound + error, (rounded, realised, bound)
+        if score == "rouge_l" and not rounded:  # exact, not merely a bound
+            assert realised >= bound - error, (realised, bound)
+    # the same simulation judged by a naive empirical quantile (the 95th percentile of the known scores) overshoots
+    naive = np.mean([(rng.beta(2, 5, 10) > np.quantile(rng.beta(2, 5, n), 0.95)).sum() >= 2 for _ in range(reps)])
+    assert naive > 0.05
+
+
+def test_the_recipe_judge_fits_on_rows_and_labels(tmp_path):
+    known = tmp_path / "known.jsonl"
+    known.write_text(json.dumps({"sentence1": "a", "sentence2": "b", "label": "0 (entailment)"}) + "\n")
+    judge = RecipeJudge(known_non_members=str(known))
+    rows = [{"reference": f"ref {k}", "completion": f"other {k}", "rouge_l": k / 100, "semantic": 0.0}
+            for k in range(60)]
+    fit = judge.fit_on(rows, partition_size=10, rule=(None, 2))
+    assert fit["n"] == 60 and math.isinf(fit["exact"]["threshold"])
+    assert judge([{"reference": "x y", "completion": "x y", "rouge_l": 1.0, "semantic": 1.0},
+                  {"reference": "x y", "completion": "z", "rouge_l": 0.0, "semantic": 0.0}]) == ["near_exact", "none"]
+    described = judge.describe()
+    assert described["fit"]["bound"] == fit["bound"] and described["known_non_members"] == str(known)
+    from detect.judges.threshold import thresholds_line
+
+    assert "partition FPR <= " in thresholds_line(described) and "60 known non-members" in thresholds_line(described)
+    with pytest.raises(InputError, match="judge=recipe fits its thresholds on known non-members"):
+        RecipeJudge()
+    with pytest.raises(InputError, match="no such file"):
+        RecipeJudge(known_non_members=str(tmp_path / "nope.jsonl"))
+    with pytest.raises(RuntimeError, match="labels after fit_on"):
+        RecipeJudge(known_non_members=str(known))([rows[0]])
+
+
+def test_known_non_members_in_the_partition_and_too_few_are_one_line_before_any_model(tmp_path, compose_config):
+    from detect.cli import instantiate
+    from detect.datasets import load_split, sample
+    from detect.detectors import build
+    from detect.pipeline import recipe_known
+
+    cfg = compose_config("detect", ["+dataset=synth_nli", "judge=recipe",
+                                    f"judge.known_non_members={tmp_path}/k.jsonl"])
+    examples = load_split(cfg.dataset, "test")
+    judged = sample(examples, 10, seed=0)
+    taken = {j.instance_id for j in judged}
+    clean = [{"sentence1": e.text, "sentence2": e.text_pair, "label": e.label} for e in examples
+             if e.instance_id not in taken][:400]
+    rows = [*clean, {"sentence1": judged[3].text, "sentence2": judged[3].text_pair, "label": judged[3].label}]
+    (tmp_path / "k.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    judge, detectors = instantiate(cfg.judge), build(cfg.detect.detectors)
+    with pytest.raises(InputError, match=rf"^judge.known_non_members=.*k.jsonl: 1 of its {len(rows)} instances is in "
+                                         rf"the partition being judged \(instance {judged[3].instance_id} of "
+                                         r"synth_nli test\); known non-members must be"):
+        recipe_known(judge, cfg.dataset, "test", judged, detectors)
+    (tmp_path / "k.jsonl").write_text("".join(json.dumps(r) + "\n" for r in clean[:100]))
+    with pytest.raises(InputError, match="^100 known non-members are too few .* needs 390"):
+        recipe_known(judge, cfg.dataset, "test", judged, detectors)
+    (tmp_path / "k.jsonl").write_text("".join(json.dumps(r) + "\n" for r in clean))
+    known = recipe_known(judge, cfg.dataset, "test", judged, detectors)
+    assert len(known) == 400 and judge.partition_size == 10 and judge.rule == (1, 2)
+
+
+def test_the_known_non_members_binomial_reading_of_the_paper_rule():
+    # at p_n = 5% near-exact per clean instance the paper's rule (>= 2 of 10) fires ~8.6% of the time (SPEC 11)
+    assert 1 - binom.cdf(1, 10, 0.05) == pytest.approx(0.086, abs=0.001)
