@@ -29,6 +29,30 @@ def test_a_bad_draw_or_seed_is_one_line(compose_config, override, message):
         check_study(compose_config("contaminate", ["+dataset=synth_nli", override]))
 
 
+def test_more_known_non_members_than_the_split_has_left_is_one_line(compose_config):
+    base = ["+dataset=synth_nli", "sample.n_members=100", "sample.n_non_members=100"]
+    with pytest.raises(InputError, match=r"^sample.n_heldout=100000 known non-members asked of synth_nli test, "
+                                         r"which has 1000 left after the other pools; lower sample.n_heldout to "
+                                         r"1000 or less"):
+        sample_pools(compose_config("contaminate", [*base, "sample.n_heldout=100000"]))
+    with pytest.raises(InputError, match="sample.n_heldout=-1: give a whole number >= 0"):
+        sample_pools(compose_config("contaminate", [*base, "sample.n_heldout=-1"]))
+
+
+def test_the_known_non_members_detectors_are_checked_in_one_line(compose_config):
+    from contaminate.study import known_setting
+    from detect.detectors import build
+
+    cfg = compose_config("contaminate", ["+dataset=synth_nli", "detect.known_non_members.detectors=[membership,cheat]"])
+    with pytest.raises(InputError, match="detect.known_non_members.detectors names cheat, which is not an instance "
+                                         "score that reads no known non-members; use some of cdd, dc_pdd, dcq, "):
+        known_setting(cfg, build(cfg.detect.detectors))
+    on = compose_config("contaminate", ["+dataset=synth_nli"])
+    assert [d.name for d in known_setting(on, build(on.detect.detectors))] == ["membership", "membership_raw", "dc_pdd"]
+    off = compose_config("contaminate", ["+dataset=synth_nli", "detect.known_non_members.enabled=false"])
+    assert known_setting(off, build(off.detect.detectors)) is None
+
+
 def test_known_non_members_are_a_third_pool_that_leaves_the_draw_as_it_was(compose_config):
     """sample.n_heldout: per split, known non-members disjoint from every pool and sample a cell of it reads; drawing
     them changes neither members nor non-members (so no checkpoint is retrained for them)."""

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from contaminate.study import CELLS, run_study
+from contaminate.study import CELLS, KNOWN_CELLS, run_study
 from detect.errors import InputError
 
 TINY = ["+dataset=synth_nli", "model=tiny_random", "sample.n_members=12", "sample.n_non_members=12",
@@ -70,7 +70,13 @@ def test_the_whole_study_writes_every_file_and_field(study):
         assert timing["generated_tokens"] > 0 and timing["scored_tokens"] > 0 and timing["total_s"] > 0
 
     rows = instance_rows = _rows(folder)
-    assert len(instance_rows) == len(CELLS) * 2 * 4
+    # the five cells' guided and general rows, then each model's 50 known non-members (sample.n_heldout), guided only
+    assert len(instance_rows) == len(CELLS) * 2 * 4 + len(KNOWN_CELLS) * 50
+    known = [r for r in rows if r["cell"].endswith("known_non_members")]
+    assert {r["instruction"] for r in known} == {"guided"} and {r["ground_truth"] for r in known} == {"clean"}
+    assert {r["instance_id"] for r in known} == set(manifest["known_non_member_ids"])
+    assert not set(manifest["known_non_member_ids"]) & {*manifest["member_ids"], *manifest["non_member_ids"]}
+    assert all(isinstance(r["loss_raw"], float) and isinstance(r["dc_pdd"], float) for r in known)
     # each cell: one ChatGPT-Cheat? row over its whole pool (12), Oren et al.'s two order tests and the performance
     # test of that pool
     partition = _rows(folder, "partition.jsonl")
@@ -86,8 +92,9 @@ def test_the_whole_study_writes_every_file_and_field(study):
     assert all(isinstance(r["min_k_plus"], float) for r in guided)
     assert all(abs(r["reference_ratio"]) < 1e-4 for r in guided if r["checkpoint"] == "clean")
     assert all(abs(r["reference_ratio"]) > 1e-4 for r in guided if r["checkpoint"] == "contaminated")
-    assert {r["cell"] for r in rows} == {cell for cell, *_ in CELLS}
-    assert {(r["cell"], r["checkpoint"]) for r in rows} == {(cell, checkpoint) for cell, checkpoint, *_ in CELLS}
+    assert {r["cell"] for r in rows} == {cell for cell, *_ in (*CELLS, *KNOWN_CELLS)}
+    assert {(r["cell"], r["checkpoint"]) for r in rows} == {(cell, checkpoint) for cell, checkpoint, *_ in
+                                                            (*CELLS, *KNOWN_CELLS)}
     other = [r for r in rows if r["cell"] == "contaminated_x_other_split"]
     assert {r["split"] for r in other} == {"train"} and "the train split" in other[0]["prompt"]
     assert {r["model"] for r in rows if r["checkpoint"] == "contaminated"} == {"tiny_random+full"}
@@ -117,14 +124,14 @@ def test_reuse_resume_and_force(study):
     # same training config: the checkpoint and every cell are reused, rows unchanged
     _, again = study(run="again")
     manifest = json.loads((again / "manifest.json").read_text())
-    assert manifest["checkpoint"]["reused"] is True and len(manifest["cached_cells"]) == len(CELLS)
+    assert manifest["checkpoint"]["reused"] is True and len(manifest["cached_cells"]) == len(CELLS) + len(KNOWN_CELLS)
     assert _rows(again) == _rows(folder)
     # killed before one cell finished: only that cell is computed again
     cache = folder.parent / "cache" / "cells"
     victim = sorted(cache.glob("*.jsonl"))[0]
     victim.unlink()
     _, resumed = study(run="resumed")
-    assert len(json.loads((resumed / "manifest.json").read_text())["cached_cells"]) == len(CELLS) - 1
+    assert len(json.loads((resumed / "manifest.json").read_text())["cached_cells"]) == len(CELLS) + len(KNOWN_CELLS) - 1
     # Equal up to float rounding: a recomputed cell's logit scores come from batches of another composition
     # (its reference statistics are no longer shared with the cached clean cell), which moves the 7th digit.
     assert _rows(resumed) == [{k: pytest.approx(v, rel=1e-5) if isinstance(v, float) else v for k, v in row.items()}
@@ -138,7 +145,8 @@ def test_reuse_resume_and_force(study):
     _, forced = study("contaminate.force=true", run="forced")
     forced_manifest = json.loads((forced / "manifest.json").read_text())
     assert forced_manifest["checkpoint"]["reused"] is False
-    assert set(forced_manifest["cached_cells"]) == {"clean_x_members", "clean_x_non_members"}
+    assert set(forced_manifest["cached_cells"]) == {"clean_x_members", "clean_x_non_members",
+                                                    "clean_x_known_non_members"}
 
 
 @pytest.mark.slow
@@ -185,7 +193,8 @@ def test_study_on_the_embedded_model_with_a_small_dose(tmp_path):
     """The real pipeline on SmolLM2-135M: 16 members, one epoch, 4 instances per cell (about a minute)."""
     result = subprocess.run(
         [sys.executable, "-m", "contaminate", "+dataset=synth_nli", "sample.n_members=16", "sample.n_non_members=16",
-         "sample.n_detect=4", "contaminate.epochs=1", "detect.max_new_tokens=48", f"cache_dir={tmp_path}/cache",
+         "sample.n_detect=4", "sample.n_heldout=12", "contaminate.epochs=1", "detect.max_new_tokens=48",
+         f"cache_dir={tmp_path}/cache",
          f"hydra.run.dir={tmp_path}/run"], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]
     folder = tmp_path / "run"
@@ -195,7 +204,7 @@ def test_study_on_the_embedded_model_with_a_small_dose(tmp_path):
     assert manifest["base_model"]["name"] == "smollm2_135m" and manifest["checkpoint"]["reused"] is False
     assert manifest["checkpoint"]["final_loss"] < manifest["checkpoint"]["first_loss"]  # training did something
     partition = _rows(folder, "partition.jsonl")
-    assert len(rows) == len(CELLS) * 2 * 4 and all(r["completion"] is not None for r in rows)
+    assert len(rows) == len(CELLS) * 2 * 4 + len(KNOWN_CELLS) * 12 and all(r["completion"] is not None for r in rows)
     # Cheat?, the sharded and permutation tests, the performance test per cell
     assert sorted(r["detector"] for r in partition) == sorted(["cheat", "sharded_likelihood", "permutation",
                                                                 "performance"] * len(CELLS))
@@ -255,7 +264,7 @@ def test_changed_data_under_the_same_ids_is_not_reused(compose_config, tmp_path)
         rows = [{"sentence1": f"Person {i} sold {i} boats in town {i}.", "sentence2": f"Person {i} sold boats.",
                  "label": "entailment" if i % 2 else "not_entailment"} for i in range(40)]
         (data / f"{split}.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
-    overrides = [*TINY, f"dataset.path={data}", f"cache_dir={tmp_path / 'cache'}"]
+    overrides = [*TINY, f"dataset.path={data}", "sample.n_heldout=8", f"cache_dir={tmp_path / 'cache'}"]
     run_study(compose_config("contaminate", overrides), tmp_path / "first")
     test_file = data / "test.jsonl"
     test_file.write_text(test_file.read_text().replace("boats", "canoes"))
