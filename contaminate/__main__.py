@@ -53,6 +53,11 @@ def main(cfg) -> None:
         print(f"{name:<28} truth {cell['ground_truth']:<12} Algorithm 2: {alg2['exact']} exact, "
               f"{alg2['near_exact']} near-exact -> {'contaminated' if alg2['contaminated'] else 'clean'}"
               f"{'' if cell['correct']['alg2'] else '  (wrong)'}")
+    for checkpoint, fit in (summary.get("recipe") or {}).get("models", {}).items():
+        from detect.judges.recipe import fit_line
+
+        print(f"recipe on the {checkpoint} model: " + (f"refused: {fit['refused']}" if "refused" in fit
+                                                       else fit_line(fit)))
     cells = len(summary["cells"])
     print("cells right: " + ", ".join(f"{name} {round(share * cells)}/{cells}"
                                       for name, share in summary["accuracy"].items()))

@@ -84,6 +84,26 @@ def reference_text(reference: dict | str | None) -> str | None:
             f"reference a practitioner can have, not the oracle.")
 
 
+def recipe_lines(summary: dict) -> list[str]:
+    """Algorithm 2 with each model's recipe, fitted on its own known non-members (summary.json "recipe")."""
+    from detect.judges.recipe import fit_line
+
+    recipe = summary.get("recipe")
+    if not recipe:
+        return []
+    lines = ["", "## Algorithm 2 with the recipe (thresholds fitted on each model's own known non-members)", ""]
+    for checkpoint, fit in recipe["models"].items():
+        lines.append(f"- {checkpoint} model: " + (f"refused: {fit['refused']}" if "refused" in fit else fit_line(fit)))
+    if recipe["cells"]:
+        lines += ["", "| cell | ground truth | exact | near-exact | Algorithm 2 (recipe) |", "|---|---|---|---|---|"]
+        for name, block in recipe["cells"].items():
+            truth = summary["cells"][name]["ground_truth"]
+            right = block["contaminated"] == (truth == "contaminated")
+            lines.append(f"| {name} | {truth} | {block['exact']} | {block['near_exact']} | "
+                         f"{'contaminated' if block['contaminated'] else 'clean'} {'✓' if right else '✗'} |")
+    return lines
+
+
 def write_report(path: Path, summary: dict, manifest: dict) -> None:
     cells = summary["cells"]
     lines = [
@@ -114,6 +134,7 @@ def write_report(path: Path, summary: dict, manifest: dict) -> None:
         columns = [text for cls, block in read_back(cell)
                    for _, text in cls.report_columns(block, cell["correct"])]
         lines.append(f"| {name} | {cell['ground_truth']} | " + "".join(f"{text} | " for text in columns).rstrip())
+    lines += recipe_lines(summary)
     scored = [(cls, block) for cls, block in detectors if cls.scores and block]
     if scored:
         names = [(cls.name, score) for cls, block in scored for score in block]

@@ -250,6 +250,10 @@ def check_study(cfg) -> Setup:
         if cfg.sample.n_detect > cfg.sample[key]:
             raise InputError(f"sample.n_detect={cfg.sample.n_detect} is more than sample.{key}="
                              f"{cfg.sample[key]}; each cell detects on n_detect of them: lower n_detect or raise {key}")
+    if cfg.judge.get("_target_", "").endswith("RecipeJudge"):
+        raise InputError("judge=recipe fits on the known non-members of the model under test; a study reads each of "
+                         "its models' own (sample.n_heldout) and reports the recipe's verdicts itself (summary.json "
+                         "'recipe', report.md): use judge=threshold or judge=llm for the study's judge")
     trainer = instantiate_backend(cfg.contaminate)
     trainer.check()  # its numbers, and every trainer / adapter argument
     from contaminate.training.post import post_train_stage
@@ -448,6 +452,40 @@ def _judge(cfg):
     return instantiate(cfg.judge)
 
 
+def study_recipe(cfg, cell_rows: dict[str, list[dict]], detectors: Sequence[Detector], cells: tuple) -> dict | None:
+    """Each model's recipe (detect/judges/recipe.py), fitted on its own known non-members' guided rows for Algorithm
+    2's rule at the cells' size, and its verdict on each of that model's cells (summary.json "recipe"); a model whose
+    known non-members are too few for the budget gets the recipe's one-line refusal. None without known cells."""
+    from detect.judges.recipe import PAPER_RULE, fit_recipe, label
+    from detect.judges.threshold import alg2_verdict, exact_score
+
+    if not any(cell in cell_rows for cell, *_ in KNOWN_CELLS):
+        return None
+    known = cfg.detect.known_non_members
+    alg2 = next((d for d in detectors if d.name == "alg2"), None)
+    rule = PAPER_RULE if alg2 is None else (alg2.min_exact, alg2.min_near_exact)
+    found: dict = {"rule": list(rule), "budget": known.budget, "models": {}, "cells": {}}
+    for cell, checkpoint, *_ in KNOWN_CELLS:
+        rows = [r for r in cell_rows.get(cell, []) if r.get("instruction") == "guided"]
+        try:
+            fit = fit_recipe([exact_score(r["reference"], r["completion"], r["rouge_l"]) for r in rows],
+                             partition_size=cfg.sample.n_detect, rule=rule, budget=known.budget,
+                             exact_share=known.exact_share)
+        except InputError as refusal:
+            found["models"][checkpoint] = {"refused": str(refusal), "n": len(rows)}
+            continue
+        found["models"][checkpoint] = fit
+        for name, cell_checkpoint, *_ in cells:
+            if cell_checkpoint == checkpoint:
+                guided = [r for r in cell_rows[name] if r.get("instruction") == "guided"]
+                labels = [label(fit, exact_score(r["reference"], r["completion"], r["rouge_l"]), r["rouge_l"])
+                          for r in guided]
+                found["cells"][name] = {"exact": labels.count("exact"), "near_exact": labels.count("near_exact"),
+                                        "contaminated": alg2_verdict(labels, min_exact=rule[0],
+                                                                     min_near_exact=rule[1])}
+    return found
+
+
 def known_setting(cfg, detectors: Sequence[Detector]) -> list[Detector] | None:
     """The detectors a study runs on its known non-members (``detect.known_non_members``), checked in one line: None
     where that reading is off; each named detector must be an instance score of the run (one that is disabled is
@@ -572,7 +610,8 @@ def _write_atomically(path: Path, rows: list[dict]) -> None:
 
 def summarize_study(cfg, sampled: Sampled, contaminated: Contaminated, cell_rows: dict[str, list[dict]],
                     detectors: list[Detector], cells: tuple = CELLS) -> dict:
-    """Per cell every detector's outcome and whether it is right; per detector the share of cells right."""
+    """Per cell every detector's outcome and whether it is right; per detector the share of cells right; each
+    model's recipe from its own known non-members (``study_recipe``)."""
     regime = contaminated.regime.describe()
     summary = {"dataset": cfg.dataset.key, "split": sampled.split, "other_split": sampled.other_split,
                "base_model": contaminated.base.name, "backend": cfg.contaminate.backend, "format": cfg.format.name,
@@ -587,14 +626,17 @@ def summarize_study(cfg, sampled: Sampled, contaminated: Contaminated, cell_rows
             **cell_summary,
             "correct": {name: flagged == (truth == "contaminated") for name, flagged in verdicts(cell_summary).items()},
         }
-    detectors = next(iter(summary["cells"].values()))["correct"].keys()
+    verdict_names = next(iter(summary["cells"].values()))["correct"].keys()
     # Can the texts alone, with no model, tell the members from the non-members? (contaminate/blind_baseline.py)
     if min(len(sampled.members), len(sampled.non_members)) >= 2:
         summary["blind_baseline"] = {**blind_baseline([e.full_text for e in sampled.members],
                                                       [e.full_text for e in sampled.non_members],
                                                       seed=cfg.sample.draw), "draw": cfg.sample.draw}
     summary["accuracy"] = {name: sum(c["correct"][name] for c in summary["cells"].values()) / len(cells)
-                           for name in detectors}
+                           for name in verdict_names}
+    recipe = study_recipe(cfg, cell_rows, detectors, cells)
+    if recipe is not None:
+        summary["recipe"] = recipe
     return summary
 
 

@@ -39,6 +39,12 @@ def test_more_known_non_members_than_the_split_has_left_is_one_line(compose_conf
         sample_pools(compose_config("contaminate", [*base, "sample.n_heldout=-1"]))
 
 
+def test_judge_recipe_in_a_study_is_one_line(compose_config):
+    with pytest.raises(InputError, match="^judge=recipe fits on the known non-members of the model under test; a study "
+                                         "reads each of its models' own"):
+        check_study(compose_config("contaminate", ["+dataset=synth_nli", "judge=recipe"]))
+
+
 def test_the_known_non_members_detectors_are_checked_in_one_line(compose_config):
     from contaminate.study import known_setting
     from detect.detectors import build

@@ -47,6 +47,7 @@ from detect.errors import InputError
 
 BUDGET, EXACT_SHARE = 0.05, 0.5
 PAPER_RULE = (1, 2)
+TOLERANCE = 1e-12  # a bound equal to its budget up to float rounding (4 / (156 + 4) = 0.025) is within it
 ASSUMPTION = ("the suspect model's scores on the known non-members and on a clean partition's instances are "
               "exchangeable (one distribution, neither seen by the model)")
 
@@ -96,12 +97,12 @@ def lowest_rank(n: int, m: int, at_least: int | None, alpha: float) -> int | Non
     None where even the largest known score (k = n) exceeds alpha: too few known non-members."""
     if at_least is None:
         return n + 1
-    if n == 0 or tail(n, m, n, at_least) > alpha:
+    if n == 0 or tail(n, m, n, at_least) > alpha + TOLERANCE:
         return None
     low, high = 1, n  # tail decreases in k: bisect for the first k within alpha
     while low < high:
         middle = (low + high) // 2
-        if tail(n, m, middle, at_least) <= alpha:
+        if tail(n, m, middle, at_least) <= alpha + TOLERANCE:
             high = middle
         else:
             low = middle + 1
@@ -114,13 +115,13 @@ def n_needed(m: int, at_least: int | None, alpha: float, *, limit: int = 1_000_0
     if at_least is None:
         return 0
     low, high = 1, 1
-    while tail(high, m, high, at_least) > alpha:
+    while tail(high, m, high, at_least) > alpha + TOLERANCE:
         high *= 2
         if high > limit:
             raise InputError(f"no number of known non-members bounds {at_least} labels in {m} at {alpha:g}")
     while low < high:
         middle = (low + high) // 2
-        if tail(middle, m, middle, at_least) <= alpha:
+        if tail(middle, m, middle, at_least) <= alpha + TOLERANCE:
             high = middle
         else:
             low = middle + 1
