@@ -1,13 +1,16 @@
-"""The README's headline tables, printed from a calibration (calibration.json's ``by_regime`` block).
+"""The README's headline tables, printed from a calibration (calibration.json's ``recipe``, ``cards`` and
+``by_regime`` blocks).
 
-    python bench/headline_tables.py results/units_cpu                      # print them
-    python bench/headline_tables.py results/units_cpu --write README.md    # put them between the README's markers
+    python bench/headline_tables.py results/transfer_cpu                      # print them
+    python bench/headline_tables.py results/transfer_cpu --write README.md    # put them between the README's markers
 
-1. Membership within each model: each instance score's AUC (members against the same model's non-members), per
-   regime and dose, mean over draws with a 95% t-interval over draws, and how many draws and models.
-2. Held-out thresholds at the cell level: TPR and within-model FPR, practitioner and oracle, k of n models.
-3. The studies' own verdicts per model: TPR and within-model FPR, k of n models.
-4. Transfer: per detector, how many regime pairs the equivalence test calls within, over, or not enough data.
+1. The recipe, per group (regime and dataset): its stated bound on the partition FPR against the FPR it realised on
+   each model's own non-members, and its TPR by dose, over independent units (the paper's rule on ROUGE-L with every
+   known non-member; near-exact labels only beside it).
+2. The threshold card, per group: its values with their intervals over draws, the rule, its held-out FPR and TPR,
+   and its transfer to the other group (FPR, equivalence verdict and power).
+3. Membership within each model: each logit score's within-model AUC by dose, t-interval over draws, the reading
+   labelled (the leak's own rendering is an oracle reading; ``_raw`` the bare text).
 
 Reads calibration.json. The README's tables are this script's output, never typed by hand: ``--write`` replaces
 the text between its two marker lines (``BEGIN``, ``END``), and tests/test_docs.py checks they still agree.
@@ -21,74 +24,75 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from contaminate.calibration.regime_report import VERDICT_NAMES, fraction, interval  # noqa: E402
+from contaminate.calibration.recipe import rates_text  # noqa: E402
+from contaminate.calibration.regime_report import interval  # noqa: E402
+from detect.detectors import labelled  # noqa: E402
 
-SCORES = {"loss": "loss", "zlib": "zlib", "min_k": "Min-K%", "min_k_plus": "Min-K%++",
-          "reference_ratio": "ref. ratio", "dc_pdd": "DC-PDD", "rouge_l": "guided ROUGE-L",
-          "rouge_l_gain": "ROUGE-L gain (guided - general)"}
-CELL_DETECTORS = ("loss", "min_k_plus", "reference_ratio", "alg2", "alg1_rouge_l")
-
-
-def _doses(block: dict) -> list[str]:
-    return [f"{d:g}" for d in block["exposures"] if d]
+SCORES = ("loss", "zlib", "min_k", "min_k_plus", "reference_ratio", "dc_pdd", "loss_raw", "min_k_plus_raw")
 
 
-def membership(by_regime: dict) -> list[str]:
+def _rate(summary: dict | None) -> str:
+    return "-" if summary is None else f"{rates_text(summary)} ({summary['labelled']}/{summary['instances']})"
+
+
+def recipe(calibration: dict) -> list[str]:
     lines = []
-    for regime, block in by_regime["regimes"].items():
-        doses = [d for d in _doses(block) if d in block["membership"]]
+    for group, block in calibration["recipe"].items():
+        chosen = [c for c in block["configs"] if c["size"] is None and c["score"] == "rouge_l"]
+        doses = sorted({d for c in chosen for d in c["tpr_by_dose"]}, key=float)
+        unit = next((c["fpr"]["unit"] for c in chosen if c["fpr"]), "-")
+        lines += [f"{group}, {unit}, {'/'.join(map(str, block['models']['known_non_members']))} known non-members "
+                  f"a model:", "",
+                  "| rule | stated bound | realised FPR, own non-members | " + " | ".join(f"TPR x{d}" for d in doses)
+                  + " |", "|---|---|---|" + "---|" * len(doses)]
+        for c in chosen:
+            bound = "refused" if c["stated_bound"] is None else f"{c['stated_bound']:.3f}"
+            lines.append(f"| {c['rule_text']} | {bound} | {_rate(c['fpr'])} | "
+                         + " | ".join(_rate(c["tpr_by_dose"].get(d)) for d in doses) + " |")
+        lines.append("")
+    return lines
+
+
+def cards(calibration: dict) -> list[str]:
+    lines = ["| card fitted on | rests on | exact >= | near-exact >= | rule | held-out FPR | held-out TPR |",
+             "|---|---|---|---|---|---|---|"]
+    moved = []
+    for group, card in calibration["cards"].items():
+        if not card["written"]:
+            lines.append(f"| {group} | no card: {card['why'].split(': ', 1)[-1]} | | | | | |")
+            continue
+        held = card["held_out"]
+        tpr = ", ".join(f"x{d} {_rate(s)}" for d, s in held["tpr_by_dose"].items())
+        lines.append(f"| {group} | {card['rests_on']['unit']} | {rates_text(card['thresholds']['exact'], _three)} | "
+                     f"{rates_text(card['thresholds']['near_exact'], _three)} | {card['rule_text']} | "
+                     f"{_rate(held['fpr'])} | {tpr} |")
+        for target, block in (card.get("transfer") or {}).items():
+            test = block["equivalence"]
+            tpr = ", ".join(f"x{d} {_rate(s)}" for d, s in block["tpr_by_dose"].items())
+            moved.append(f"| {group} | {target} | {_rate(block['fpr'])} | {test['verdict']} ({test['k']}/{test['n']}) "
+                         f"| {test['power']:.2f} | {tpr} |")
+    if moved:
+        lines += ["", "| card fitted on | applied to | partition FPR | FPR within 5% + 5%? | power | TPR |",
+                  "|---|---|---|---|---|---|", *moved]
+    return lines + [""]
+
+
+def _three(value: float) -> str:
+    return f"{value:.3f}"
+
+
+def membership(calibration: dict) -> list[str]:
+    lines = []
+    for regime, block in calibration["by_regime"]["regimes"].items():
+        doses = [f"{d:g}" for d in block["exposures"] if d and f"{d:g}" in block["membership"]]
         units = sorted({block["membership"][d]["unit"] for d in doses})
         lines += [f"{regime}, {'; '.join(units)} a dose:", "",
-                  "| score | regime | " + " | ".join(f"AUC x{d}" for d in doses) + " |",
-                  "|---|---|" + "---|" * len(doses)]
+                  "| score (reading) | " + " | ".join(f"AUC x{d}" for d in doses) + " |", "|---|" + "---|" * len(doses)]
         for name in SCORES:
             cells = [interval(block["membership"][d]["scores"].get(name, {}).get("auc")) for d in doses]
             if any(c != "-" for c in cells):
-                lines.append(f"| {name} | {regime} | " + " | ".join(cells) + " |")
+                lines.append(f"| {labelled(name)} | " + " | ".join(cells) + " |")
         lines.append("")
-    return lines
-
-
-def thresholds(by_regime: dict) -> list[str]:
-    lines = []
-    for regime, block in by_regime["regimes"].items():
-        doses = _doses(block)
-        detectors = block["thresholds"]["cell"]["detectors"]
-        lines += [f"{regime} (cell level, leave one {block['thresholds']['cell']['folds']} out):", "",
-                  "| detector | setting | " + " | ".join(f"TPR x{d} | FPR x{d}" for d in doses) + " |",
-                  "|---|---|" + "---|---|" * len(doses)]
-        for name in (n for n in CELL_DETECTORS if n in detectors):
-            for setting, result in detectors[name].items():
-                cells = [fraction(result["by_dose"].get(d, {}).get(rate)) for d in doses for rate in ("tpr", "fpr")]
-                lines.append(f"| {name} | {setting} | " + " | ".join(cells) + " |")
-        lines.append("")
-    return lines
-
-
-def verdicts(by_regime: dict) -> list[str]:
-    lines = []
-    for regime, block in by_regime["regimes"].items():
-        doses = _doses(block)
-        lines += [f"{regime}:", "", "| verdict, as run | " + " | ".join(f"TPR x{d} | FPR x{d}" for d in doses)
-                  + " | FPR clean models |", "|---|" + "---|---|" * len(doses) + "---|"]
-        for name, rates in block["verdicts"].items():
-            cells = [fraction(rates["by_dose"].get(d, {}).get(rate)) for d in doses for rate in ("tpr", "fpr")]
-            lines.append(f"| {VERDICT_NAMES.get(name, name)} | " + " | ".join(cells)
-                         + f" | {fraction(rates['fpr_by_role']['clean_model'])} |")
-        lines.append("")
-    return lines
-
-
-def transfer(by_regime: dict) -> list[str]:
-    table = by_regime.get("transfer")
-    if not table:
-        return ["Transfer: one regime, nothing to transfer."]
-    lines = ["| detector | within | over | not enough data | largest power |", "|---|---|---|---|---|"]
-    for name, rows in table["thresholds"].items():
-        cells = [cell for row in rows.values() for cell in row["to"].values()]
-        counts = [sum(c["verdict"] == v for c in cells) for v in ("within", "over", "not enough data")]
-        lines.append(f"| {name} | " + " | ".join(map(str, counts))
-                     + f" | {max((c['power'] for c in cells), default=0):.2f} |")
     return lines
 
 
@@ -98,8 +102,8 @@ END = "<!-- end of the headline tables -->"
 
 def tables(calibration: Path) -> str:
     """Every headline table, as printed."""
-    by_regime = json.loads((calibration / "calibration.json").read_text())["by_regime"]
-    return "\n".join("\n".join(part(by_regime)) + "\n" for part in (membership, thresholds, verdicts, transfer))
+    found = json.loads((calibration / "calibration.json").read_text())
+    return "\n".join("\n".join(part(found)) + "\n" for part in (recipe, cards, membership))
 
 
 def _split(text: str, folder: Path) -> tuple[str, str, str]:
