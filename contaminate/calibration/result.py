@@ -133,12 +133,7 @@ def calibrate(folders: Sequence[str | Path], *, exact_fpr: float = EXACT_FPR, ne
     """Everything calibration.json and the reports hold, computed from the studies under ``folders``.
     ``transfer``: True demands the regime x regime transfer table (an error with fewer than two regimes), None
     computes it where there are two or more."""
-    for name, value in (("--exact-fpr", exact_fpr), ("--near-exact-fpr", near_exact_fpr),
-                        ("--partition-fpr", partition_fpr)):
-        if not 0 <= value < 1:
-            raise InputError(f"{name} {value} is not a rate in [0, 1)")
-    if not 0 < exact_share < 1:
-        raise InputError(f"--exact-share {exact_share} is not a share in (0, 1): the exact part's share of the budget")
+    check_targets(exact_fpr, near_exact_fpr, partition_fpr, exact_share)
     instances, conditions, partitions = load_instances(folders)
     known = [i for i in instances if i.known]  # each model's known non-members: the recipe's, not a partition's
     instances = [i for i in instances if not i.known]
@@ -187,14 +182,8 @@ def calibrate(folders: Sequence[str | Path], *, exact_fpr: float = EXACT_FPR, ne
     if transfer is False:
         by_regime["transfer"] = None
     by_regime["missing"]["unfinished"] = [str(path) for path in unfinished_studies(folders)]
-    # the recipe within each model, and the card fitted within contaminated models, held out (recipe.py, card.py)
-    groups = model_groups(instances, known, conditions)
-    recipe = validate_recipe(groups, budget=partition_fpr, exact_share=exact_share, partition_size=sample_size,
-                             seed=seed)
-    settings = {group: conditions[next(i.condition for m in models for p in m.pools for i in p.instances)]
-                for group, models in groups.items()}
-    cards = threshold_cards(groups, settings, budget=partition_fpr, exact_share=exact_share,
-                            partition_size=sample_size, tolerance=tolerance, score=score)
+    recipe, cards = product(instances, known, conditions, budget=partition_fpr, exact_share=exact_share,
+                            partition_size=sample_size, tolerance=tolerance, score=score, seed=seed)
 
     return Calibration(
         sources=sorted({i.study for i in instances}), conditions=conditions,
@@ -217,6 +206,29 @@ def calibrate(folders: Sequence[str | Path], *, exact_fpr: float = EXACT_FPR, ne
         instances=instances, labels={"default": default_labels, "calibrated": calibrated_labels}, by_regime=by_regime,
         recipe=recipe, cards=cards, exact_share=exact_share,
     )
+
+
+def check_targets(exact_fpr: float, near_exact_fpr: float, partition_fpr: float, exact_share: float) -> None:
+    """The calibration's rates, each in range, or one line naming the flag."""
+    for name, value in (("--exact-fpr", exact_fpr), ("--near-exact-fpr", near_exact_fpr),
+                        ("--partition-fpr", partition_fpr)):
+        if not 0 <= value < 1:
+            raise InputError(f"{name} {value} is not a rate in [0, 1)")
+    if not 0 < exact_share < 1:
+        raise InputError(f"--exact-share {exact_share} is not a share in (0, 1): the exact part's share of the budget")
+
+
+def product(instances: Sequence[Instance], known: Sequence[Instance], conditions: dict[str, dict], *, budget: float,
+            exact_share: float, partition_size: int, tolerance: float, score: str, seed: int) -> tuple[dict, dict]:
+    """The lab's product from the studies' models: the recipe validated within each model, and each group's
+    threshold card fitted within contaminated models, held out and transferred (recipe.py, card.py)."""
+    groups = model_groups(instances, known, conditions)
+    recipe = validate_recipe(groups, budget=budget, exact_share=exact_share, partition_size=partition_size, seed=seed)
+    settings = {group: conditions[next(i.condition for m in models for p in m.pools for i in p.instances)]
+                for group, models in groups.items()}
+    cards = threshold_cards(groups, settings, budget=budget, exact_share=exact_share, partition_size=partition_size,
+                            tolerance=tolerance, score=score)
+    return recipe, cards
 
 
 def ranking(instance_level: dict, partition_detectors: dict, within_model: dict | None = None) -> dict[str, list[dict]]:
