@@ -1,5 +1,6 @@
 """The tables of a planted sweep's results README, from what it wrote: each run's plant.json (its groups' token
-shares and where they fell, its training and detection time) and the calibration's within-model AUC by dose.
+shares and where they fell, its training and detection time), the calibration's within-model AUC by dose, and the
+recipe and the card (``bench/headline_tables.py``'s tables).
 
     python -m contaminate.calibrate runs/planted_cpu --out results/planted_cpu --keep-studies
     python bench/planted_table.py runs/planted_cpu results/planted_cpu > results/planted_cpu/tables.md
@@ -12,6 +13,13 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import headline_tables  # noqa: E402
+
+from contaminate.calibration.regime_report import interval  # noqa: E402
+from detect.detectors import labelled  # noqa: E402
 
 SCORES = ("loss", "zlib", "min_k", "min_k_plus", "reference_ratio", "dc_pdd", "loss_raw", "min_k_plus_raw")
 
@@ -78,11 +86,12 @@ def auc_table(calibration: dict) -> list[str]:
                   f"non-members a model.", "",
                   "| score | " + " | ".join(f"x{d}" for d in doses) + " |", "|---" * (len(doses) + 1) + "|"]
         for name in names:
-            cells = []
-            for dose in doses:
-                auc = block["membership"][dose]["scores"][name]["auc"]
-                cells.append(f"{auc['estimate']:.2f} [{auc['low']:.2f}, {auc['high']:.2f}]")
-            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+            cells = [interval(block["membership"][dose]["scores"][name]["auc"]) for dose in doses]
+            lines.append(f"| {labelled(name)} | " + " | ".join(cells) + " |")
+        comparisons = [b["comparisons"]["better"] for b in block["membership"].values() if b.get("comparisons")]
+        supported = sorted({claim for found in comparisons for claim in found})
+        lines += ["", "Differences between scores that a paired t-test over draws supports after Holm's correction: "
+                  + ("; ".join(supported) if supported else "none") + "."]
         lines.append("")
     return lines
 
@@ -96,7 +105,8 @@ def main(runs_folder: str, calibration_folder: str) -> str:
         raise SystemExit(f"no plant.json under {runs_folder}: give the sweep folder of planted runs")
     calibration = json.loads((Path(calibration_folder) / "calibration.json").read_text())
     return "\n".join(["## Runs", "", *runs_table(runs), "", "## Within-model AUC by dose", "",
-                      *auc_table(calibration)]) + "\n"
+                      *auc_table(calibration), "## The recipe within each model, and the card", "",
+                      *headline_tables.recipe(calibration), *headline_tables.cards(calibration)]) + "\n"
 
 
 if __name__ == "__main__":

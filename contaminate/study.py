@@ -534,10 +534,10 @@ def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, runtime_key:
                     "data": {name: key for name, key in ((d.name, d.data_key()) for d in models.detectors)
                              if key is not None}}
     known = known_setting(cfg, models.detectors)
-    known_cells_ = known_cells(cfg, sampled, models.detectors)
+    also = known_cells(cfg, sampled, models.detectors)  # each model's known non-members, where read
     cell_rows, timings, cached = {}, {}, []
     for checkpoint in DETECTION_ORDER:
-        for cell, cell_checkpoint, pool, truth in (*cells, *known_cells_):
+        for cell, cell_checkpoint, pool, truth in (*cells, *also):
             if cell_checkpoint != checkpoint:
                 continue
             reads_known = pool == "known_non_members"

@@ -182,3 +182,47 @@ def test_known_non_members_in_the_partition_and_too_few_are_one_line_before_any_
 def test_the_known_non_members_binomial_reading_of_the_paper_rule():
     # at p_n = 5% near-exact per clean instance the paper's rule (>= 2 of 10) fires ~8.6% of the time (SPEC 11)
     assert 1 - binom.cdf(1, 10, 0.05) == pytest.approx(0.086, abs=0.001)
+
+
+@pytest.mark.slow
+def test_python_m_detect_with_known_non_members_or_a_card_prints_what_its_verdict_rests_on(tmp_path):
+    import subprocess
+    import sys
+
+    from omegaconf import OmegaConf
+
+    from detect.datasets import load_split
+
+    train = load_split(OmegaConf.load("conf/dataset/synth_nli.yaml"), "train")[:60]  # not the test split judged
+    known = tmp_path / "known.jsonl"
+    known.write_text("".join(json.dumps({"sentence1": e.text, "sentence2": e.text_pair, "label": e.label}) + "\n"
+                             for e in train))
+    tiny = ["+dataset=synth_nli", "model=tiny_random", "detect.max_new_tokens=6", "detect.semantic_model=null"]
+    result = subprocess.run([sys.executable, "-m", "detect", *tiny, "judge=recipe",
+                             f"judge.known_non_members={known}", "detect.detectors.alg2.min_exact=null",
+                             f"hydra.run.dir={tmp_path / 'recipe'}"], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    line = next(text for text in result.stdout.splitlines() if text.startswith("Algorithm 2:"))
+    summary = json.loads((tmp_path / "recipe" / "summary.json").read_text())
+    assert f"partition FPR <= {summary['judge']['fit']['bound']:.4f}" in line and "60 known non-members" in line
+    assert summary["judge"]["fit"]["rule"] == {"min_exact": None, "min_near_exact": 2}
+    assert len((tmp_path / "recipe" / "known_non_members.jsonl").read_text().splitlines()) == 60
+    # the paper's rule from 60: refused in one line, before any model opens, saying how many it needs
+    refused = subprocess.run([sys.executable, "-m", "detect", *tiny, "judge=recipe",
+                              f"judge.known_non_members={known}", f"hydra.run.dir={tmp_path / 'refused'}"],
+                             capture_output=True, text=True, timeout=600)
+    assert refused.returncode == 2 and refused.stderr.strip().splitlines()[-1].startswith(
+        "error: 60 known non-members are too few") and "needs 390" in refused.stderr
+    # a card: what it rests on beside the verdict
+    card = {"format": "contamination-lab threshold card 1", "score": "rouge_l", "exact_threshold": 0.83,
+            "near_exact_threshold": 0.6, "rule_text": ">= 1 exact or >= 2 near-exact of 10", "budget": 0.05,
+            "rests_on": {"regime": "metadata/none/full", "dataset": "synth_nli", "model": "smollm2_135m",
+                         "unit": "3 draws (3 models)", "known_non_members_per_model": [400]},
+            "held_out": {"fpr": {"estimate": 0.02, "low": 0.0, "high": 0.3}}}
+    (tmp_path / "card.json").write_text(json.dumps(card))
+    carded = subprocess.run([sys.executable, "-m", "detect", *tiny, f"judge.calibration={tmp_path / 'card.json'}",
+                             f"hydra.run.dir={tmp_path / 'card'}"], capture_output=True, text=True, timeout=600)
+    assert carded.returncode == 0, carded.stderr[-2000:]
+    line = next(text for text in carded.stdout.splitlines() if text.startswith("Algorithm 2:"))
+    assert "threshold card (metadata/none/full, synth_nli, smollm2_135m; 3 draws (3 models)" in line
+    assert "held-out partition FPR 0.02 [0.00, 0.30]" in line
