@@ -119,9 +119,13 @@ def test_calibration_by_regime_on_hand_built_studies(tmp_path):
     alg2 = regime_a["verdicts"]["alg2"]
     assert alg2["by_dose"]["4"]["tpr"]["k"] == 2 and alg2["by_dose"]["1"]["tpr"]["k"] == 0
     assert alg2["by_dose"]["4"]["tpr"]["low"] == pytest.approx(0.1581, abs=1e-4)  # 2 of 2: [0.16, 1]
-    assert alg2["fpr_by_role"]["non_member"] == {"rate": 0.0, "low": 0.0, "high": pytest.approx(0.6024, abs=1e-4),
-                                                 "k": 0, "n": 4}
-    assert alg2["fpr_by_role"]["clean_model"]["n"] == 2  # a draw's clean cell counts once, not once per dose
+    # 4 non-member cells of 4 models, but two draws: not 4 independent units, so no Clopper-Pearson over 4 (and two
+    # draws are too few for an interval over draws)
+    non = alg2["fpr_by_role"]["non_member"]
+    assert (non["k"], non["n"], non["low"], non["unit"]) == (0, 4, None, "2 draws (2 models)")
+    # the clean model counts once, however many cells of it the studies read (one per draw)
+    clean = alg2["fpr_by_role"]["clean_model"]
+    assert (clean["k"], clean["n"], clean["cells"]) == (0, 1, {"k": 0, "n": 2})
 
     # Transfer: A's oracle threshold (every clean cell of A: -5, -5, -4, -3.5, -3.5, -2.5 -> k = 4 of 6, t = -3.5)
     # on B's non-member cells (-2.5 x2, -2.0 x2): 4 of 4 flagged, the lower bound far above 50%? no: 4 of 4 at a
@@ -194,8 +198,10 @@ def test_the_readme_headline_tables_read_calibration_json(tmp_path, capsys):
     headline.main([str(out)])
     printed = capsys.readouterr().out
     # within-model AUC of loss, per regime and dose: dump inverts at x1 and separates at x4
-    assert "| loss | dump/none/full | 0.00 (2 draws: no interval) | 1.00 (2 draws: no interval) |" in printed
-    assert "2 draws (2 models)" in printed
+    assert "dump/none/full, 2 draws (2 models) a dose:" in printed
+    assert "| loss (leak's rendering: oracle) | 0.00 (2 draws: no interval) | 1.00 (2 draws: no interval) |" in printed
+    # no study here read known non-members: no card, and the table says why
+    assert "no contaminated model here read known non-members" in printed
 
 
 def test_a_half_finished_sweep_is_calibrated_on_what_finished_and_says_what_is_missing(tmp_path, capsys):

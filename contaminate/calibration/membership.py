@@ -26,6 +26,7 @@ Every number here follows SPEC section 9:
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Sequence
@@ -189,7 +190,7 @@ def _held_out_rates(flags: dict, *, level: str, seed: int) -> dict:
         for role, rate in (("member", "tpr"), ("non_member", "fpr")):
             chosen = {key: np.array(r[role], float) for key, r in models.items() if r.get(role)}
             if level == "cell":
-                block[rate] = clopper_pearson(int(sum(v.any() for v in chosen.values())), len(chosen))
+                block[rate] = over_draws([(unit, bool(v.any())) for (unit, _), v in chosen.items()])
             else:
                 per_unit: dict[Unit, list] = defaultdict(list)
                 for (unit, _), values in chosen.items():
@@ -201,6 +202,29 @@ def _held_out_rates(flags: dict, *, level: str, seed: int) -> dict:
         block["unit"] = units_text([unit for unit, _ in models])
         found[_dose_key(dose)] = block
     return found
+
+
+def over_draws(flags: Sequence[tuple[Unit, bool]]) -> dict:
+    """k of n models flagged, with an interval over their member draws: exact (Clopper-Pearson) where each draw holds
+    one model, else a t-interval over the draws' shares (a draw's models share their members: not independent)."""
+    k, n = sum(flag for _, flag in flags), len(flags)
+    units = [unit for unit, _ in flags]
+    if len({d for d, _ in units}) == n:
+        return {**clopper_pearson(k, n), "unit": units_text(units)}
+    by_unit: dict[Unit, list[float]] = defaultdict(list)
+    for unit, flag in flags:
+        by_unit[unit].append(float(flag))
+    block = unit_interval({u: [np.array(v)] for u, v in by_unit.items()}, lambda x: x.mean(axis=1))
+    return {"rate": k / n, "k": int(k), "n": n, "low": block["low"], "high": block["high"], "unit": block["unit"],
+            "interval": block["interval"]}
+
+
+def model_of(observation: str) -> str:
+    """The model an observation was read from (its first element: the checkpoint and the detector's settings)."""
+    try:
+        return json.dumps(json.loads(observation)[0])
+    except (ValueError, TypeError, IndexError, KeyError):
+        return observation
 
 
 def verdict_rates(cells: Sequence[Scored], verdicts: dict[str, dict[str, bool]]) -> dict:
@@ -215,14 +239,20 @@ def verdict_rates(cells: Sequence[Scored], verdicts: dict[str, dict[str, bool]])
             at = [c for c in chosen if c.dose == dose]
             members = [c for c in at if c.role == "member"]
             non = [c for c in at if c.role == "non_member"]
-            by_dose[_dose_key(dose)] = {
-                "tpr": clopper_pearson(sum(flagged[c.observation] for c in members), len(members)),
-                "fpr": clopper_pearson(sum(flagged[c.observation] for c in non), len(non)),
-                "unit": units_text([c.unit for c in members])}
+            by_dose[_dose_key(dose)] = {"tpr": over_draws([(c.unit, flagged[c.observation]) for c in members]),
+                                        "fpr": over_draws([(c.unit, flagged[c.observation]) for c in non]),
+                                        "unit": units_text([c.unit for c in members])}
         clean = {}
-        for role in ("other_split", "clean_model", "non_member"):
+        for role in ("other_split", "non_member"):
             seen = distinct([c for c in chosen if c.role == role])
-            clean[role] = clopper_pearson(sum(flagged[c.observation] for c in seen), len(seen))
+            clean[role] = over_draws([(c.unit, flagged[c.observation]) for c in seen])
+        # a clean model counts once however many cells of it the studies read: flagged where any of them is
+        models: dict[str, list[bool]] = defaultdict(list)
+        for c in distinct([c for c in chosen if c.role == "clean_model"]):
+            models[model_of(c.observation)].append(flagged[c.observation])
+        clean["clean_model"] = {**clopper_pearson(sum(any(v) for v in models.values()), len(models)),
+                                "cells": {"k": sum(sum(v) for v in models.values()),
+                                          "n": sum(len(v) for v in models.values())}}
         found[name] = {"by_dose": by_dose, "fpr_by_role": clean}
     return found
 

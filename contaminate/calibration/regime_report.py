@@ -36,10 +36,14 @@ def interval(block: dict | None, digits: int = 2) -> str:
 
 
 def fraction(block: dict | None) -> str:
-    """"3/6 [0.12, 0.88]" for a Clopper-Pearson block (k of n models)."""
+    """"3/6 [0.12, 0.88]" for k of n models with their interval; "2/6 (no interval: 2 draws (6 models))" where the
+    models' draws are too few; a clean-model block adds its cells: "0/1 [0.00, 0.97] (0/12 cells)"."""
     if not block or not block.get("n"):
         return "-"
-    return f"{block['k']}/{block['n']} [{block['low']:.2f}, {block['high']:.2f}]"
+    cells = f" ({block['cells']['k']}/{block['cells']['n']} cells)" if block.get("cells") else ""
+    if block.get("low") is None:
+        return f"{block['k']}/{block['n']} (no interval: {block.get('unit', 'too few draws')}){cells}"
+    return f"{block['k']}/{block['n']} [{block['low']:.2f}, {block['high']:.2f}]{cells}"
 
 
 def _instance_rate(block: dict | None) -> str:
