@@ -30,7 +30,7 @@ from typing import Sequence
 import numpy as np
 
 from contaminate.calibration.models import MEMBERS, NON_MEMBERS, OTHER_SPLIT, Model
-from contaminate.calibration.recipe import _summary, fit_model, model_rates, pool_rate, recipe_labeller
+from contaminate.calibration.recipe import summary_over_units, fit_model, model_rates, pool_rate, recipe_labeller
 from contaminate.calibration.statistics import equivalence, unit_interval, units_text
 from detect.judges.recipe import PAPER_RULE, rule_text
 from detect.judges.threshold import CARD_FORMAT as JUDGE_CARD_FORMAT
@@ -104,9 +104,9 @@ def held_out(models: Sequence[Model], fits: dict[tuple, dict[Model, dict]], *, s
         for model in (m for m in models if m.unit[0] == draw):
             per_model[model] = card_rates(model, judge, rule, partition_size)
     doses = sorted({d for m in per_model for d in m.doses})
-    return {"folds": folds, "fpr": _summary(per_model, NON_MEMBERS, partition_size),
-            "fpr_other_split": _summary(per_model, OTHER_SPLIT, partition_size),
-            "tpr_by_dose": {f"{d:g}": _summary(per_model, f"x{d:g}", partition_size) for d in doses}}
+    return {"folds": folds, "fpr": summary_over_units(per_model, NON_MEMBERS, partition_size),
+            "fpr_other_split": summary_over_units(per_model, OTHER_SPLIT, partition_size),
+            "tpr_by_dose": {f"{d:g}": summary_over_units(per_model, f"x{d:g}", partition_size) for d in doses}}
 
 
 def transfer(card: dict, targets: dict[str, list[Model]], *, budget: float, tolerance: float,
@@ -131,8 +131,8 @@ def transfer(card: dict, targets: dict[str, list[Model]], *, budget: float, tole
                 (rule[1] is not None and labels.count("near_exact") >= rule[1])
         doses = sorted({d for m in chosen for d in m.doses})
         found[group] = {"unit": units_text([m.unit for m in chosen]),
-                        "fpr": _summary(per_model, NON_MEMBERS, partition_size),
-                        "tpr_by_dose": {f"{d:g}": _summary(per_model, f"x{d:g}", partition_size) for d in doses},
+                        "fpr": summary_over_units(per_model, NON_MEMBERS, partition_size),
+                        "tpr_by_dose": {f"{d:g}": summary_over_units(per_model, f"x{d:g}", partition_size) for d in doses},
                         "equivalence": equivalence(int(flagged), len(chosen), budget=budget, tolerance=tolerance)}
     return found
 

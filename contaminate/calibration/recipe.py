@@ -90,7 +90,7 @@ def model_rates(model: Model, labeller: Callable, rule: tuple, partition_size: i
     return found
 
 
-def _summary(per_model: dict[Model, dict], key: str, partition_size: int, *, clean: bool = False) -> dict | None:
+def summary_over_units(per_model: dict[Model, dict], key: str, partition_size: int, *, clean: bool = False) -> dict | None:
     """The mean over independent units of one rate (``key``) with its interval: contaminated models by draw, clean
     models each once."""
     units = {}
@@ -140,10 +140,10 @@ def validate_config(models: Sequence[Model], *, score: str, rule: tuple, budget:
         "rule_text": rule_text(rule, partition_size), "size": size, "subsets": None if size is None else SUBSETS,
         "fitted_on": sorted(set(fitted_on)), "stated_bound": max(bounds) if bounds else None,
         "refused": sorted(set(refused)), "n_refused": len(refused),
-        "fpr": _summary(per_model, NON_MEMBERS, partition_size),
-        "fpr_other_split": _summary(per_model, OTHER_SPLIT, partition_size),
-        "fpr_clean_models": _summary(per_model, "clean", partition_size, clean=True),
-        "tpr_by_dose": {f"{d:g}": _summary(per_model, f"x{d:g}", partition_size) for d in doses},
+        "fpr": summary_over_units(per_model, NON_MEMBERS, partition_size),
+        "fpr_other_split": summary_over_units(per_model, OTHER_SPLIT, partition_size),
+        "fpr_clean_models": summary_over_units(per_model, "clean", partition_size, clean=True),
+        "tpr_by_dose": {f"{d:g}": summary_over_units(per_model, f"x{d:g}", partition_size) for d in doses},
         "per_model": {model.label: {key: rate for key, (rate, _) in rates.items()}
                       for model, rates in per_model.items()},
         "thresholds": thresholds if size is None else None,  # each model's own (a subset's vary: not kept)
@@ -226,7 +226,7 @@ def headline(block: dict) -> dict:
 
 
 def rates_text(summary: dict | None, fmt: Callable[[float], str] = lambda v: f"{v:.2f}") -> str:
-    """"0.02 [0.00, 0.31]" or "0.02 (no interval: 2 draws)" for a ``_summary`` block."""
+    """"0.02 [0.00, 0.31]" or "0.02 (no interval: 2 draws)" for a ``summary_over_units`` block."""
     if summary is None or summary.get("estimate") is None:
         return "-"
     if summary.get("low") is None:
