@@ -30,7 +30,7 @@ from typing import Sequence
 import numpy as np
 
 from contaminate.calibration.models import MEMBERS, NON_MEMBERS, OTHER_SPLIT, Model
-from contaminate.calibration.recipe import summary_over_units, fit_model, model_rates, pool_rate, recipe_labeller
+from contaminate.calibration.recipe import fit_model, model_rates, pool_rate, recipe_labeller, summary_over_units
 from contaminate.calibration.statistics import equivalence, unit_interval, units_text
 from detect.judges.recipe import PAPER_RULE, rule_text
 from detect.judges.threshold import CARD_FORMAT as JUDGE_CARD_FORMAT
