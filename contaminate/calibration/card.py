@@ -132,7 +132,8 @@ def transfer(card: dict, targets: dict[str, list[Model]], *, budget: float, tole
         doses = sorted({d for m in chosen for d in m.doses})
         found[group] = {"unit": units_text([m.unit for m in chosen]),
                         "fpr": summary_over_units(per_model, NON_MEMBERS, partition_size),
-                        "tpr_by_dose": {f"{d:g}": summary_over_units(per_model, f"x{d:g}", partition_size) for d in doses},
+                        "tpr_by_dose": {f"{d:g}": summary_over_units(per_model, f"x{d:g}", partition_size)
+                                        for d in doses},
                         "equivalence": equivalence(int(flagged), len(chosen), budget=budget, tolerance=tolerance)}
     return found
 

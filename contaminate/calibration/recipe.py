@@ -90,7 +90,8 @@ def model_rates(model: Model, labeller: Callable, rule: tuple, partition_size: i
     return found
 
 
-def summary_over_units(per_model: dict[Model, dict], key: str, partition_size: int, *, clean: bool = False) -> dict | None:
+def summary_over_units(per_model: dict[Model, dict], key: str, partition_size: int, *,
+                       clean: bool = False) -> dict | None:
     """The mean over independent units of one rate (``key``) with its interval: contaminated models by draw, clean
     models each once."""
     units = {}
