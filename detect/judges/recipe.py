@@ -92,6 +92,17 @@ def rule_fpr(n: int, m: int, k_exact: int, k_near: int, rule: tuple[int | None, 
     return max(0.0, 1.0 - clean / total)
 
 
+def _first(low: int, high: int, within) -> int:
+    """The smallest integer in [low, high] where ``within`` holds, ``within`` monotone (false, then true)."""
+    while low < high:
+        middle = (low + high) // 2
+        if within(middle):
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
 def lowest_rank(n: int, m: int, at_least: int | None, alpha: float) -> int | None:
     """The smallest rank k (the lowest threshold) with P(X >= at_least) <= alpha; n + 1 where the count is not used;
     None where even the largest known score (k = n) exceeds alpha: too few known non-members."""
@@ -99,14 +110,7 @@ def lowest_rank(n: int, m: int, at_least: int | None, alpha: float) -> int | Non
         return n + 1
     if n == 0 or tail(n, m, n, at_least) > alpha + TOLERANCE:
         return None
-    low, high = 1, n  # tail decreases in k: bisect for the first k within alpha
-    while low < high:
-        middle = (low + high) // 2
-        if tail(n, m, middle, at_least) <= alpha + TOLERANCE:
-            high = middle
-        else:
-            low = middle + 1
-    return low
+    return _first(1, n, lambda k: tail(n, m, k, at_least) <= alpha + TOLERANCE)  # tail decreases in k
 
 
 def n_needed(m: int, at_least: int | None, alpha: float, *, limit: int = 1_000_000) -> int:
@@ -114,18 +118,12 @@ def n_needed(m: int, at_least: int | None, alpha: float, *, limit: int = 1_000_0
     (the threshold at the largest known score); 0 where the count is not used."""
     if at_least is None:
         return 0
-    low, high = 1, 1
+    high = 1
     while tail(high, m, high, at_least) > alpha + TOLERANCE:
         high *= 2
         if high > limit:
             raise InputError(f"no number of known non-members bounds {at_least} labels in {m} at {alpha:g}")
-    while low < high:
-        middle = (low + high) // 2
-        if tail(middle, m, middle, at_least) <= alpha + TOLERANCE:
-            high = middle
-        else:
-            low = middle + 1
-    return low
+    return _first(1, high, lambda n: tail(n, m, n, at_least) <= alpha + TOLERANCE)
 
 
 def shares(rule: tuple[int | None, int | None], budget: float, exact_share: float) -> tuple[float, float]:
