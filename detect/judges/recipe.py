@@ -34,7 +34,7 @@ of the clean ones are flagged.
 near-exact part; each threshold is the lowest order statistic whose part stays within its share. A part the rule
 does not use (K = None) gives its share to the other. Neither can be had from too few known non-members: one exact
 label in 10 is bounded at 2.5% only above the largest of 390 (m / (n + m) <= 0.025), and >= 2 near-exact at 2.5%
-needs 59. ``n_needed`` says how many; the recipe refuses in one line below it.
+needs 51. ``n_needed`` says how many; the recipe refuses in one line below it.
 """
 
 from __future__ import annotations
