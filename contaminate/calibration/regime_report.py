@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from detect.detectors import labelled
+
 VERDICT_NAMES = {"alg1_rouge_l": "Alg. 1 (ROUGE-L)", "alg1_semantic": "Alg. 1 (semantic)",
                  "alg2": "Alg. 2 (default thresholds, paper's rule)", "cheat_strict": "Cheat? strict",
                  "cheat_lenient": "Cheat? lenient", "sharded_likelihood": "sharded test"}
@@ -82,7 +84,7 @@ def membership_section(by_regime: dict) -> list[str]:
         for name in names:
             aucs = [interval(block["membership"][d]["scores"].get(name, {}).get("auc")) for d in doses]
             tprs = [interval(block["membership"][d]["scores"].get(name, {}).get("tpr_at_0.01")) for d in doses]
-            lines.append(f"| {name} | " + " | ".join(aucs + tprs) + " |")
+            lines.append(f"| {labelled(name)} | " + " | ".join(aucs + tprs) + " |")
         lines += ["", blind_text(block["blind_baseline"]), ""]
     return lines
 
@@ -95,7 +97,8 @@ def blind_text(blind: dict | None) -> str:
     rejectable = "" if not critical else (
         f"; the smallest AUC a draw's sample could have rejected at p < 0.05 (its permutation null's 95th percentile): "
         f"{min(critical):.2f}-{max(critical):.2f}")
-    interval_note = "" if blind["low"] is not None else " (no interval: these summaries hold no per-text scores)"
+    why = blind.get("interval") or "these summaries hold no per-text scores"
+    interval_note = "" if blind["low"] is not None else f" (no interval: {why})"
     texts = ", ".join(map(str, sorted(set(blind["n_texts"]))))
     biased = " (**biased**: the split is separable without a model)" if blind["biased"] else ""
     return (f"Blind baseline (a classifier on the texts alone, members vs non-members): AUC {auc} over "
@@ -138,7 +141,7 @@ def thresholds_section(by_regime: dict) -> list[str]:
                         rates = result["by_dose"].get(d, {})
                         show = fraction if level == "cell" else _instance_rate
                         cells += [show(rates.get("tpr")), show(rates.get("fpr"))]
-                    lines.append(f"| {name} | {setting} | {min(fitted)}-{max(fitted)} | "
+                    lines.append(f"| {labelled(name)} | {setting} | {min(fitted)}-{max(fitted)} | "
                                  f"{result['unflaggable_folds']} of {len(fitted)} | " + " | ".join(cells) + " |")
             lines.append("")
     return lines

@@ -283,7 +283,7 @@ def blind_baseline_of(studies: Sequence[str]) -> dict | None:
     if all("member_scores" in b for b in by_draw.values()):
         pooled = unit_interval({(draw, 0): [np.array(b["member_scores"]), np.array(b["non_member_scores"])]
                                 for draw, b in by_draw.items()}, auc_matrix, floor=auc_floor)
-        found.update(auc=pooled["estimate"], low=pooled["low"], high=pooled["high"])
+        found.update(auc=pooled["estimate"], low=pooled["low"], high=pooled["high"], interval=pooled["interval"])
     return found
 
 
