@@ -287,7 +287,8 @@ class RecipeJudge:
 
     def describe(self) -> dict:
         return {"name": self.name, "known_non_members": self.known_non_members, "budget": self.budget,
-                "exact_share": self.exact_share, "score": self.score, "fit": self.fit}
+                "exact_share": self.exact_share, "score": self.score, "fit": self.fit,
+                "line": None if self.fit is None else fit_line(self.fit)}
 
     def label_row(self, row) -> str:
         from detect.judges.threshold import exact_score

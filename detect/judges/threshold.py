@@ -79,10 +79,8 @@ class ThresholdJudge:
 
 def thresholds_line(description: Mapping) -> str:
     """A judge's ``describe()`` as a report phrase: which thresholds were in force and where they came from."""
-    if description.get("name") == "recipe" and description.get("fit"):
-        from detect.judges.recipe import fit_line
-
-        return f"judge `recipe` ({fit_line(description['fit'])})"
+    if description.get("line"):  # a judge that says what its thresholds rest on (judge=recipe, once fitted)
+        return f"judge `{description['name']}` ({description['line']})"
     if "exact_threshold" not in description:
         details = ", ".join(f"{k} {v}" for k, v in description.items() if k != "name" and v not in ("", None))
         return f"judge `{description['name']}`" + (f" ({details})" if details else "")
