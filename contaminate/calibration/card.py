@@ -34,7 +34,7 @@ from contaminate.calibration.recipe import fit_model, model_rates, pool_rate, re
 from contaminate.calibration.statistics import equivalence, unit_interval, units_text
 from detect.judges.recipe import PAPER_RULE, rule_text
 from detect.judges.threshold import CARD_FORMAT as JUDGE_CARD_FORMAT
-from detect.judges.threshold import ThresholdJudge
+from detect.judges.threshold import ThresholdJudge, alg2_verdict
 
 CARD_RULES = (PAPER_RULE, (1, 3), (2, 2), (2, 3))  # candidates, the paper's first (it wins ties)
 CARD_FORMAT = f"{JUDGE_CARD_FORMAT} 1"  # what load_card reads
@@ -126,9 +126,8 @@ def transfer(card: dict, targets: dict[str, list[Model]], *, budget: float, tole
         for model in chosen:  # one partition of the model's non-members: one independent verdict per model
             pool = model.pools_of(NON_MEMBERS)[0].instances
             sample = [pool[i] for i in rng.choice(len(pool), size=min(partition_size, len(pool)), replace=False)]
-            labels = [card_labeller(judge)(i) for i in sample]
-            flagged += (rule[0] is not None and labels.count("exact") >= rule[0]) or \
-                (rule[1] is not None and labels.count("near_exact") >= rule[1])
+            flagged += alg2_verdict([card_labeller(judge)(i) for i in sample], min_exact=rule[0],
+                                    min_near_exact=rule[1])
         doses = sorted({d for m in chosen for d in m.doses})
         found[group] = {"unit": units_text([m.unit for m in chosen]),
                         "fpr": summary_over_units(per_model, NON_MEMBERS, partition_size),

@@ -66,7 +66,7 @@ class ThresholdJudge:
         return found
 
     def label(self, reference: str, candidate: str, scores: Mapping[str, float]) -> str:
-        if normalize(reference) == normalize(candidate) or scores["rouge_l"] >= self.exact_threshold:
+        if exact_score(reference, candidate, scores["rouge_l"]) >= self.exact_threshold:
             return "exact"
         if scores[self.score] >= self.near_exact_threshold:
             return "near_exact"
