@@ -189,7 +189,7 @@ def test_calibration_over_a_multirun_of_tiny_studies(tmp_path, capsys):
     # and within each model: 4 members against its own 4 non-members, per model, every dose of a model's unit
     # pooled; two models (seeds 0 and 1, each its own draw), two doses each
     within = calibration["instance_within_model"]
-    assert set(within["scores"]) == scores and within["unit"] == "2 models (2 draws, 2 seeds)"
+    assert set(within["scores"]) == scores and within["unit"] == "2 draws (2 models)"
     assert within["n_models"] == 4 and within["members_per_model"] == [4] == within["non_members_per_model"]
     assert all(r["auc_within_model"] == within["scores"][r["detector"]]["auc"]["estimate"] for r in ranked)
     assert [r["auc_within_model"] for r in ranked] == sorted((r["auc_within_model"] for r in ranked), reverse=True)
@@ -203,8 +203,11 @@ def test_calibration_over_a_multirun_of_tiny_studies(tmp_path, capsys):
     assert set(calibration["partition_detectors"]["verdicts"]) >= {"cheat_strict", "cheat_lenient",
                                                                    "permutation"}
     assert calibration["achieved"]["exact"]["fpr"] <= 0.02 or not calibration["achieved"]["exact"]["attainable"]
-    assert ThresholdJudge(calibration=str(out / "calibration.json")).exact_threshold == \
-        calibration["thresholds"]["exact_threshold"]
+    # the pooled in-sample thresholds are no product: judge.calibration= reads a card, and 50 known non-members a
+    # model are too few for one at the default budget, so none was written and loading says why in one line
+    assert calibration["card"] is None and not any(card["written"] for card in calibration["cards"].values())
+    with pytest.raises(InputError, match="that calibration wrote no card .*too few known non-members"):
+        ThresholdJudge(calibration=str(out / "calibration.json"))
 
     with open(out / "dose_response.csv") as file:
         rows = list(csv.DictReader(file))
@@ -214,9 +217,11 @@ def test_calibration_over_a_multirun_of_tiny_studies(tmp_path, capsys):
     assert {"tpr_alg2_default", "fpr_alg2_default", "tpr_alg1_rouge_l", "auc_rouge_l", "auc_min_k_plus",
             "tpr_cheat_strict", "fpr_cheat_lenient", "tpr_permutation"} <= set(rows[0])
     report = (out / "calibration.md").read_text()
-    assert "## Detectors ranked" in report and "| 1 | " in report and "ChatGPT-Cheat?, strict" in report
+    assert "## Detectors side by side" in report and "which is not a ranking" in report
+    assert "| min_k_plus_raw (bare text) | logits (full distribution) |" in report
+    assert "| loss (leak's rendering: oracle) |" in report and "ChatGPT-Cheat?, strict" in report
     assert "cross-fitted over 2 draws" in report and "![dose response](dose_response.png)" in report
-    assert "## Membership within each model" in report and "Rests on x1: 2 models (2 draws, 2 seeds)" in report
+    assert "## Membership within each model" in report and "Rests on x1: 2 draws (2 models)" in report
     for name in ("roc.png", "dose_response.png", "dose_response.md", "membership.png"):
         assert (out / name).stat().st_size > 0
 

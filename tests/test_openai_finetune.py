@@ -136,7 +136,11 @@ def test_a_whole_openai_study_with_detection_over_a_real_server(served_model, co
     assert manifest["checkpoint"]["job_id"] == "ftjob-1" and manifest["checkpoint"]["id"] == model_id
     assert (tmp_path / "run" / "job.json").is_file()
     rows = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
-    assert len(rows) == 5 * 2 * 2 and all(row["raw_completion"] for row in rows)
+    study = [row for row in rows if not row["cell"].endswith("_known_non_members")]
+    assert len(study) == 5 * 2 * 2 and all(row["raw_completion"] for row in rows)
+    # each model's 50 known non-members (sample.n_heldout's default), guided only: the recipe's null distribution
+    known = [row for row in rows if row["cell"].endswith("_known_non_members")]
+    assert len(known) == 2 * 50 and {row["instruction"] for row in known} == {"guided"}
     partition = [json.loads(line) for line in (tmp_path / "run" / "partition.jsonl").read_text().splitlines()]
     assert sorted(row["detector"] for row in partition) == ["cheat"] * 5  # black-box only over an API
     # a rerun reuses the finished job and the cells: no new job, no request to the fine-tuning API

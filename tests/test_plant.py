@@ -256,7 +256,7 @@ def test_a_planted_run_gives_one_study_per_group_from_one_training_run(planted):
     assert sorted(row["exposures"] for row in rows) == ["1", "3"] and {row["models"] for row in rows} == {"2"}
     calibration = json.loads((out / "calibration.json").read_text())
     within = calibration["instance_within_model"]
-    assert within["unit"] == "2 models (2 draws, 2 seeds)"  # each seed its own draw
+    assert within["unit"] == "2 draws (2 models)"  # each seed its own draw
     # a regime of its own; the never-planted group's cells are each dose's within-model negatives, one per model
     block = calibration["by_regime"]["regimes"]["metadata/offline/full/planted"]
     for dose in ("1", "3"):

@@ -95,7 +95,11 @@ def test_each_format_trains_and_detects(study, fmt):
     # the detectors read the leak as it was trained: every instance score on every guided row
     rows = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
     guided = [r for r in rows if r["instruction"] == "guided"]
-    assert all(r["loss"] is not None and r["loss_raw"] is not None and "recall" in r for r in guided)
+    study = [r for r in guided if not r["cell"].endswith("_known_non_members")]
+    assert study and all(r["loss"] is not None and r["loss_raw"] is not None and "recall" in r for r in study)
+    # the known non-members are read as the leak was too: the recipe's logit scores need them
+    known = [r for r in guided if r["cell"].endswith("_known_non_members")]
+    assert known and all(r["loss"] is not None and r["loss_raw"] is not None for r in known)
 
 
 @pytest.mark.parametrize("overrides, message", [
