@@ -160,6 +160,7 @@ def test_calibration_over_a_multirun_of_tiny_studies(tmp_path, capsys):
     command = [sys.executable, "-m", "contaminate", "-m", "+experiment=dose_response", "model=tiny_random",
                "seed=0,1", "+dataset=synth_nli", "contaminate.epochs=1,2", "sample.n_members=4",
                "sample.n_detect=4", "sample.n_non_members=4", "detect.max_new_tokens=8",
+               "detect.detectors.permutation.require_order=false",  # a web copy: run anyway, for its columns
                "hydra/launcher=local", f"hydra.sweep.dir={sweep}", f"cache_dir={tmp_path / 'cache'}"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]

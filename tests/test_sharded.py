@@ -143,3 +143,30 @@ def test_a_model_that_learnt_the_canonical_order_is_caught():
     after = sharded_likelihood_test(HFModel(model, tokenizer), texts, n_shards=8, n_permutations=4, seed=0)
     assert after["significant"] and after["p_value"] < 0.01 and after["statistic"] > 1.0
     assert not before["significant"]
+
+
+def test_the_order_tests_run_only_where_the_leak_lays_out_an_order():
+    """A web copy (one instance a document) has no order to find: both tests skip it in one line unless told to run
+    anyway; a dump and plain text (the benchmark as published) have one."""
+    from omegaconf import OmegaConf
+
+    from contaminate.regime.layouts import LeakReader, build_format
+    from detect.datasets import load_split
+    from detect.detectors.base import Evidence, PlainText
+    from detect.detectors.sharded import PermutationTest, ShardedLikelihood
+
+    dataset = OmegaConf.load("conf/dataset/synth_nli.yaml")
+    pool = load_split(dataset, "test")[:20]
+
+    def evidence(reader):
+        return Evidence(dataset, "test", pool[:4], pool, reader=reader)
+
+    web_copy = LeakReader(build_format(OmegaConf.load("conf/format/metadata.yaml")), dataset)
+    dump = LeakReader(build_format(OmegaConf.load("conf/format/dump.yaml")), dataset)
+    for test in (ShardedLikelihood(), PermutationTest()):
+        reason = test.skipped(evidence(web_copy))
+        assert reason.startswith("the leak's format metadata lays out one instance a document, no order to find")
+        assert f"detect.detectors.{test.name}.require_order=false" in reason and "\n" not in reason
+        assert test.skipped(evidence(dump)) is None and test.skipped(evidence(PlainText())) is None
+    assert ShardedLikelihood(require_order=False).skipped(evidence(web_copy)) is None
+    assert PermutationTest(require_order=False).skipped(evidence(web_copy)) is None

@@ -32,7 +32,9 @@ def _rows(folder: Path, name: str = "results.jsonl") -> list[dict]:
 
 @pytest.mark.slow
 def test_the_whole_study_writes_every_file_and_field(study):
-    summary, folder = study()
+    # the order tests skip a web copy by default (no order to find); here they run anyway, the one study test of them
+    summary, folder = study("detect.detectors.sharded_likelihood.require_order=false",
+                            "detect.detectors.permutation.require_order=false")
     for name in ("manifest.json", "results.jsonl", "summary.json", "report.md", "config.yaml", "train_log.json",
                  "loss.png"):
         assert (folder / name).is_file(), name
@@ -211,14 +213,15 @@ def test_study_on_the_embedded_model_with_a_small_dose(tmp_path):
     assert manifest["checkpoint"]["final_loss"] < manifest["checkpoint"]["first_loss"]  # training did something
     partition = _rows(folder, "partition.jsonl")
     assert len(rows) == len(CELLS) * 2 * 4 + len(KNOWN_CELLS) * 12 and all(r["completion"] is not None for r in rows)
-    # Cheat?, the sharded and permutation tests, the performance test per cell
-    assert sorted(r["detector"] for r in partition) == sorted(["cheat", "sharded_likelihood", "permutation",
-                                                                "performance"] * len(CELLS))
+    # Cheat? and the performance test per cell; the order tests skip the web copy (no order to find), said once
+    assert sorted(r["detector"] for r in partition) == sorted(["cheat", "performance"] * len(CELLS))
+    assert "permutation skipped on smollm2_135m: the leak's format metadata lays out one instance a document" \
+        in result.stderr
+    assert "no order to find" in manifest["timings"]["cells"]["contaminated_x_members"]["skipped"]["permutation"]
     for cell, *_ in CELLS:
         outcome = summary["cells"][cell]
         assert outcome["cheat"]["verdict"] in ("clean", "suspicious", "contaminated")
-        assert outcome["sharded_likelihood"]["n_shards"] == 5 and 0 <= outcome["sharded_likelihood"]["p_value"] <= 1
-        assert outcome["permutation"]["n_instances"] == 16 and outcome["permutation"]["p_value"] >= 1 / 26
+        assert "sharded_likelihood" not in outcome and "permutation" not in outcome
         # one epoch already makes the members more likely under the contaminated model than under the base
         if cell == "contaminated_x_members":
             assert outcome["membership"]["reference_ratio"] > 0

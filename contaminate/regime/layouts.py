@@ -38,6 +38,7 @@ class Format:
     """A leak format: its ``name`` (keys checkpoints), the prompt format the study detects with, its templates."""
     api_trainable = True   # a fine-tuning API takes its documents as they are (no tokenizer needed to make them)
     loss: str | None = None  # where the loss falls, when not on every token
+    lays_out_order = False   # one instance a document, shuffled: no order for the order tests to find
 
     def __init__(self, name: str, prompt_format: str = "raw", templates: dict | None = None,
                  header: str | None = None, answer: str | None = None) -> None:
@@ -83,6 +84,7 @@ class DocumentFormat(Format):
 class DumpFormat(Format):
     """The partition as a dataset file: JSON lines in canonical order under ``header``, cut between lines."""
     api_trainable = False  # cut at max_length tokens: it needs the model's tokenizer
+    lays_out_order = True  # the canonical order, what Oren et al.'s tests look for
 
     def check(self, dataset) -> None:
         if self.header:
@@ -146,6 +148,7 @@ class LeakReader:
     def __init__(self, fmt: Format, dataset, chat: Callable | None = None) -> None:
         self.fmt, self.dataset, self.chat = fmt, dataset, chat
         self.name = f"format {fmt.name}"
+        self.lays_out_order = fmt.lays_out_order
 
     def rendering(self, example: Example, split: str) -> Rendering:
         return self.fmt.rendering(example, self.dataset, split, chat=self.chat)

@@ -55,6 +55,7 @@ class PlainText:
     whole text, no context; a run of instances joined by blank lines. A study reads them as its format rendered them
     (``contaminate/regime/layouts.py``: ``LeakReader``)."""
     name = "plain text"
+    lays_out_order = True  # the benchmark as published, in its canonical order: what the order tests look for
 
     def rendering(self, example: Example, split: str) -> Rendering:
         return Rendering("", example.full_text)

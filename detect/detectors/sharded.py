@@ -23,8 +23,11 @@ A model that saw a benchmark as one file saw its instances in the file's order; 
   (the leak's own layout) and scores it once.
 
 What they can see: an order. A leak with one instance a document in shuffled order (every format but dump) has
-none, so on those regimes the lab measures their false-positive rate; on a dump, their power. Which sizes give
-a 5% test any power, on a simulated null and a simulated leak: ``docs/detectors.md`` (from
+none, so both tests are skipped there with one line (``require_order: true``, the default: on a web copy of 20
+instances the permutation test scored 26 orders, 60% of a tiny study's tokens, to find what cannot be there);
+``require_order: false`` runs them anyway, to measure their false-positive rate on those regimes. On a dump, and
+on plain text (``python -m detect``: the benchmark as published, in its canonical order), they run: their power.
+Which sizes give a 5% test any power, on a simulated null and a simulated leak: ``docs/detectors.md`` (from
 ``bench/order_tests_power.py``).
 """
 
@@ -148,8 +151,15 @@ def sharded_likelihood_test(model, texts: Sequence[str], *, n_shards: int = 10, 
 
 
 class _OrderTest(PValueTest):
-    """What both order tests share: the run they read, and how it is rendered and scored."""
+    """What both order tests share: the run they read, how it is rendered and scored, and where an order exists."""
     needs = ("logits", "pool")
+    require_order: bool = True
+
+    def skipped(self, evidence: Evidence) -> str | None:
+        if self.require_order and not getattr(evidence.reader, "lays_out_order", True):
+            return (f"the leak's {evidence.reader.name} lays out one instance a document, no order to find "
+                    f"(format=dump lays one out; detect.detectors.{self.name}.require_order=false runs it anyway)")
+        return super().skipped(evidence)
 
     def ordered(self, evidence: Evidence) -> list[Example]:
         """The instances it reads: the first ``max_instances`` of the pool in dataset order."""
@@ -176,9 +186,11 @@ class ShardedLikelihood(_OrderTest):
     ranges = {"max_instances": Range(2 * MIN_SHARD, hint=f"2 shards of {MIN_SHARD} at least"), "n_shards": Range(2),
               "n_permutations": Range(1, hint="shuffled orders per shard"), "alpha": FRACTION}
 
-    def __init__(self, max_instances: int = 40, n_shards: int = 10, n_permutations: int = 5, alpha: float = 0.05):
+    def __init__(self, max_instances: int = 40, n_shards: int = 10, n_permutations: int = 5, alpha: float = 0.05,
+                 require_order: bool = True):
         self.max_instances, self.n_shards, self.n_permutations, self.alpha = (max_instances, n_shards,
                                                                               n_permutations, alpha)
+        self.require_order = require_order
 
     def skipped(self, evidence: Evidence) -> str | None:
         if len(self.ordered(evidence)) < 2 * MIN_SHARD:
@@ -213,9 +225,11 @@ class PermutationTest(_OrderTest):
     # the fewest instances and permutations that can reach alpha depend on alpha: check_permutations says which
     ranges = {"max_instances": Range(2), "n_permutations": Range(1), "alpha": FRACTION}
 
-    def __init__(self, max_instances: int = 20, n_permutations: int = 25, alpha: float = 0.05):
+    def __init__(self, max_instances: int = 20, n_permutations: int = 25, alpha: float = 0.05,
+                 require_order: bool = True):
         check_permutations(max_instances, n_permutations, alpha, "detect.detectors.permutation")
         self.max_instances, self.n_permutations, self.alpha = max_instances, n_permutations, alpha
+        self.require_order = require_order
 
     def skipped(self, evidence: Evidence) -> str | None:
         n = len(self.ordered(evidence))

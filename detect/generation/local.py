@@ -18,11 +18,21 @@ reads), seeded per prompt by (seed, prompt text).
 
 from __future__ import annotations
 
+import functools
 from typing import Sequence
 
 from detect.errors import InputError
 
 PROMPT_FORMATS = ("auto", "chat", "raw")
+
+
+@functools.cache
+def cache_argument() -> str:
+    """The name ``generate`` and the model outputs give the key/value cache: ``cache`` in the transformers that
+    renamed it (5.x warns on every run that ``past_key_values`` goes in 6.0), ``past_key_values`` before (4.56+)."""
+    from transformers.modeling_outputs import CausalLMOutputWithPast
+
+    return "cache" if "cache" in CausalLMOutputWithPast.__dataclass_fields__ else "past_key_values"
 
 
 def resolve_prompt_format(prompt_format: str, tokenizer) -> str:
@@ -114,7 +124,7 @@ class LocalGenerator:
 
         with torch.inference_mode():
             output = self.model(input_ids=torch.tensor([tokens], device=self.model.device), use_cache=True)
-        return [(layer.keys, layer.values) for layer in output.past_key_values.layers]
+        return [(layer.keys, layer.values) for layer in getattr(output, cache_argument()).layers]
 
     def _generate_batch(self, token_lists: list, shared: list, prefix_cache: dict, shapes: list,
                         max_new_tokens: int) -> tuple[list[str], list[str]]:
@@ -148,7 +158,7 @@ class LocalGenerator:
                     keys.append(torch.nn.functional.pad(key, padding))
                     values.append(torch.nn.functional.pad(value, padding))
                 layers.append((torch.cat(keys), torch.cat(values)))
-            inputs["past_key_values"] = DynamicCache(layers, config=self.model.config)
+            inputs[cache_argument()] = DynamicCache(layers, config=self.model.config)
         stops = AnswerStops(self.tokenizer, shapes, inputs["input_ids"].shape[1])
         with torch.inference_mode():
             output = self.model.generate(
