@@ -100,3 +100,30 @@ def test_batched_scores_match_one_text_at_a_time_by_hand():
     assert np.isfinite([v for s in scores for v in s.values()]).all()
     with pytest.raises(InputError, match="membership.k=0: give a number in \\(0, 1\\] \\(Min-K% takes a fraction"):
         build({"membership": {"_target_": "detect.detectors.membership.LogitScores", "k": 0}})
+
+
+def test_texts_that_share_a_prefix_run_it_once_and_score_as_the_plain_pass():
+    """ReCaLL's one prefix before every instance, the performance test's one context before each label: the prefix
+    runs once (its key/value cache repeated over the texts after it), and every statistic is the plain pass's."""
+    from detect.models import load, tiny_random
+    from detect.models.logits import TokenScorer
+
+    model, tokenizer = load(tiny_random())
+    shots = "".join(f"sentence1: Shot {i} moved to Belwick on a Monday. label: neutral\n" for i in range(8))
+    instances = ["sentence1: Hugo Retteltor is a surveyor.", "sentence1: A much longer one, so that the batch "
+                 "pads the shorter ones: it built a seed drill.", "x"]
+    context = "SynthNLI, test split. sentence1: The mill at Corbridge was sold in the spring of that year. label:"
+    texts = ([shots + x for x in instances] + [context + label for label in (" entailment", " neutral", " no")]
+             + instances)  # and three texts that share nothing
+    moments = [True, False, True, False, True, False, True, False, True]
+    plain, shared = TokenScorer(model, tokenizer, share_prefix=False), TokenScorer(model, tokenizer)
+    expected, got = plain(texts, moments), shared(texts, moments)
+    for want, have in zip(expected, got):
+        assert have["ids"] == want["ids"] and have["offsets"] == want["offsets"] and set(have) == set(want)
+        for key in ("logp", "mu", "sigma"):
+            if key in want:
+                assert have[key] == pytest.approx(want[key], abs=1e-4), key
+    # two groups (the shots, ~300 tokens, run once for 3 texts; the context once for 3 labels), three texts alone
+    assert sorted(len(rows) for rows, _ in shared._groups([tokenizer(t).input_ids for t in texts])) == [1, 1, 1, 3, 3]
+    shots_tokens = len(tokenizer(shots).input_ids)
+    assert plain.scored_tokens - shared.scored_tokens >= 2 * (shots_tokens - 2)

@@ -164,3 +164,26 @@ def test_through_the_pipeline_on_the_tiny_model(compose_config):
     assert 0 <= row["p_value"] <= 1 and row["significant"] == (row["p_value"] <= 0.05)
     assert summarize(rows, [detector])["performance"]["candidates"] == labels
     assert "skipped" not in timing
+
+
+def test_each_context_runs_once_for_all_its_labels_on_the_tiny_model():
+    """The label options share their context's tokens: the context runs once for all of them, and each option's
+    log-probabilities are those of the plain pass (to 1e-4), so every answer is the same."""
+    from detect.models import load, tiny_random
+    from detect.models.hf import HFModel
+
+    weights, tokenizer = load(tiny_random())
+    pool = [Example(i, f"SynthNLI, test split. sentence1: Ada Vell built raft {i} in Orm, by the river. "
+                       f"sentence2: Ada built a raft. label:", None, YES if i % 2 else NO) for i in range(6)]
+    found = {}
+    for share in (False, True):
+        model = HFModel(weights, tokenizer, prompt_format="raw", share_prefix=share, progress=False)
+        evidence = _evidence(model, instances=pool[:2], pool=pool, heldout=pool[:3])
+        detector = PerformanceTest()
+        requests = [r for rows in detector.choices(evidence, pool) for r in rows]
+        model.prefetch(detector.logit_requests(evidence))
+        found[share] = ([s["logp"] for s in model.continuation_logprobs(requests)], detector.correct(evidence, pool),
+                        model.counters()["scored_tokens"])
+    for plain, shared in zip(found[False][0], found[True][0]):
+        assert shared == pytest.approx(plain, abs=1e-4)
+    assert found[True][1] == found[False][1] and found[True][2] < found[False][2] / 1.5

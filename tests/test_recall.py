@@ -135,3 +135,28 @@ def test_through_the_pipeline_on_the_tiny_model(compose_config):
     assert "skipped" not in timing
     assert detector.summarize(guided, [], {}, 0)["recall"]["recall"] == pytest.approx(
         sum(r["recall"] for r in guided) / 3)
+
+
+def test_the_shared_prefix_gives_the_plain_pass_scores_on_the_tiny_model():
+    """ReCaLL's prefix is run once a cell (its key/value cache reused for every instance): the scores are those of
+    scoring every prefixed text whole, to 1e-4, at fewer tokens."""
+    from omegaconf import OmegaConf
+
+    from detect.models import load, tiny_random
+    from detect.models.hf import HFModel
+
+    weights, tokenizer = load(tiny_random())
+    dataset = OmegaConf.create({"key": "synth_nli", "title": "SynthNLI", "task": "nli"})
+    instances = [Example(i, f"Ada Vell built raft {i} in Orm.", f"Ada built raft {i}.", "0 (entailment)")
+                 for i in range(5)]
+    heldout = [Example(100 + i, f"Bo Lund sold {i} nets at the quay.", f"Bo sold nets {i}.", "1 (not entailment)")
+               for i in range(12)]
+    found = {}
+    for share in (False, True):
+        model = HFModel(weights, tokenizer, prompt_format="raw", share_prefix=share, progress=False)
+        evidence = Evidence(dataset, "test", instances, instances, model=model, heldout=heldout, seed=1)
+        model.prefetch(ReCaLL().logit_requests(evidence))
+        found[share] = ([s["recall"] for s in ReCaLL().score(evidence, instances)], model.counters()["scored_tokens"])
+    assert found[True][0] == pytest.approx(found[False][0], abs=1e-4)
+    prefix_tokens = len(tokenizer(ReCaLL().prefix(evidence)).input_ids)
+    assert found[False][1] - found[True][1] >= 4 * (prefix_tokens - 2)  # the prefix once, not five times

@@ -29,7 +29,7 @@ class HFModel(LanguageModel):
         self.generator = LocalGenerator(model, tokenizer, prompt_format=prompt_format, batch_size=batch_size,
                                         max_new_tokens=max_new_tokens, share_prefix=share_prefix, progress=progress)
         self.prompt_format = self.generator.prompt_format
-        self.scorer = TokenScorer(model, tokenizer)
+        self.scorer = TokenScorer(model, tokenizer, share_prefix=share_prefix)  # one setting: generated and scored
 
     def _generate(self, prompts: list[str], stop: list, max_new_tokens: int | None) -> tuple[list[str], list]:
         texts = self.generator(prompts, stop if any(stop) else None, max_new_tokens=max_new_tokens)

@@ -13,6 +13,14 @@ Without moments only a log-sum-exp over the vocabulary is taken, about 3x less w
 Batches are length-sorted and right-padded, at most ``max_batch_tokens`` padded tokens each (the logits of a
 batch take 4 bytes x tokens x vocabulary: 2,048 tokens x 49,152 = 400 MB), so padding is small and every text's
 positions start at 0 as when it is scored alone (tests/test_membership.py checks batched against one at a time).
+
+Texts that begin with the same tokens are scored with that prefix run once (``share_prefix``): ReCaLL puts one
+12-shot prefix (~1.2k tokens) before every instance of a cell, the performance test one context before each label.
+The prefix's key/value cache is computed once and every text's own tokens run after it at the positions they have
+in the whole text, so the numbers are the plain pass's (tests/test_membership.py: to 1e-4) and ``scored_tokens``
+counts the prefix once. A run of sorted texts is one group while they share at least ``min_shared_tokens`` leading
+tokens and at least half of what the group shared so far (a 1.2k-token prefix is not diluted to a 20-token
+header by a neighbour); each text keeps at least one token of its own.
 """
 
 from __future__ import annotations
@@ -24,9 +32,11 @@ class TokenScorer:
     """The per-token statistics of texts under one local model, in length-sorted batches (no memo: the
     ``LanguageModel`` that owns it keeps one)."""
 
-    def __init__(self, model, tokenizer, *, max_batch_tokens: int = 2048) -> None:
+    def __init__(self, model, tokenizer, *, max_batch_tokens: int = 2048, share_prefix: bool = True,
+                 min_shared_tokens: int = 16) -> None:
         self.model, self.tokenizer, self.max_batch_tokens = model, tokenizer, max_batch_tokens
-        self.scored_tokens = 0  # tokens run through the model so far (padding excluded)
+        self.share_prefix, self.min_shared_tokens = share_prefix, min_shared_tokens
+        self.scored_tokens = 0  # tokens run through the model so far (padding excluded; a shared prefix once)
 
     def __call__(self, texts: list[str], moments: list[bool]) -> list[dict]:
         return self._compute(texts, moments)
@@ -46,43 +56,117 @@ class TokenScorer:
             ids = [row.input_ids for row in encoded_texts]
             starts = [[start for start, _ in row.offset_mapping] for row in encoded_texts]
             results: list[dict | None] = [None] * len(texts)
-            for batch in _length_batches([len(row) for row in ids], self.max_batch_tokens):
+            alone: list[int] = []
+            for rows, shared in self._groups(ids):
+                if len(rows) == 1:
+                    alone += rows
+                    continue
+                for i, stats in zip(rows, self._shared(ids[rows[0]][:shared], [ids[i][shared:] for i in rows],
+                                                       [moments[i] for i in rows], torch)):
+                    results[i] = stats
+            for batch in _length_batches([len(ids[i]) for i in alone], self.max_batch_tokens):
+                batch = [alone[i] for i in batch]
                 encoded = tokenizer.pad({"input_ids": [ids[i] for i in batch]}, return_tensors="pt")
-                found = self._batch(encoded, [moments[i] for i in batch], torch)
-                for i, stats in zip(batch, found):
-                    stats["offsets"] = starts[i][1:]  # where each scored token starts in the text (characters)
+                with torch.inference_mode():
+                    logits = self.model(input_ids=encoded.input_ids.to(self.model.device),
+                                        attention_mask=encoded.attention_mask.to(self.model.device)).logits
+                for i, stats in zip(batch, _statistics(logits[:, :-1], encoded.input_ids[:, 1:],
+                                                       encoded.attention_mask[:, 1:].bool(),
+                                                       [moments[i] for i in batch], torch)):
                     results[i] = stats
                 self.scored_tokens += sum(len(ids[i]) for i in batch)
+            for i, stats in enumerate(results):
+                stats["offsets"] = starts[i][1:]  # where each scored token starts in the text (characters)
             return results
         finally:
             tokenizer.padding_side, tokenizer.pad_token = padding_side, pad_token
 
-    def _batch(self, encoded, moments: list[bool], torch) -> list[dict]:
-        device = self.model.device
+    def _groups(self, ids: list[list[int]]) -> list[tuple[list[int], int]]:
+        """Runs of the texts, in token order, that share a prefix worth running once: (indices, shared length)."""
+        order = sorted(range(len(ids)), key=lambda i: ids[i])
+        groups: list[tuple[list[int], int]] = []
+        for i in order:
+            if self.share_prefix and groups:
+                rows, shared = groups[-1]
+                now = min(shared, _common_prefix_length(ids[rows[0]], ids[i]), len(ids[i]) - 1)
+                if now >= self.min_shared_tokens and (len(rows) == 1 or 2 * now >= shared):
+                    groups[-1] = (rows + [i], now)
+                    continue
+            groups.append(([i], len(ids[i]) - 1))
+        return groups
+
+    def _shared(self, prefix: list[int], suffixes: list[list[int]], moments: list[bool], torch) -> list[dict]:
+        """The statistics of ``prefix + suffix`` for each suffix, the prefix run once: its key/value cache is
+        repeated over each batch of suffixes, which run at the positions after it."""
+        from transformers import DynamicCache
+
+        from detect.generation.local import cache_argument
+
+        device, length = self.model.device, len(prefix)
         with torch.inference_mode():
-            logits = self.model(input_ids=encoded.input_ids.to(device),
-                                attention_mask=encoded.attention_mask.to(device)).logits[:, :-1].float()
-        targets = encoded.input_ids[:, 1:].to(device).unsqueeze(-1)
-        mask = encoded.attention_mask[:, 1:].bool()
-        scored_ids = encoded.input_ids[:, 1:]
-        token_logp = (logits.gather(-1, targets).squeeze(-1) - torch.logsumexp(logits, dim=-1)).cpu()
-        rows = [i for i, wanted in enumerate(moments) if wanted]
-        mu = sigma = None
-        if rows:  # the next-token distribution's moments, only for the texts that need them
-            log_probs = torch.log_softmax(logits[rows], dim=-1)
-            probs = log_probs.exp()
-            mu = (probs * log_probs).sum(-1)
-            sigma = ((probs * log_probs.pow(2)).sum(-1) - mu.pow(2)).clamp_min(1e-12).sqrt()
-            mu, sigma = mu.cpu(), sigma.cpu()
-        found = []
-        for row in range(len(moments)):
-            keep = mask[row]
-            stats = {"logp": token_logp[row][keep].tolist(), "ids": scored_ids[row][keep].tolist()}
-            if moments[row]:
-                at = rows.index(row)
-                stats.update(mu=mu[at][keep].tolist(), sigma=sigma[at][keep].tolist())
-            found.append(stats)
+            output = self.model(input_ids=torch.tensor([prefix], device=device), use_cache=True)
+        layers = [(layer.keys, layer.values) for layer in getattr(output, cache_argument()).layers]
+        head = _statistics(output.logits[:, :-1], torch.tensor([prefix[1:]]), torch.ones(1, length - 1, dtype=bool),
+                           [any(moments)], torch)[0]
+        last = output.logits[:, -1:]  # what predicts each suffix's first token
+        self.scored_tokens += length
+        pad = self.tokenizer.pad_token_id
+        found: list[dict | None] = [None] * len(suffixes)
+        # the repeated cache holds rows x (prefix + suffix) positions: bound that as a plain batch's tokens are
+        budget = max(4 * self.max_batch_tokens, length + max(len(s) for s in suffixes))
+        for batch in _length_batches([length + len(s) for s in suffixes], budget):
+            width = max(len(suffixes[i]) for i in batch)
+            input_ids = torch.tensor([suffixes[i] + [pad] * (width - len(suffixes[i])) for i in batch])
+            mask = torch.tensor([[1] * len(suffixes[i]) + [0] * (width - len(suffixes[i])) for i in batch])
+            cache = DynamicCache([(k.expand(len(batch), -1, -1, -1).contiguous(),
+                                   v.expand(len(batch), -1, -1, -1).contiguous()) for k, v in layers],
+                                 config=self.model.config)
+            with torch.inference_mode():
+                logits = self.model(input_ids=input_ids.to(device), use_cache=True, **{cache_argument(): cache},
+                                    attention_mask=torch.cat([torch.ones(len(batch), length, dtype=mask.dtype),
+                                                              mask], dim=1).to(device)).logits
+            logits = torch.cat([last.expand(len(batch), -1, -1), logits[:, :-1]], dim=1)
+            for i, tail in zip(batch, _statistics(logits, input_ids, mask.bool(), [moments[i] for i in batch],
+                                                  torch)):
+                stats = {key: head[key] + tail[key] for key in tail}
+                found[i] = stats
+            self.scored_tokens += sum(len(suffixes[i]) for i in batch)
         return found
+
+
+def _statistics(logits, targets, mask, moments: list[bool], torch) -> list[dict]:
+    """Per row: the log-probability of each target under the logits before it (``logp``), the targets (``ids``)
+    and, where ``moments``, the next-token distribution's mean and standard deviation of log p; masked positions
+    dropped. ``logits`` (rows, positions, vocabulary) already aligned with ``targets`` (rows, positions)."""
+    logits = logits.float()
+    targets = targets.to(logits.device)
+    token_logp = (logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)).cpu()
+    rows = [i for i, wanted in enumerate(moments) if wanted]
+    mu = sigma = None
+    if rows:  # the next-token distribution's moments, only for the texts that need them
+        log_probs = torch.log_softmax(logits[rows], dim=-1)
+        probs = log_probs.exp()
+        mu = (probs * log_probs).sum(-1)
+        sigma = ((probs * log_probs.pow(2)).sum(-1) - mu.pow(2)).clamp_min(1e-12).sqrt()
+        mu, sigma = mu.cpu(), sigma.cpu()
+    targets, found = targets.cpu(), []
+    for row in range(len(moments)):
+        keep = mask[row].cpu()
+        stats = {"logp": token_logp[row][keep].tolist(), "ids": targets[row][keep].tolist()}
+        if moments[row]:
+            at = rows.index(row)
+            stats.update(mu=mu[at][keep].tolist(), sigma=sigma[at][keep].tolist())
+        found.append(stats)
+    return found
+
+
+def _common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def _length_batches(lengths: Sequence[int], max_batch_tokens: int) -> list[list[int]]:
@@ -99,6 +183,7 @@ def _length_batches(lengths: Sequence[int], max_batch_tokens: int) -> list[list[
 
 
 def token_statistics(model, tokenizer, texts: Sequence[str], *, moments: bool = True,
-                     max_batch_tokens: int = 2048) -> list[dict]:
+                     max_batch_tokens: int = 2048, share_prefix: bool = True) -> list[dict]:
     """The statistics of ``texts`` in one call: see ``TokenScorer``."""
-    return TokenScorer(model, tokenizer, max_batch_tokens=max_batch_tokens)(list(texts), [moments] * len(texts))
+    return TokenScorer(model, tokenizer, max_batch_tokens=max_batch_tokens,
+                       share_prefix=share_prefix)(list(texts), [moments] * len(texts))
