@@ -72,7 +72,9 @@ def describe(run_dir: Path, wall: float, tokenizer) -> dict:
         cell.setdefault("generated_tokens", counted.get(name, 0))
     verdicts = {cell: {detector: outcome for detector, outcome in result["correct"].items()}
                 for cell, result in summary["cells"].items()}
-    return {"wall_s": wall, "train_s": checkpoint["train_seconds"], "trained_tokens": trained_tokens,
+    rows = {(r["cell"], r["instance_id"], r["instruction"]): r
+            for r in map(json.loads, (run_dir / "results.jsonl").read_text().splitlines())}
+    return {"wall_s": wall, "train_s": checkpoint["train_seconds"], "trained_tokens": trained_tokens, "rows": rows,
             "steps": checkpoint.get("steps"), "cells": cells, "total_s": timings["total_s"], "verdicts": verdicts,
             "alg2": {cell: (r["alg2"]["exact"], r["alg2"]["near_exact"]) for cell, r in summary["cells"].items()
                      if "alg2" in r}}
@@ -108,6 +110,21 @@ def main() -> None:
     report(before, after)
 
 
+def score_differences(before: dict, after: dict) -> str:
+    """The largest absolute difference of each numeric score over the instance rows both runs wrote."""
+    largest: dict[str, float] = {}
+    for key in before.keys() & after.keys():
+        for name, value in after[key].items():
+            old = before[key].get(name)
+            if isinstance(value, float) and isinstance(old, float) and value == value and old == old:
+                largest[name] = max(largest.get(name, 0.0), abs(value - old))
+    if not largest:
+        return "instance scores: no row in common"
+    worst = max(largest.values())
+    return (f"instance scores over {len(before.keys() & after.keys())} rows in common: largest difference "
+            f"{worst:.2e} ({max(largest, key=largest.get)}); all within 1e-4: {worst <= 1e-4}")
+
+
 def _rate(tokens: float, seconds: float) -> str:
     return f"{tokens / seconds:7.1f}" if seconds else "      -"
 
@@ -120,8 +137,9 @@ def report(before: dict, after: dict) -> None:
     for cell, timing in after["cells"].items():
         old = before["cells"][cell]
         print(f"{cell:<30} {old['total_s']:9.1f} {timing['total_s']:9.1f} {old['total_s'] / timing['total_s']:5.2f}x"
-              f"   generated {old['generated_tokens']:>5} -> {timing['generated_tokens']:>5} tokens; after: logits "
-              f"{timing.get('logits_s', 0):.1f} s ({timing.get('scored_tokens', 0)} tokens scored), instances "
+              f"   generated {old['generated_tokens']:>5} -> {timing['generated_tokens']:>5}, scored "
+              f"{old.get('scored_tokens', '-')} -> {timing.get('scored_tokens', 0)} tokens; after: logits "
+              f"{timing.get('logits_s', 0):.1f} s, instances "
               f"{timing.get('instances_s', 0):.1f} s, partition {timing.get('partition_s', 0):.1f} s")
     detect_before = sum(c["total_s"] for c in before["cells"].values())
     detect_after = sum(c["total_s"] for c in after["cells"].values())
@@ -131,13 +149,19 @@ def report(before: dict, after: dict) -> None:
           f"{before['total_s'] / after['total_s']:5.2f}x")
     print(f"{'command wall (with start-up)':<30} {before['wall_s']:9.1f} {after['wall_s']:9.1f} "
           f"{before['wall_s'] / after['wall_s']:5.2f}x")
-    same = before["verdicts"] == after["verdicts"]
-    print(f"\nverdicts right/wrong per cell and detector identical: {same}")
+    print(f"\n{score_differences(before['rows'], after['rows'])}")
+    gone = sorted({d for cell in before["verdicts"].values() for d in cell}
+                  - {d for cell in after["verdicts"].values() for d in cell})
+    if gone:
+        print(f"verdicts only before (skipped after: see the manifest's timings.cells.*.skipped): {', '.join(gone)}")
+    shared = {cell: {d: v for d, v in verdicts.items() if d not in gone}
+              for cell, verdicts in before["verdicts"].items()}
+    same = shared == after["verdicts"]
+    print(f"verdicts right/wrong per cell and detector identical (every detector of both): {same}")
     if not same:
         for cell in after["verdicts"]:
-            if before["verdicts"][cell] != after["verdicts"][cell]:
-                print(f"  {cell}: before {before['verdicts'][cell]}\n  {' ' * len(cell)}  after  "
-                      f"{after['verdicts'][cell]}")
+            if shared[cell] != after["verdicts"][cell]:
+                print(f"  {cell}: before {shared[cell]}\n  {' ' * len(cell)}  after  {after['verdicts'][cell]}")
     print("Algorithm 2 (exact, near-exact) per cell, before -> after: "
           + "; ".join(f"{cell} {before['alg2'][cell]} -> {after['alg2'][cell]}" for cell in after["alg2"]))
 
