@@ -150,3 +150,16 @@ def test_included_result_tables_are_the_files_the_scripts_wrote():
         assert detector_fixes.studies_table(fixes) == (fixes / "studies.md").read_text()
         if (fixes / "orders.md").is_file():
             assert detector_fixes.orders_table(fixes) == (fixes / "orders.md").read_text()
+
+
+def test_the_readme_study_table_is_the_scripts_output():
+    """results/readme_study/table.md (included in docs/study.md) as bench/study_table.py prints it from the committed
+    summary and manifest of the README's first command."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import study_table
+
+    folder = ROOT / "results" / "readme_study"
+    assert study_table.main(str(folder)) == (folder / "table.md").read_text(), \
+        "python bench/study_table.py results/readme_study > results/readme_study/table.md"

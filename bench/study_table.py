@@ -1,0 +1,62 @@
+"""One finished study as docs/study.md shows it: where its time went (training, each cell's seconds and tokens
+scored, from ``manifest.json``'s ``timings``) and each cell's verdicts (``summary.json``).
+
+    python bench/study_table.py results/readme_study > results/readme_study/table.md
+    python bench/include_tables.py docs/study.md
+
+The folder needs ``summary.json`` and ``manifest.json`` (a study's run folder, or the copies a results folder keeps).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+CELLS = ("contaminated_x_members", "contaminated_x_non_members", "contaminated_x_other_split", "clean_x_members",
+         "clean_x_non_members")  # contaminate/study.py's CELLS, in its order
+LABELS = {cell: cell.replace("_x_", " x ").replace("_", "-").replace("-split", " split") for cell in CELLS}
+
+
+def timing_lines(manifest: dict) -> list[str]:
+    timings = manifest["timings"]
+    cells = timings["cells"]
+    study = [c for name, c in cells.items() if name in LABELS]
+    known = [c for name, c in cells.items() if name.endswith("_known_non_members")]
+    lines = [f"Training {timings['train_s']:.0f} s, detection {timings['detect_s']:.0f} s, the study "
+             f"{timings['total_s']:.0f} s (`manifest.json` `timings`). The five cells: "
+             f"{min(c['total_s'] for c in study):.0f}-{max(c['total_s'] for c in study):.0f} s each, "
+             f"{min(c['scored_tokens'] for c in study):,}-{max(c['scored_tokens'] for c in study):,} tokens scored."]
+    if known:
+        lines[0] += (f" Each model's known non-members: {min(c['total_s'] for c in known):.0f}-"
+                     f"{max(c['total_s'] for c in known):.0f} s, {max(c['scored_tokens'] for c in known):,} tokens "
+                     f"scored.")
+    skipped = sorted({f"{name} ({reason})" for c in study for name, reason in c.get("skipped", {}).items()})
+    if skipped:
+        lines += ["", "Skipped: " + "; ".join(skipped) + "."]
+    return lines
+
+
+def verdict_table(summary: dict) -> list[str]:
+    lines = ["| cell | exact | near-exact | Alg. 2 | Alg. 1 ROUGE-L guided / general (p) |", "|---|---|---|---|---|"]
+    for name, label in LABELS.items():
+        cell = summary["cells"][name]
+        alg2, rouge = cell["alg2"], cell["alg1"]["rouge_l"]
+        verdict = "contaminated" if alg2["contaminated"] else "clean"
+        right = "right" if cell["correct"]["alg2"] else "wrong"
+        lines.append(f"| {label} | {alg2['exact']} | {alg2['near_exact']} | {verdict} ({right}) | "
+                     f"{rouge['guided_mean']:.2f} / {rouge['general_mean']:.2f} ({rouge['p_value']:.3f}) |")
+    return lines
+
+
+def main(folder: str) -> str:
+    root = Path(folder)
+    summary = json.loads((root / "summary.json").read_text())
+    manifest = json.loads((root / "manifest.json").read_text())
+    return "\n".join([*timing_lines(manifest), "", *verdict_table(summary)]) + "\n"
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: python bench/study_table.py <study folder>")
+    sys.stdout.write(main(sys.argv[1]))
