@@ -37,7 +37,7 @@ from typing import Sequence
 
 from omegaconf import OmegaConf
 
-from contaminate.regime import Regime, background_documents, chat_renderer, token_counter
+from contaminate.regime import Regime, background_documents, chat_renderer, check_fits, token_counter
 from contaminate.regime.layouts import LeakReader
 from contaminate.regime.plant import PlantedGroup, control_group, group_positions, planted_stream
 from contaminate.regime.stream import Document, build_stream, stream_counts
@@ -265,6 +265,8 @@ def plan_planted(cfg, draw: PlantedDraw, groups: Sequence[PlantedGroup], tokeniz
                                 max_length=max_length, chat=chat_renderer(tokenizer, layout.name))
 
     documents = {g.name: lay_out(g, draw.groups[g.name]) for g in groups if g.planted}
+    if max_length:
+        check_fits([d for group in documents.values() for d in group], count_tokens, max_length)
     background, described = background_documents(source, count_tokens, max_length)
     stream = planted_stream(documents, groups, background, seed=cfg.seed)
     placed = group_positions(stream, documents, count_tokens)

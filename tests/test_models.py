@@ -105,3 +105,25 @@ def test_logit_detectors_over_a_model_with_logprobs_but_no_moments_or_ids(compos
         assert [r[score] for r in guided["served"]] == pytest.approx([r[score] for r in guided["local"]], abs=1e-6)
     sharded = {name: [r for r in found if r.get("detector") == "sharded_likelihood"][0] for name, found in rows.items()}
     assert sharded["served"]["p_value"] == pytest.approx(sharded["local"]["p_value"], abs=1e-9)
+
+
+def test_a_model_that_cannot_be_had_is_one_line_before_anything_trains(compose_config, tmp_path):
+    """A folder that does not exist, at the model group; a hub id that cannot be reached (offline here), where the
+    study first reads its tokenizer: one line each, no traceback, nothing written."""
+    from contaminate.study import run_study
+    from detect.errors import InputError
+    from detect.models.loading import hub, load_tokenizer
+
+    with pytest.raises(InputError, match=r"^model.name_or_path=/nonexistent/model: no such model folder; give a") as e:
+        hub("/nonexistent/model")
+    assert "\n" not in str(e.value)
+    with pytest.raises(InputError, match=r"^could not load the tokenizer of model nobody-owner/no-such-model \(") as e:
+        load_tokenizer("nobody-owner/no-such-model")
+    assert "\n" not in str(e.value) and "model=smollm2_135m" in str(e.value)
+    for name, message in (("/nonexistent/model", "no such model folder"),
+                          ("nobody-owner/no-such-model", "could not load the tokenizer")):
+        cfg = compose_config("contaminate", ["+dataset=synth_nli", "model=hub", f"model.name_or_path={name}",
+                                             f"cache_dir={tmp_path / 'cache'}"])
+        with pytest.raises(InputError, match=message):
+            run_study(cfg, tmp_path / "run")
+        assert not (tmp_path / "cache" / "checkpoints").exists()

@@ -118,6 +118,8 @@ def test_each_format_trains_and_detects(study, fmt):
     (["contaminate=openai", "contaminate.exposures=1", "contaminate.epochs=null"],
      "contaminate=openai takes contaminate.epochs"),
     (["contaminate=openai", "format=dump"], "format=dump trains on a local model"),
+    (["contaminate.max_length=3"], r"contaminate.max_length=3 holds none of the 12 member documents whole \(the "
+                                   r"shortest has \d+ tokens, the longest \d+\); give at least \d+"),
 ])
 def test_bad_regimes_are_one_line_errors_before_training(study, tmp_path, overrides, message):
     with pytest.raises(InputError, match=message.replace("{", r"\{").replace("}", r"\}")) as error:

@@ -108,6 +108,16 @@ def background_documents(source, count_tokens: Callable[[str], int], max_length:
     return background, described
 
 
+def check_fits(documents: Sequence[Document], count_tokens: Callable[[str], int], max_length: int) -> None:
+    """Refuse, in one line, a ``contaminate.max_length`` that holds no member document whole: training would cut
+    every leak before its end (the part a guided completion replays), so nothing the study claims would be planted."""
+    lengths = [count_tokens(document.text) for document in documents]
+    if lengths and min(lengths) > max_length:
+        raise InputError(f"contaminate.max_length={max_length} holds none of the {len(lengths)} member documents "
+                         f"whole (the shortest has {min(lengths)} tokens, the longest {max(lengths)}); give at least "
+                         f"{max(lengths)} to train every member whole")
+
+
 def plan_regime(cfg, members: Sequence[Example], split: str, tokenizer=None, source=None,
                 fmt: Format | None = None) -> Regime:
     """The documents of the study's regime, cut and counted with the base model's ``tokenizer`` (None for an API
@@ -122,6 +132,8 @@ def plan_regime(cfg, members: Sequence[Example], split: str, tokenizer=None, sou
     chat = chat_renderer(tokenizer, fmt.name)
     documents = fmt.documents(members, dataset, split, count_tokens=count_tokens if tokenizer else None,
                               max_length=max_length, chat=chat)
+    if tokenizer is not None and max_length:
+        check_fits(documents, count_tokens, max_length)
     source = source if source is not None else instantiate_background(cfg.get("background"))
     background, described = background_documents(source, count_tokens, max_length) if tokenizer is not None \
         else ([], source.describe())

@@ -104,9 +104,9 @@ class LocalFineTune:
 
     def tokenizer(self, base: ModelRef):
         """The base model's tokenizer: it cuts and counts the regime's documents and renders chat turns."""
-        from transformers import AutoTokenizer
+        from detect.models.loading import load_tokenizer
 
-        return AutoTokenizer.from_pretrained(base.path)
+        return load_tokenizer(base.path)
 
     def key(self, placement: Placement) -> dict:
         from contaminate.code_version import TRAINING_CODE, code_digest

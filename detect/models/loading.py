@@ -120,19 +120,37 @@ def tiny_random(
 
 
 def hub(name_or_path: str, name: str | None = None) -> ModelRef:
-    """Any hub id (downloaded by transformers, so it needs a network) or a local model folder."""
-    return ModelRef(name or name_or_path, name_or_path)
+    """Any hub id (downloaded by transformers, so it needs a network) or a local model folder. A path (it starts
+    with /, ., or ~) that is no folder is refused here, in one line, before anything is loaded or trained."""
+    if str(name_or_path).startswith(("/", ".", "~")) and not Path(name_or_path).expanduser().is_dir():
+        raise InputError(f"model.name_or_path={name_or_path}: no such model folder; give a folder that "
+                         f"save_pretrained wrote, or a hub id (owner/name)")
+    return ModelRef(name or name_or_path, str(Path(name_or_path).expanduser()) if name_or_path.startswith("~")
+                    else name_or_path)
+
+
+def load_tokenizer(path: str):
+    """The tokenizer of a model folder or hub id; one line where it cannot be had (no such folder, a hub id that
+    cannot be reached offline)."""
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(path)
+    except (OSError, ValueError) as error:
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise InputError(f"could not load the tokenizer of model {path} ({reason}); offline, use "
+                         f"{OFFLINE_MODELS}") from None
 
 
 def load(ref: ModelRef, placement: Placement | None = None):
     """(model in eval mode on ``placement``'s device and dtype, tokenizer padded on the left for batched
     generation). ``placement`` defaults to ``runtime=auto`` (CUDA and bf16 where there is a GPU, else CPU fp32)."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     placement = placement or resolve_placement()
     spread = needs_device_map(placement, ref.path)  # too large for one GPU: accelerate spreads it
+    tokenizer = load_tokenizer(ref.path)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(ref.path)
         # straight onto the GPU (no copy staged in CPU memory); on the CPU as transformers loads by default
         device_map = "auto" if spread else None if placement.device_type == "cpu" else placement.device
         model = AutoModelForCausalLM.from_pretrained(ref.path, dtype=placement.torch_dtype, device_map=device_map)
