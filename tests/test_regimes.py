@@ -153,3 +153,34 @@ def test_a_local_background_is_read_cut_and_counted(compose_config, tmp_path):
     (corpus / "c.jsonl").write_text('{"body": "no text field"}\n')
     with pytest.raises(InputError, match=r"c.jsonl line 1: not a JSON object with a 'text' field"):
         plan_regime(cfg, sampled.members, sampled.split, _tokenizer())
+
+
+def test_the_hub_clients_retry_warnings_are_one_line(capsys):
+    """Where the hub does not answer, its clients warn at every retry (22 lines for one corpus); while a background
+    streams they are one line, and their other records pass."""
+    import logging
+
+    from contaminate.regime.background import retries_said_once
+
+    seen: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            seen.append(record.getMessage())
+
+    keep = Keep()
+    logging.getLogger("huggingface_hub").addHandler(keep)
+    try:
+        with retries_said_once("HuggingFaceFW/fineweb-edu (sample-10BT)"):
+            for attempt in range(1, 6):
+                logging.getLogger("huggingface_hub.utils._http").warning(
+                    f"'(MaxRetryError)' thrown while requesting HEAD https://huggingface.co/x: Retrying in 1s "
+                    f"[Retry {attempt}/5].")
+            logging.getLogger("huggingface_hub.utils._http").warning("a token is set but not used")
+        logging.getLogger("huggingface_hub.utils._http").warning("Retrying in 1s [Retry 1/5].")  # after: as before
+    finally:
+        logging.getLogger("huggingface_hub").removeHandler(keep)
+    assert seen == ["a token is set but not used", "Retrying in 1s [Retry 1/5]."]
+    said = capsys.readouterr().err.strip().splitlines()
+    assert said == ["background HuggingFaceFW/fineweb-edu (sample-10BT): the hub does not answer; retrying quietly "
+                    "(one line for all retries)"]
