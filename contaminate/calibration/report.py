@@ -268,10 +268,11 @@ def reference_section(sources) -> list[str]:
 
 
 def write_reports(result: Calibration, out: Path) -> None:
+    """calibration.md, dose_response.csv / .md and the plots of a calibration, into ``out``: the sections top to
+    bottom (the product, membership within models, then the cross-model numbers)."""
     out = Path(out)
     rows = dose_response_rows(result)
     rates = detectors(result)
-    names = list(rates)
     scores = list(result.instance)
     with open(out / "dose_response.csv", "w", newline="") as file:
         writer = csv.DictWriter(file, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
@@ -280,13 +281,23 @@ def write_reports(result: Calibration, out: Path) -> None:
     table_columns = [c for c in rows[0] if not c.startswith("fpr_")]
     (out / "dose_response.md").write_text("\n".join(markdown_table(rows, table_columns)) + "\n")
     plot_roc(result, out / "roc.png")
-    has_dose_plot = plot_dose_response(rows, names, [s for s in scores if not s.endswith("_gain")],
+    has_dose_plot = plot_dose_response(rows, list(rates), [s for s in scores if not s.endswith("_gain")],
                                        out / "dose_response.png")
+    lines = [*opening_lines(result),
+             *product_sections(result.recipe, result.cards, result.targets["partition_fpr"]),
+             *reference_section(result.sources),
+             *regime_headline(result.by_regime, out),
+             *regime_details(result.by_regime, out),
+             *cross_model_lines(result),
+             *partition_lines(result, rates),
+             *judges_section(result.judges),
+             *dose_lines(rows, table_columns, has_dose_plot, out)]
+    (out / "calibration.md").write_text("\n".join(lines) + "\n")
 
-    targets, thresholds, achieved = result.targets, result.thresholds, result.achieved
-    default = result.default_thresholds
+
+def opening_lines(result: Calibration) -> list[str]:
     n = result.n_instances
-    lines = [
+    return [
         f"# Calibration from {len(result.sources)} studies: {units_text([i.unit for i in result.instances])}",
         "",
         f"The independent unit is a member draw (the models trained on it, one per training seed, are averaged "
@@ -294,11 +305,15 @@ def write_reports(result: Calibration, out: Path) -> None:
         f"table says how many draws and models it rests on. {n['positive']} member instances and {n['negative']} "
         f"clean ones (each computation once), over {len(result.conditions)} conditions. Generated {result.created} "
         f"by `python -m contaminate.calibrate`.",
-        "",
-        *product_sections(result.recipe, result.cards, targets["partition_fpr"]),
-        *reference_section(result.sources),
-        *regime_headline(result.by_regime, out),
-        *regime_details(result.by_regime, out),
+        ""]
+
+
+def cross_model_lines(result: Calibration) -> list[str]:
+    """The cross-model numbers: detectors side by side, instance AUCs against every clean instance, and the
+    retired thresholds pooled across models."""
+    targets, thresholds, achieved = result.targets, result.thresholds, result.achieved
+    default = result.default_thresholds
+    lines = [
         "# Cross-model numbers (not membership)",
         "",
         "Below, members of a contaminated model are set against every clean instance, the clean base model's "
@@ -332,7 +347,7 @@ def write_reports(result: Calibration, out: Path) -> None:
               f"{achieved['exact']['fpr']:.3f} ({targets['exact_fpr']}) | {achieved['exact']['tpr']:.2f} |"]
     for score, near in achieved["near_exact"].items():
         default_near = (f"{default['near_exact_threshold']:.2f} | {default['near_exact']['fpr']:.3f} / "
-                      f"{default['near_exact']['tpr']:.2f}") if score == "rouge_l" else "- | -"
+                        f"{default['near_exact']['tpr']:.2f}") if score == "rouge_l" else "- | -"
         lines.append(f"| exact or near-exact | {score} | {default_near} | {near['threshold']:.3f} | {near['fpr']:.3f} "
                      f"({targets['near_exact_fpr']}) | {near['tpr']:.2f} |")
     unattainable = [label for label, a in [("exact", achieved["exact"]), *achieved["near_exact"].items()]
@@ -340,9 +355,14 @@ def write_reports(result: Calibration, out: Path) -> None:
     if unattainable:
         lines += ["", f"**Not attainable for {', '.join(unattainable)}**: negatives score 1.0 (clean models "
                   f"replaying exactly, or guessable instances) more often than the target allows."]
-    lines += ["", "In-sample and pooled across models (a base model's easy negatives meet the budget for the "
-              "contaminated models' own): not a threshold to use. The card (at the top) is.", ""]
+    return lines + ["", "In-sample and pooled across models (a base model's easy negatives meet the budget for the "
+                    "contaminated models' own): not a threshold to use. The card (at the top) is.", ""]
 
+
+def partition_lines(result: Calibration, rates: dict) -> list[str]:
+    """Partition level over random samples of one model's cell: each detector's rates, the FPR by kind of clean
+    pool, Algorithm 2's rule grid and the rule the data support."""
+    targets = result.targets
     paper_rule = result.alg2["default"]["rules"][result.paper_rule]
     calibrated_rule = result.alg2["calibrated"]["rules"][result.paper_rule]
     rows_partition = [(f"Algorithm 1, {score}", block, None) for score, block in result.alg1.items()]
@@ -356,8 +376,8 @@ def write_reports(result: Calibration, out: Path) -> None:
         block = result.alg2["calibrated"]["rules"][recommended]
         rows_partition.append((f"Algorithm 2, calibrated thresholds, {rule_name(recommended)}", block,
                                block["binomial_fpr"]))
-    lines += [f"## Partition level: random {targets['sample_size']}-instance samples of one model's cell", "",
-              "| detector | TPR [95% CI] | FPR [95% CI] | accuracy [95% CI] | binomial FPR |", "|---|---|---|---|---|"]
+    lines = [f"## Partition level: random {targets['sample_size']}-instance samples of one model's cell", "",
+             "| detector | TPR [95% CI] | FPR [95% CI] | accuracy [95% CI] | binomial FPR |", "|---|---|---|---|---|"]
     rows_partition += [(text, result.partition_detectors["verdicts"][name], None)
                        for name, text in verdict_labels().items() if name in result.partition_detectors["verdicts"]]
     for name, block, binomial in rows_partition:
@@ -375,24 +395,33 @@ def write_reports(result: Calibration, out: Path) -> None:
     for name, per_pool in rates.items():
         by_cell = [np.mean([r for (_, c, _), r in per_pool.items() if c == cell]) for cell in cells]
         lines.append(f"| {name} | " + " | ".join(f"{v:.2f}" for v in by_cell) + " |")
-
     for which in ("default", "calibrated"):
-        block = result.alg2[which]
-        k_exacts = sorted({k for k, _ in block["rules"]}, key=lambda k: (k is None, k or 0))
-        k_nears = sorted({k for _, k in block["rules"]}, key=lambda k: (k is None, k or 0))
-        lines += ["", f"Algorithm 2 rule grid, {which} thresholds: TPR / FPR / binomial FPR "
-                  f"(instance rates among negatives: exact {block['instance_rates']['exact']:.3f}, "
-                  f"near-exact {block['instance_rates']['near_exact']:.3f})", "",
-                  "| min exact \\ min near-exact | " + " | ".join(str(k or "never") for k in k_nears) + " |",
-                  "|---|" + "---|" * len(k_nears)]
-        for k_exact in k_exacts:
-            cells_text = []
-            for k_near in k_nears:
-                r = block["rules"].get((k_exact, k_near))
-                cells_text.append("" if r is None else f"{r['tpr']['mean']:.2f} / {r['fpr']['mean']:.2f} / "
-                                                       f"{r['binomial_fpr']:.3f}")
-            lines.append(f"| {k_exact or 'never'} | " + " | ".join(cells_text) + " |")
-    paper_cal = calibrated_rule
+        lines += rule_grid_lines(which, result.alg2[which])
+    return lines + rule_lines(result, recommended, calibrated_rule)
+
+
+def rule_grid_lines(which: str, block: dict) -> list[str]:
+    """Algorithm 2's rule grid at one set of thresholds: TPR / FPR / binomial FPR per (min exact, min near)."""
+    k_exacts = sorted({k for k, _ in block["rules"]}, key=lambda k: (k is None, k or 0))
+    k_nears = sorted({k for _, k in block["rules"]}, key=lambda k: (k is None, k or 0))
+    lines = ["", f"Algorithm 2 rule grid, {which} thresholds: TPR / FPR / binomial FPR "
+             f"(instance rates among negatives: exact {block['instance_rates']['exact']:.3f}, "
+             f"near-exact {block['instance_rates']['near_exact']:.3f})", "",
+             "| min exact \\ min near-exact | " + " | ".join(str(k or "never") for k in k_nears) + " |",
+             "|---|" + "---|" * len(k_nears)]
+    for k_exact in k_exacts:
+        cells_text = []
+        for k_near in k_nears:
+            r = block["rules"].get((k_exact, k_near))
+            cells_text.append("" if r is None else f"{r['tpr']['mean']:.2f} / {r['fpr']['mean']:.2f} / "
+                                                   f"{r['binomial_fpr']:.3f}")
+        lines.append(f"| {k_exact or 'never'} | " + " | ".join(cells_text) + " |")
+    return lines
+
+
+def rule_lines(result: Calibration, recommended: tuple | None, paper_cal: dict) -> list[str]:
+    """The rule the data support (highest TPR within the partition FPR budget), and how to set it."""
+    targets = result.targets
     if recommended is None:
         verdict = (f"No rule keeps both the measured and the binomial partition FPR within "
                    f"{targets['partition_fpr']:.0%} with calibrated thresholds.")
@@ -404,15 +433,18 @@ def write_reports(result: Calibration, out: Path) -> None:
                    f"{block['fpr']['mean']:.2f} (binomial {block['binomial_fpr']:.3f}), against the paper's 1/2: TPR "
                    f"{paper_cal['tpr']['mean']:.2f}, FPR {paper_cal['fpr']['mean']:.2f} "
                    f"(binomial {paper_cal['binomial_fpr']:.3f}).")
-    lines += ["", f"**Rule.** {verdict} (Highest TPR among rules whose measured and binomial FPR stay within "
-              f"{targets['partition_fpr']:.0%}.)" + ("" if recommended is None else
-              f" Set it with `detect.detectors.alg2.min_exact={recommended[0] or targets['sample_size'] + 1} "
-              f"detect.detectors.alg2.min_near_exact={recommended[1] or targets['sample_size'] + 1}`."),
-              *judges_section(result.judges),
-              "", "## Dose response", "", *markdown_table(rows, table_columns), "",
-              "TPR columns: partition detection rate of each detector on the condition's members, mean over its "
-              "models; AUC: instance level within the condition, cross-model (members against every clean "
-              "instance). FPRs are in dose_response.csv."]
+    return ["", f"**Rule.** {verdict} (Highest TPR among rules whose measured and binomial FPR stay within "
+            f"{targets['partition_fpr']:.0%}.)" + ("" if recommended is None else
+            f" Set it with `detect.detectors.alg2.min_exact={recommended[0] or targets['sample_size'] + 1} "
+            f"detect.detectors.alg2.min_near_exact={recommended[1] or targets['sample_size'] + 1}`.")]
+
+
+def dose_lines(rows: list[dict], table_columns: list[str], has_dose_plot: bool, out: Path) -> list[str]:
+    """The dose-response table, and its plot where one plot can tell the conditions apart."""
+    lines = ["", "## Dose response", "", *markdown_table(rows, table_columns), "",
+             "TPR columns: partition detection rate of each detector on the condition's members, mean over its "
+             "models; AUC: instance level within the condition, cross-model (members against every clean "
+             "instance). FPRs are in dose_response.csv."]
     dose_varies = len({r.get(EXPOSURE) for r in rows} - {None}) > 1
     if has_dose_plot:
         lines += ["", "![dose response](dose_response.png)"]
@@ -421,4 +453,4 @@ def write_reports(result: Calibration, out: Path) -> None:
         if dose_varies:
             lines += ["", "More conditions than one plot can tell apart share each exposure: membership.png (at the "
                       "top) draws each regime on its own row."]
-    (out / "calibration.md").write_text("\n".join(lines) + "\n")
+    return lines
