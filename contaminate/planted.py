@@ -329,8 +329,7 @@ def run_planted(cfg, out_dir: Path) -> dict:
     check_planted(cfg, groups)
     setup = check_study(cfg)
     configs, layouts = group_layouts(cfg, groups, setup.format)
-    main_process = _is_main_process()
-    if main_process:
+    if _is_main_process():
         out_dir.mkdir(parents=True, exist_ok=True)
         write_config(out_dir / "config.yaml", given, placement)
     timings = {}
@@ -339,25 +338,15 @@ def run_planted(cfg, out_dir: Path) -> dict:
     draw = sample_groups(cfg, groups, configs)
     timings["sample_s"] = round(time.time() - stage, 2)
 
-    base = setup.trainer.base_model(cfg)
-    tokenizer = setup.trainer.tokenizer(base)
+    tokenizer = setup.trainer.tokenizer(setup.trainer.base_model(cfg))
     planted = plan_planted(cfg, draw, groups, tokenizer, setup.background, setup.format, layouts, configs)
     trained = [g for g in groups if g.planted]
     everyone = [e for g in trained for e in draw.groups[g.name]]
     # plant.control: the background alone is trained as a study's control; the twin instead of it; base: neither
     # (the untouched base model's clean cells; the within-model comparison needs no second model)
     kind = cfg.plant.get("control", "background")
-    regime = Regime(f"planted ({cfg.plant.name})", planted.format, planted.background, 1, None,
-                    [d for g in trained for d in planted.documents[g.name]], planted.stream,
-                    planted.control if kind == "background" else None, planted.counts)
-    # the study the training key and post-training read (its split, its other split's pool): a group of the run's
-    # own dataset
-    lead = next((g for g in trained if g.dataset is None), None)
-    if lead is None and cfg.get("post_train") is not None and cfg.post_train.get("name", "none") != "none":
-        raise InputError(f"post_train={cfg.post_train.name} trains on the run's dataset {cfg.dataset.key}, and every "
-                         f"planted group plants another; plant a group of {cfg.dataset.key} or use post_train=none")
-    lead = lead or trained[0]
-    first = draw.study(lead, control_group(groups, lead), cfg.sample.n_detect, cfg.sample.draw)
+    regime = training_regime(cfg, planted, trained, kind)
+    first = lead_study(cfg, groups, trained, draw)
     plant_key = {"plant": [g.describe() for g in groups],
                  "groups": {g.name: [e.instance_id for e in draw.groups[g.name]] for g in groups}}
     contaminated = contaminate(cfg, replace(first, members=everyone), placement, out_dir, setup, regime=regime,
@@ -365,19 +354,9 @@ def run_planted(cfg, out_dir: Path) -> dict:
     if contaminated is None:
         return {"distributed_worker": True}
     if planted.twin:
-        stage = time.time()
-        contaminated = replace(contaminated, control=train_twin(cfg, draw, planted, contaminated, setup, placement,
-                                                                plant_key))
-        contaminated = replace(contaminated, seconds=contaminated.seconds + time.time() - stage)
-        if contaminated.control is None:
+        contaminated = with_twin(cfg, draw, planted, contaminated, setup, placement, plant_key, first)
+        if contaminated is None:
             return {"distributed_worker": True}
-        if contaminated.post_train:  # post_train=sft|grpo: the twin post-trained as the contaminated model was
-            from contaminate.training.post import post_train_stage
-
-            contaminated = post_train_stage(cfg, setup.trainer).apply_to_control(cfg, first, contaminated, setup,
-                                                                                 placement)
-            if contaminated is None:
-                return {"distributed_worker": True}
     timings["train_s"] = round(contaminated.seconds, 1)
     hyperparameters = {k: v for k, v in contaminated.hyperparameters.items() if k != "exposures"}
 
@@ -417,6 +396,41 @@ def run_planted(cfg, out_dir: Path) -> dict:
     (out_dir / "plant.json").write_text(json.dumps(record, indent=2))
     (out_dir / "plant.md").write_text(plant_report(record))
     return {"plant": record, "groups": {name: summary for name, (summary, _) in results.items()}}
+
+
+def training_regime(cfg, planted: PlantedRegime, trained: Sequence[PlantedGroup], kind: str) -> Regime:
+    """The one training run as a study's regime: every planted group's documents, the stream, the control's."""
+    return Regime(f"planted ({cfg.plant.name})", planted.format, planted.background, 1, None,
+                  [d for g in trained for d in planted.documents[g.name]], planted.stream,
+                  planted.control if kind == "background" else None, planted.counts)
+
+
+def lead_study(cfg, groups: Sequence[PlantedGroup], trained: Sequence[PlantedGroup], draw: PlantedDraw) -> Sampled:
+    """The study the training key and post-training read (its split, its other split's pool): a group of the run's
+    own dataset (post-training trains on that dataset, so a run that plants only others refuses it, in one line)."""
+    lead = next((g for g in trained if g.dataset is None), None)
+    if lead is None and cfg.get("post_train") is not None and cfg.post_train.get("name", "none") != "none":
+        raise InputError(f"post_train={cfg.post_train.name} trains on the run's dataset {cfg.dataset.key}, and every "
+                         f"planted group plants another; plant a group of {cfg.dataset.key} or use post_train=none")
+    lead = lead or trained[0]
+    return draw.study(lead, control_group(groups, lead), cfg.sample.n_detect, cfg.sample.draw)
+
+
+def with_twin(cfg, draw: PlantedDraw, planted: PlantedRegime, contaminated, setup: Setup, placement,
+              plant_key: dict, first: Sampled):
+    """``contaminated`` with the swap twin as its control (trained, or reused), post-trained as the contaminated
+    model was where post_train is set; None on a distributed worker."""
+    stage = time.time()
+    contaminated = replace(contaminated, control=train_twin(cfg, draw, planted, contaminated, setup, placement,
+                                                            plant_key))
+    contaminated = replace(contaminated, seconds=contaminated.seconds + time.time() - stage)
+    if contaminated.control is None:
+        return None
+    if contaminated.post_train:  # post_train=sft|grpo: the twin post-trained as the contaminated model was
+        from contaminate.training.post import post_train_stage
+
+        return post_train_stage(cfg, setup.trainer).apply_to_control(cfg, first, contaminated, setup, placement)
+    return contaminated
 
 
 def train_twin(cfg, draw: PlantedDraw, planted: PlantedRegime, contaminated, setup: Setup, placement,
