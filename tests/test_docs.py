@@ -163,3 +163,16 @@ def test_the_readme_study_table_is_the_scripts_output():
     folder = ROOT / "results" / "readme_study"
     assert study_table.main(str(folder)) == (folder / "table.md").read_text(), \
         "python bench/study_table.py results/readme_study > results/readme_study/table.md"
+
+
+def test_the_config_groups_table_is_generated_from_conf():
+    """docs/generated/config_groups.md (included in docs/study.md) as bench/config_groups.py prints it from conf/:
+    a group, an option or a setting added to conf/ and not to the docs fails here."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import config_groups
+
+    assert config_groups.table() == (ROOT / "docs" / "generated" / "config_groups.md").read_text(), \
+        "python bench/config_groups.py > docs/generated/config_groups.md; python bench/include_tables.py docs/study.md"
+    assert "`paraphrase`" in config_groups.table() and "`planted_cpu`" in config_groups.table()
