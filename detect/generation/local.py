@@ -45,7 +45,8 @@ def resolve_prompt_format(prompt_format: str, tokenizer) -> str:
     return prompt_format
 
 
-def _common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
+def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading tokens two token lists share."""
     n = 0
     for x, y in zip(a, b):
         if x != y:
@@ -61,7 +62,7 @@ def prefix_groups(token_lists: Sequence[Sequence[int]], min_shared: int) -> list
     for i, tokens in enumerate(token_lists):
         if groups:
             rows, shared = groups[-1]
-            shared_now = min(shared, _common_prefix_length(token_lists[rows[0]], tokens), len(tokens) - 1)
+            shared_now = min(shared, common_prefix_length(token_lists[rows[0]], tokens), len(tokens) - 1)
             if shared_now >= min_shared:
                 groups[-1] = (rows + [i], shared_now)
                 continue

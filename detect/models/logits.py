@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from detect.generation.local import cache_argument, common_prefix_length
+
 
 class TokenScorer:
     """The per-token statistics of texts under one local model, in length-sorted batches (no memo: the
@@ -88,7 +90,7 @@ class TokenScorer:
         for i in order:
             if self.share_prefix and groups:
                 rows, shared = groups[-1]
-                now = min(shared, _common_prefix_length(ids[rows[0]], ids[i]), len(ids[i]) - 1)
+                now = min(shared, common_prefix_length(ids[rows[0]], ids[i]), len(ids[i]) - 1)
                 if now >= self.min_shared_tokens and (len(rows) == 1 or 2 * now >= shared):
                     groups[-1] = (rows + [i], now)
                     continue
@@ -99,8 +101,6 @@ class TokenScorer:
         """The statistics of ``prefix + suffix`` for each suffix, the prefix run once: its key/value cache is
         repeated over each batch of suffixes, which run at the positions after it."""
         from transformers import DynamicCache
-
-        from detect.generation.local import cache_argument
 
         device, length = self.model.device, len(prefix)
         with torch.inference_mode():
@@ -158,15 +158,6 @@ def _statistics(logits, targets, mask, moments: list[bool], torch) -> list[dict]
             stats.update(mu=mu[at][keep].tolist(), sigma=sigma[at][keep].tolist())
         found.append(stats)
     return found
-
-
-def _common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def _length_batches(lengths: Sequence[int], max_batch_tokens: int) -> list[list[int]]:
