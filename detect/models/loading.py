@@ -122,11 +122,11 @@ def tiny_random(
 def hub(name_or_path: str, name: str | None = None) -> ModelRef:
     """Any hub id (downloaded by transformers, so it needs a network) or a local model folder. A path (it starts
     with /, ., or ~) that is no folder is refused here, in one line, before anything is loaded or trained."""
-    if str(name_or_path).startswith(("/", ".", "~")) and not Path(name_or_path).expanduser().is_dir():
-        raise InputError(f"model.name_or_path={name_or_path}: no such model folder; give a folder that "
-                         f"save_pretrained wrote, or a hub id (owner/name)")
-    return ModelRef(name or name_or_path, str(Path(name_or_path).expanduser()) if name_or_path.startswith("~")
-                    else name_or_path)
+    path = str(name_or_path)
+    if path.startswith(("/", ".", "~")) and not Path(path).expanduser().is_dir():
+        raise InputError(f"model.name_or_path={path}: no such model folder; give a folder that save_pretrained "
+                         f"wrote, or a hub id (owner/name)")
+    return ModelRef(name or path, str(Path(path).expanduser()) if path.startswith("~") else path)
 
 
 def load_tokenizer(path: str):
