@@ -55,15 +55,18 @@ def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
     return n
 
 
-def prefix_groups(token_lists: Sequence[Sequence[int]], min_shared: int) -> list[tuple[list[int], int]]:
+def prefix_groups(token_lists: Sequence[Sequence[int]], min_shared: int, *,
+                  keep_half: bool = False) -> list[tuple[list[int], int]]:
     """Consecutive runs of ``token_lists`` (sorted) that share at least ``min_shared`` leading tokens, each
-    with its shared length. Every row keeps at least one token of its own to feed the model."""
+    with its shared length. Every row keeps at least one token of its own to feed the model. ``keep_half``: a row
+    joins a run only if the run keeps at least half of what it shared (a long prefix is not diluted to a short
+    header by a neighbour)."""
     groups: list[tuple[list[int], int]] = []
     for i, tokens in enumerate(token_lists):
         if groups:
             rows, shared = groups[-1]
             shared_now = min(shared, common_prefix_length(token_lists[rows[0]], tokens), len(tokens) - 1)
-            if shared_now >= min_shared:
+            if shared_now >= min_shared and (not keep_half or len(rows) == 1 or 2 * shared_now >= shared):
                 groups[-1] = (rows + [i], shared_now)
                 continue
         groups.append(([i], len(tokens) - 1))

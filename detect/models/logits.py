@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from detect.generation.local import cache_argument, common_prefix_length
+from detect.generation.local import cache_argument, prefix_groups
 
 
 class TokenScorer:
@@ -86,16 +86,10 @@ class TokenScorer:
     def _groups(self, ids: list[list[int]]) -> list[tuple[list[int], int]]:
         """Runs of the texts, in token order, that share a prefix worth running once: (indices, shared length)."""
         order = sorted(range(len(ids)), key=lambda i: ids[i])
-        groups: list[tuple[list[int], int]] = []
-        for i in order:
-            if self.share_prefix and groups:
-                rows, shared = groups[-1]
-                now = min(shared, common_prefix_length(ids[rows[0]], ids[i]), len(ids[i]) - 1)
-                if now >= self.min_shared_tokens and (len(rows) == 1 or 2 * now >= shared):
-                    groups[-1] = (rows + [i], now)
-                    continue
-            groups.append(([i], len(ids[i]) - 1))
-        return groups
+        if not self.share_prefix:
+            return [([i], len(ids[i]) - 1) for i in order]
+        return [([order[r] for r in rows], shared) for rows, shared in
+                prefix_groups([ids[i] for i in order], self.min_shared_tokens, keep_half=True)]
 
     def _shared(self, prefix: list[int], suffixes: list[list[int]], moments: list[bool], torch) -> list[dict]:
         """The statistics of ``prefix + suffix`` for each suffix, the prefix run once: its key/value cache is
