@@ -49,6 +49,7 @@ def random_model(shape: str, dtype, vocab_size: int | None = None):
     with torch.device("meta"):
         model = LlamaForCausalLM(config)
     model = model.to_empty(device="cpu").to(dtype)
+    model.tie_weights()  # to_empty leaves the output embedding its own tensor (1.50B parameters, not the shape's 1.24B)
     for parameter in model.parameters():  # random weights at the usual scale; no real initialisation needed
         torch.nn.init.normal_(parameter, std=0.02)
     return model

@@ -165,6 +165,19 @@ def test_the_readme_study_table_is_the_scripts_output():
         "python bench/study_table.py results/readme_study > results/readme_study/table.md"
 
 
+def test_the_gpu_table_is_the_scripts_output():
+    """results/gpu_h200/table.md (included in docs/gpu.md) as bench/gpu_table.py prints it from the committed bench
+    JSON and planted runs' records of the one H200 session."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import gpu_table
+
+    folder = ROOT / "results" / "gpu_h200"
+    assert gpu_table.main(str(folder)) == (folder / "table.md").read_text(), \
+        "python bench/gpu_table.py results/gpu_h200 > results/gpu_h200/table.md"
+
+
 def test_the_config_groups_table_is_generated_from_conf():
     """docs/generated/config_groups.md (included in docs/study.md) as bench/config_groups.py prints it from conf/:
     a group, an option or a setting added to conf/ and not to the docs fails here."""
