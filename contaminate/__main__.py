@@ -22,11 +22,11 @@ from detect.cli import check_overrides, one_line_errors
 def main(cfg) -> None:
     from hydra.core.hydra_config import HydraConfig
 
-    from contaminate.study import run_study
+    from contaminate.run import run_config
 
     out_dir = Path(HydraConfig.get().runtime.output_dir)
     with one_line_errors():
-        summary = run_study(cfg, out_dir)
+        summary = run_config(cfg, out_dir)
     if "distributed_worker" in summary:  # another process of `accelerate launch`: it trained, the main one reports
         return
     print(out_dir)

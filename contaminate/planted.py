@@ -37,6 +37,7 @@ from typing import Sequence
 
 from omegaconf import OmegaConf
 
+from contaminate.checkpoints import is_main_process, train_checkpoint
 from contaminate.regime import Regime, background_documents, chat_renderer, check_fits, token_counter
 from contaminate.regime.layouts import LeakReader
 from contaminate.regime.plant import PlantedGroup, control_group, group_positions, planted_stream
@@ -44,7 +45,6 @@ from contaminate.regime.stream import Document, build_stream, stream_counts
 from contaminate.study import (
     Sampled,
     Setup,
-    _is_main_process,
     build_manifest,
     check_study,
     contaminate,
@@ -144,6 +144,14 @@ def check_planted(cfg, groups: Sequence[PlantedGroup]) -> None:
     if cfg.sample.n_detect > smallest.n:
         raise InputError(f"sample.n_detect={cfg.sample.n_detect} is more than group {smallest.name}'s {smallest.n} "
                          f"instances; each group's cells detect on n_detect of them: lower it or raise plant.n")
+
+
+def check_planted_run(cfg) -> Setup:
+    """A planted run's config checked as a whole before any work: the dose its groups give, the sample settings
+    its groups need, then the study's checks (each component built once)."""
+    cfg = planted_config(cfg)
+    check_planted(cfg, planted_groups(cfg))
+    return check_study(cfg)
 
 
 def group_layouts(cfg, groups: Sequence[PlantedGroup], run_format) -> tuple[dict, dict]:
@@ -329,7 +337,7 @@ def run_planted(cfg, out_dir: Path) -> dict:
     check_planted(cfg, groups)
     setup = check_study(cfg)
     configs, layouts = group_layouts(cfg, groups, setup.format)
-    if _is_main_process():
+    if is_main_process():
         out_dir.mkdir(parents=True, exist_ok=True)
         write_config(out_dir / "config.yaml", given, placement)
     timings = {}
@@ -439,7 +447,6 @@ def train_twin(cfg, draw: PlantedDraw, planted: PlantedRegime, contaminated, set
     the same optimizer steps and schedule) with each planted group's instances replaced by disjoint stand-ins of
     the same split, trained like the contaminated model. Returns the study's control tuple (model, folder,
     reused, record), or None in a non-main process."""
-    from contaminate.study import _checkpoint
 
     base = contaminated.base
     key = {"base": asdict(base), "dataset": cfg.dataset.key, "split": next(iter(draw.splits.values()))[0],
@@ -448,7 +455,7 @@ def train_twin(cfg, draw: PlantedDraw, planted: PlantedRegime, contaminated, set
            "stand_ins": {name: [e.instance_id for e in pool] for name, pool in draw.twins.items()},
            "stream": digest([(d.text, d.prompt) for d in planted.twin]), "background": planted.background,
            "hyperparameters": contaminated.hyperparameters, "seed": cfg.seed, **setup.trainer.key(placement)}
-    model, folder, reused = _checkpoint(setup.trainer, base, planted.twin, key, cfg, placement)
+    model, folder, reused = train_checkpoint(setup.trainer, base, planted.twin, key, cfg, placement)
     if model is None:
         return None
     return model, folder, reused, json.loads((folder / "lab_checkpoint.json").read_text())

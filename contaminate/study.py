@@ -47,6 +47,7 @@ from typing import Any, Callable, Sequence
 from omegaconf import OmegaConf
 
 from contaminate.blind_baseline import blind_baseline
+from contaminate.checkpoints import is_main_process, train_checkpoint
 from contaminate.code_version import DETECTOR_CODE, code_digest
 from contaminate.regime import Regime, chat_renderer, check_regime, plan_regime
 from contaminate.regime.background import instantiate_background
@@ -150,18 +151,6 @@ def study_cells(regime: Regime) -> tuple[tuple[str, str, str, str], ...]:
     return tuple((cell, checkpoint, pool, "clean") for cell, checkpoint, pool, _ in CELLS)
 
 
-def _is_main_process() -> bool:
-    """False in the other processes of a distributed launch (accelerate launch, torchrun): they only train."""
-    return int(os.environ.get("RANK", "0")) == 0
-
-
-def _wait_for_everyone() -> None:
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        from accelerate import PartialState
-
-        PartialState().wait_for_everyone()
-
-
 @dataclass
 class Setup:
     """The study's components, each built once from config (checked as it is built), as a recipe's setup does."""
@@ -181,15 +170,11 @@ def planted_groups(cfg) -> list:
 
 
 def run_study(cfg, out_dir: Path) -> dict:
-    """Everything ``python -m contaminate`` does, given a composed config and a run folder: setup, sample,
-    contaminate, detect, summarize, write."""
-    if planted_groups(cfg):  # several groups planted in one stream: contaminate/planted.py
-        from contaminate.planted import run_planted
-
-        return run_planted(cfg, out_dir)
+    """A study of one group (contaminate/run.py dispatches): setup, sample, contaminate, detect, summarize, write,
+    given a composed config and a run folder."""
     started = time.time()
     out_dir = Path(out_dir)
-    main_process = _is_main_process()
+    main_process = is_main_process()
     placement = placement_from(cfg.runtime)  # a GPU asked for where none is: one line, before anything else
     setup = check_study(cfg)  # every component built and checked, before any data or model is touched
     if main_process:
@@ -234,14 +219,9 @@ def run_study(cfg, out_dir: Path) -> dict:
 def check_study(cfg) -> Setup:
     """The study's config checked as a whole before any work, each component built once as it is checked (each
     failure one line naming the key to set): the trainer, the background, the detectors and the judge (a bad
-    calibration path fails in a second, not after an hour of training). A planted run's config is checked with the
-    dose its groups give (``contaminate/planted.py``, which passes it so already)."""
+    calibration path fails in a second, not after an hour of training). A planted run's config comes with the dose
+    its groups give (``contaminate/planted.py``: ``check_planted_run``)."""
     groups = planted_groups(cfg)
-    if groups and cfg.contaminate.get("exposures") is None:
-        from contaminate.planted import check_planted, planted_config
-
-        cfg = planted_config(cfg)
-        check_planted(cfg, groups)
     count(cfg.seed, "seed", minimum=0, hint=" (training, cut points, bootstrap)")
     count(cfg.sample.draw, "sample.draw", minimum=0, hint=" (which draw of members; default: the seed)")
     for key in ("n_members", "n_non_members"):
@@ -401,14 +381,14 @@ def contaminate(cfg, sampled: Sampled, placement: Placement, out_dir: Path, setu
         control_key = {"base": asdict(base), "background": regime.background,
                        "stream": digest([document.text for document in regime.control]),
                        "hyperparameters": {**hyperparameters, "exposures": 0}, "seed": seed, **backend.key(placement)}
-        control_model, control_folder, control_reused = _checkpoint(backend, base, regime.control, control_key, cfg,
-                                                                    placement)
+        control_model, control_folder, control_reused = train_checkpoint(backend, base, regime.control, control_key,
+                                                                         cfg, placement)
         if control_model is None:
             return None
         control = (control_model, control_folder, control_reused,
                    json.loads((control_folder / "lab_checkpoint.json").read_text()))
     if regime.members_seen:
-        model, folder, reused = _checkpoint(backend, base, regime.stream, training_key, cfg, placement)
+        model, folder, reused = train_checkpoint(backend, base, regime.stream, training_key, cfg, placement)
         if model is None:
             return None
     else:  # exposures 0: the contaminated model is the control
@@ -420,27 +400,6 @@ def contaminate(cfg, sampled: Sampled, placement: Placement, out_dir: Path, setu
     if post is None:
         return contaminated
     return post.apply(cfg, sampled, contaminated, setup, placement, control=post_control)
-
-
-def _checkpoint(backend, base: ModelRef, documents: list, training_key: dict, cfg,
-                placement: Placement) -> tuple[ModelRef | None, Path, bool]:
-    """Reuse the finished checkpoint of this training key, or train it (``force``: train again regardless)."""
-    folder = Path(cfg.cache_dir) / "checkpoints" / digest(training_key)
-    force = cfg.contaminate.force
-    if (folder / "lab_checkpoint.json").is_file() and not force:
-        return backend.reuse(base, folder), folder, True
-    if _is_main_process():
-        if folder.exists() and (force or not backend.resumes):  # forced, or killed mid-training: start clean
-            shutil.rmtree(folder)
-        _write_key(folder, training_key)
-        folder.mkdir(parents=True, exist_ok=True)
-    _wait_for_everyone()  # the other processes of a distributed launch train once the folder is ready
-    return backend.train(base, documents, folder, seed=cfg.seed, placement=placement), folder, False
-
-
-def _write_key(folder: Path, training_key: dict) -> None:
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    (folder.parent / f"{folder.name}.json").write_text(json.dumps(training_key, indent=1, default=str))
 
 
 # --- detect ---------------------------------------------------------------------------------------------------
@@ -456,14 +415,16 @@ def study_recipe(cfg, cell_rows: dict[str, list[dict]], detectors: Sequence[Dete
     """Each model's recipe (detect/judges/recipe.py), fitted on its own known non-members' guided rows for Algorithm
     2's rule at the cells' size, and its verdict on each of that model's cells (summary.json "recipe"); a model whose
     known non-members are too few for the budget gets the recipe's one-line refusal. None without known cells."""
-    from detect.judges.recipe import PAPER_RULE, fit_recipe, label
+    from detect.judges.recipe import fit_recipe, label
     from detect.judges.threshold import alg2_verdict, exact_score
 
     if not any(cell in cell_rows for cell, *_ in KNOWN_CELLS):
         return None
     known = cfg.detect.known_non_members
     alg2 = next((d for d in detectors if d.name == "alg2"), None)
-    rule = PAPER_RULE if alg2 is None else (alg2.min_exact, alg2.min_near_exact)
+    if alg2 is None:  # the recipe is Algorithm 2's thresholds: off with it (no guided completion was generated)
+        return None
+    rule = (alg2.min_exact, alg2.min_near_exact)
     found: dict = {"rule": list(rule), "budget": known.budget, "models": {}, "cells": {}}
     for cell, checkpoint, *_ in KNOWN_CELLS:
         rows = [r for r in cell_rows.get(cell, []) if r.get("instruction") == "guided"]
@@ -534,6 +495,8 @@ def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, runtime_key:
                     "data": {name: key for name, key in ((d.name, d.data_key()) for d in models.detectors)
                              if key is not None}}
     known = known_setting(cfg, models.detectors)
+    if known is not None:  # the recipe reads Algorithm 2's guided completions of them, where Algorithm 2 runs
+        known = [*known, *(d for d in models.detectors if d.name == "alg2")]
     also = known_cells(cfg, sampled, models.detectors)  # each model's known non-members, where read
     cell_rows, timings, cached = {}, {}, []
     for checkpoint in DETECTION_ORDER:

@@ -42,7 +42,8 @@ def run_partition(evidence: Evidence, detectors: Sequence[Detector], *, judge, d
                   semantic=None, instructions: Sequence[str] = INSTRUCTIONS) -> tuple[list[dict], dict]:
     """One partition x one model: (instance rows + partition rows, timing and skips). ``evidence`` holds the
     model (and a reference model, if any); ``detect_cfg`` is the ``detect`` group (cut points, stop rule);
-    ``instructions``: the Time Travel prompts generated (a study's known non-members read the guided one only)."""
+    ``instructions``: the Time Travel prompts that may be generated (a study's known non-members: the guided one
+    only), each generated only where a running detector reads its completions (``completions_read``)."""
     timing: dict = {}
     skipped = {d.name: reason for d in detectors if (reason := d.skipped(evidence))}
     for name, reason in skipped.items():
@@ -50,6 +51,7 @@ def run_partition(evidence: Evidence, detectors: Sequence[Detector], *, judge, d
             _SAID.add((evidence.model.name, name))
             print(f"{name} skipped on {evidence.model.name}: {reason}", file=sys.stderr)
     running = [d for d in detectors if d.runnable(evidence)]  # decided once for every stage below
+    instructions = completions_read(running, instructions)  # none: no completion generated, judged or scored
     started = time.time()
     requests = logit_requests(running, evidence)
     if requests:  # one batched pass for everything the logit detectors read
@@ -71,11 +73,21 @@ def run_partition(evidence: Evidence, detectors: Sequence[Detector], *, judge, d
     return rows, timing
 
 
+def completions_read(detectors: Sequence[Detector], allowed: Sequence[str] = INSTRUCTIONS) -> tuple[str, ...]:
+    """The Time Travel instructions of ``allowed`` whose completions one of ``detectors`` reads (``completions``),
+    in the paper's order: ("guided", "general") with Algorithm 1, ("guided",) with Algorithm 2 alone, () without
+    either."""
+    read = {instruction for detector in detectors for instruction in detector.completions}
+    return tuple(instruction for instruction in allowed if instruction in read)
+
+
 def detect_partition(
     examples: Sequence[Example], *, dataset, split: str, model, judge, semantic=None, membership=None,
     seed: int = 0, cut_low: float = 0.4, cut_high: float = 0.7, stop=None, instructions: Sequence[str] = INSTRUCTIONS,
 ) -> list[dict]:
     """Guided and general completions for each instance, scored and judged: one row per (instance, instruction).
+    Every instance has its guided row, which carries its instance scores; with ``instructions`` empty nothing is
+    generated (the row's completion, scores and label are None).
 
     ``dataset`` is the dataset config (title, task); ``model`` a ``detect.models.LanguageModel``;
     ``semantic`` is an optional ``(references, candidates) -> scores`` callable; ``membership`` an optional
@@ -86,7 +98,7 @@ def detect_partition(
     """
     cuts = [split_instance(example, seed=seed, low=cut_low, high=cut_high) for example in examples]
     rows = []
-    for instruction in instructions:
+    for instruction in ("guided", *(i for i in instructions if i != "guided")):
         for example, cut in zip(examples, cuts):
             prompt = build_prompt(instruction, dataset.task, first_piece=cut.first, label=example.label,
                                   dataset_name=dataset.title, split_name=split)
@@ -96,6 +108,28 @@ def detect_partition(
                 "separator": cut.separator, "reference": cut.second, "cut_unit": cut.unit,
                 "cut_fraction": cut.fraction,
             })
+    for row in rows:  # what is not generated stays None
+        row.update(raw_completion=None, stop=None, completion=None, rouge_l=None, semantic=None)
+    generated = [row for row in rows if row["instruction"] in instructions]
+    _complete(generated, model, stop)
+    _score_semantic(generated, semantic)
+    # Algorithm 2 reads the guided completions only, and an LLM judge is paid per call: judge those.
+    guided = [row for row in rows if row["instruction"] == "guided"]
+    if membership is not None:  # one value per instance, whatever the instruction: kept on the guided row
+        for row, scores in zip(guided, membership(examples)):
+            row.update(scores)
+    for row in rows:
+        row["judge"] = None
+    judged = [row for row in generated if row["instruction"] == "guided"]
+    for row, label in zip(judged, judge(judged) if judged else []):
+        row["judge"] = label
+    return rows
+
+
+def _complete(rows: list[dict], model, stop) -> None:
+    """Each row's completion of its prompt (cut at its answer's end where ``stop`` is on), cleaned and scored."""
+    if not rows:
+        return
     prompts = [row["prompt"] for row in rows]
     if stop is not None and stop.enabled:
         shapes = [AnswerShape.of(r["first_piece"], r["separator"], r["reference"], length_factor=stop.length_factor,
@@ -108,7 +142,10 @@ def detect_partition(
         row["raw_completion"], row["stop"] = raw, reason
         row["completion"] = clean_completion(raw, row["reference"], row["first_piece"])
         row["rouge_l"] = rouge_l(row["reference"], row["completion"])
-    if semantic is not None:
+
+
+def _score_semantic(rows: list[dict], semantic) -> None:
+    if semantic is not None and rows:
         # SPEC 6: a cut inside a sentence is scored as the whole instance (first piece + completion vs
         # original), so the embedding sees a full sentence on both sides; otherwise the completion alone.
         whole = [row["cut_unit"] == "word" for row in rows]
@@ -118,19 +155,6 @@ def detect_partition(
                       for r, w in zip(rows, whole)]
         for row, value in zip(rows, semantic(references, candidates)):
             row["semantic"] = value
-    else:
-        for row in rows:
-            row["semantic"] = None
-    # Algorithm 2 reads the guided completions only, and an LLM judge is paid per call: judge those.
-    guided = [row for row in rows if row["instruction"] == "guided"]
-    if membership is not None:  # one value per instance, whatever the instruction: kept on the guided row
-        for row, scores in zip(guided, membership(examples)):
-            row.update(scores)
-    for row in rows:
-        row["judge"] = None
-    for row, label in zip(guided, judge(guided)):
-        row["judge"] = label
-    return rows
 
 
 def recipe_known(judge, dataset, split: str, examples: Sequence[Example], detectors: Sequence[Detector]) -> list:
@@ -286,8 +310,9 @@ def write_report(path: Path, summary: dict, rows: Sequence[dict]) -> None:
               "|---|---|---|---|---|---|---|"]
     for row in sorted(rows, key=lambda r: (r["instance_id"], r["instruction"] != "guided")):
         semantic = "-" if row["semantic"] is None else f"{row['semantic']:.2f}"
+        rouge = "-" if row["rouge_l"] is None else f"{row['rouge_l']:.2f}"
         lines.append(f"| {row['instance_id']} | {row['instruction']} | {_cell(row['reference'])} | "
-                     f"{_cell(row['completion'])} | {row['rouge_l']:.2f} | {semantic} | {row['judge'] or '-'} |")
+                     f"{_cell(row['completion'] or '-')} | {rouge} | {semantic} | {row['judge'] or '-'} |")
     path.write_text("\n".join(lines) + "\n")
 
 

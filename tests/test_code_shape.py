@@ -18,3 +18,63 @@ def test_no_function_is_over_80_lines():
                     if lines > LIMIT:
                         long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({lines} lines)")
     assert not long, "split into stages: " + "; ".join(long)
+
+
+def _module(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(package: str) -> tuple[dict[str, set[str]], list[str]]:
+    """Each module's imports of other modules of ``package`` (at the top or inside a function: a lazy import is
+    still a dependency), and every private name one module imports from another."""
+    modules = {_module(path): path for path in (ROOT / package).rglob("*.py")}
+    graph, private = {name: set() for name in modules}, []
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for alias in node.names:
+                    target = next((m for m in (f"{node.module}.{alias.name}", node.module) if m in modules), None)
+                    if target and target != name:
+                        graph[name].add(target)
+                    if node.module in modules and alias.name.startswith("_") and not alias.name.startswith("__"):
+                        private.append(f"{name} imports {node.module}.{alias.name}")
+            elif isinstance(node, ast.Import):
+                graph[name].update(alias.name for alias in node.names if alias.name in modules and alias.name != name)
+    return graph, private
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every import path that comes back to where it started (depth-first, each circle reported once)."""
+    circles, done = [], set()
+
+    def visit(module: str, path: list[str]) -> None:
+        for target in sorted(graph[module]):
+            if target in path:
+                circle = path[path.index(target):]
+                if frozenset(circle) not in done:
+                    done.add(frozenset(circle))
+                    circles.append([*circle, target])
+            elif len(path) < 12:
+                visit(target, [*path, target])
+
+    for start in sorted(graph):
+        visit(start, [start])
+    return circles
+
+
+def test_no_import_circle_and_no_private_name_crosses_a_module():
+    """contaminate/ and detect/ import in one direction (contaminate/run.py -> planted -> study -> checkpoints, ...):
+    a circle, lazy imports included, and a module reaching into another's private names fail here."""
+    for package in ("contaminate", "detect"):
+        graph, private = _imports(package)
+        circles = _circles(graph)
+        assert not circles, f"import circles in {package}/: " + "; ".join(" -> ".join(c) for c in circles)
+        assert not private, "private names imported across modules: " + "; ".join(private)
+
+
+def test_the_circle_check_finds_a_circle():
+    """The check is not vacuous: a lazy import back from a module it depends on is a circle."""
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _circles(graph) == [["a", "b", "c", "a"]]
+    assert _circles({"a": {"b"}, "b": set()}) == []

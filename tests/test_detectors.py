@@ -121,6 +121,50 @@ def test_time_travel_can_be_switched_off_like_any_detector():
     assert "alg2" not in summarize(rows, detectors) and verdicts(summarize(rows, detectors)) == {}
 
 
+class RecordingModel:
+    """Generates a fixed answer and records every prompt it was asked (the pipeline's LanguageModel surface)."""
+    stop_reasons = None
+
+    def __init__(self):
+        self.prompts = []
+
+    def generate(self, prompts, stop=None):
+        self.prompts += prompts
+        return ["an answer"] * len(prompts)
+
+
+def test_time_travel_completions_are_generated_only_where_a_running_detector_reads_them():
+    """Algorithm 1 reads the guided and general completions, Algorithm 2 the guided ones, no other detector any:
+    the pipeline generates what the running detectors read, and every instance keeps its guided row (its scores)."""
+    from detect.datasets import Example
+    from detect.pipeline import completions_read, detect_partition
+
+    cfg = OmegaConf.load("conf/detect/default.yaml")
+    every = build(cfg.detectors)
+    by_name = {d.name: d for d in every}
+    logits_only = [d for d in every if d.name not in ("alg1", "alg2")]
+    assert completions_read(every) == ("guided", "general")
+    assert completions_read([by_name["alg2"], *logits_only]) == ("guided",)
+    assert completions_read(logits_only) == ()
+    assert completions_read(every, ("guided",)) == ("guided",)  # a study's known non-members: guided at most
+    dataset = OmegaConf.create({"key": "synth_nli", "title": "SynthNLI", "task": "nli"})
+    examples = [Example(i, f"Ada Vell built raft {i} in the town of Orm by the sea.", f"Ada built raft {i}.",
+                        "0 (entailment)") for i in range(3)]
+    judged = []
+    for read, generated in [(("guided", "general"), 6), (("guided",), 3), ((), 0)]:
+        model = RecordingModel()
+        rows = detect_partition(examples, dataset=dataset, split="test", model=model, instructions=read,
+                                judge=lambda guided: judged.append(len(guided)) or ["none"] * len(guided),
+                                membership=lambda batch: [{"loss": -1.0}] * len(batch))
+        assert len(model.prompts) == generated
+        assert [r["instruction"] for r in rows].count("guided") == 3 and all(r["loss"] == -1.0 for r in rows
+                                                                               if r["instruction"] == "guided")
+        assert [r["instruction"] for r in rows].count("general") == (3 if "general" in read else 0)
+        if not read:
+            assert all(r["completion"] is None and r["rouge_l"] is None and r["judge"] is None for r in rows)
+    assert judged == [3, 3]  # the judge sees generated guided completions only
+
+
 def test_dc_pdd_cells_change_with_the_corpus_content(tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("the cat")

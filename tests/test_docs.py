@@ -48,7 +48,7 @@ def test_every_documented_command_is_a_config_the_lab_accepts():
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from contaminate.study import check_study
+    from contaminate.run import check_config
     from detect.cli import CONF_DIR, check_overrides
     from detect.errors import InputError
     from detect.pipeline import check_detection
@@ -66,7 +66,7 @@ def test_every_documented_command_is_a_config_the_lab_accepts():
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             cfg = compose("detect" if program == "detect" else "contaminate", overrides)
         try:
-            check_detection(cfg) if program == "detect" else check_study(cfg)
+            check_detection(cfg) if program == "detect" else check_config(cfg)
         except InputError as error:
             assert "no such file" in str(error), f"{where}: {error}"
 

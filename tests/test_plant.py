@@ -20,7 +20,7 @@ from contaminate.regime.plant import (
     planted_stream,
 )
 from contaminate.regime.stream import Document, build_stream
-from contaminate.study import run_study
+from contaminate.run import run_config
 from detect.errors import InputError
 
 
@@ -194,7 +194,7 @@ TINY = ["+dataset=synth_nli", "model=tiny_random", "plant=dose_ladder", "plant.n
 def planted(compose_config, tmp_path):
     def _run(*overrides, run="run"):
         cfg = compose_config("contaminate", [*TINY, f"cache_dir={tmp_path / 'cache'}", *overrides])
-        return run_study(cfg, tmp_path / run), tmp_path / run
+        return run_config(cfg, tmp_path / run), tmp_path / run
 
     return _run
 

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from contaminate.calibration.studies import condition_of, regime_of
-from contaminate.study import run_study, sample_pools
+from contaminate.run import run_config
+from contaminate.study import sample_pools
 from contaminate.training.post import label_reward, named_labels, post_train_data, rouge_reward, task_turns
 from detect.errors import InputError
 
@@ -29,7 +30,7 @@ GRPO = ["post_train=grpo", "post_train.n=4", "post_train.batch_size=2", "post_tr
 def study(compose_config, tmp_path):
     def _run(*overrides, run="run"):
         cfg = compose_config("contaminate", [*TINY, f"cache_dir={tmp_path / 'cache'}", *overrides])
-        summary = run_study(cfg, tmp_path / run)
+        summary = run_config(cfg, tmp_path / run)
         return summary, json.loads((tmp_path / run / "manifest.json").read_text()), tmp_path / run
 
     return _run
@@ -135,7 +136,7 @@ def test_grpo_runs_a_couple_of_steps_on_both_models(study):
 def test_bad_post_training_is_one_line_before_any_training(compose_config, tmp_path, overrides, message):
     cfg = compose_config("contaminate", [*TINY, f"cache_dir={tmp_path / 'cache'}", *overrides])
     with pytest.raises(InputError) as error:
-        run_study(cfg, tmp_path / "run")
+        run_config(cfg, tmp_path / "run")
     assert message in str(error.value) and "\n" not in str(error.value)
     assert not (tmp_path / "cache" / "checkpoints").exists()  # nothing trained
 
@@ -147,7 +148,7 @@ def test_a_planted_runs_swap_twin_is_post_trained_as_the_contaminated_model(comp
         "plant.groups=[{exposures:0},{exposures:1}]", "sample.n_detect=4", "sample.n_heldout=4",
         "contaminate.batch_size=4", "detect.max_new_tokens=4", "detect.semantic_model=null", "background=offline",
         "background.max_tokens=1500", *LEAN, *SFT, f"cache_dir={tmp_path / 'cache'}"])
-    run_study(cfg, tmp_path / "run")
+    run_config(cfg, tmp_path / "run")
     manifest = json.loads((tmp_path / "run" / "groups" / "x1" / "manifest.json").read_text())
     post = manifest["post_train"]
     leak, twin = post["parents"]["contaminated"], post["parents"]["control"]

@@ -51,13 +51,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import time
 import uuid
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from contaminate.checkpoints import reuse_or_train
 from detect.datasets import Example, load_split, sample
 from detect.errors import InputError
 from detect.models import ModelRef, digest
@@ -208,21 +208,11 @@ class PostTrain:
     def _checkpoint(self, cfg, parent: ModelRef, origin: dict, key: dict, turns, names,
                     placement: Placement) -> tuple[ModelRef | None, Path, bool]:
         """Reuse the finished post-trained checkpoint of this key, or train it (``post_train.force``: again)."""
-        from contaminate.study import _is_main_process, _wait_for_everyone, _write_key
-
-        folder = Path(cfg.cache_dir) / "checkpoints" / digest(key)
         name = f"{parent.name}+{self.kind}"
-        force = bool(self.node.get("force"))
-        if (folder / "lab_checkpoint.json").is_file() and not force:
-            return reuse(folder, name), folder, True
-        if _is_main_process():
-            if folder.exists():  # forced, or killed mid-training: start clean
-                shutil.rmtree(folder)
-            _write_key(folder, key)
-            folder.mkdir(parents=True, exist_ok=True)
-        _wait_for_everyone()
-        return train_post(self, parent, origin, turns, names, folder, seed=cfg.seed, placement=placement,
-                          name=name), folder, False
+        return reuse_or_train(key, cfg.cache_dir, force=bool(self.node.get("force")), resumes=False,
+                              reuse=lambda folder: reuse(folder, name),
+                              train=lambda folder: train_post(self, parent, origin, turns, names, folder,
+                                                              seed=cfg.seed, placement=placement, name=name))
 
 
 def post_train_stage(cfg, trainer) -> PostTrain | None:

@@ -4,7 +4,9 @@ A detector declares
 
 - ``name``: its key in ``summary.json`` (one block per detector) and in ``detect.detectors``;
 - ``level``: ``instance`` (a score or label per instance, read over a cell) or ``partition`` (one row per pool);
-- ``needs``: what it reads: ``generations`` (guided and general completions), ``judge`` (their labels),
+- ``completions``: the Time Travel instructions (guided, general) whose completions it reads: the pipeline
+  generates those only, and only where a running detector reads them;
+- ``needs``: what it reads: ``generations`` (the model generates), ``judge`` (the guided completions' labels),
   ``logits`` (the model's token log-probabilities), ``moments`` (the next-token distribution's mean and
   spread), ``token_ids`` (the scored tokens' ids and the model's tokenizer), ``reference`` (a reference model's
   log-probabilities, used where there is one), ``pool`` (every instance of the partition), ``heldout`` (known
@@ -102,6 +104,10 @@ class Detector:
     name: ClassVar[str]
     level: ClassVar[str]
     needs: ClassVar[tuple[str, ...]]
+    # The Time Travel instructions whose completions it reads (detect.pipeline.detect_partition generates a
+    # partition's guided / general completions only where a running detector reads them): Algorithm 1 both,
+    # Algorithm 2 the guided ones, every other detector none (those that generate do it themselves).
+    completions: ClassVar[tuple[str, ...]] = ()
     scores: ClassVar[tuple[str, ...]] = ()
     describes: ClassVar[dict[str, str]] = {}
     verdict_labels: ClassVar[dict[str, str]] = {}   # verdict -> how it reads a partition (calibration report)

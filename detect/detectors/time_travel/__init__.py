@@ -23,6 +23,7 @@ SCORES = ("rouge_l", "semantic")  # the generation scores on every row; Algorith
 
 class Algorithm1(Detector):
     name, level, needs = "alg1", "instance", ("generations",)
+    completions = ("guided", "general")
     describes = {"alg1": "generations", "rouge_l": "generations", "semantic": "generations"}
 
     ranges = {"n_resamples": Range(1, hint="bootstrap resamples"), "alpha": FRACTION}
@@ -78,6 +79,7 @@ def rule_text(block: dict) -> str:
 
 class Algorithm2(Detector):
     name, level, needs = "alg2", "instance", ("generations", "judge")
+    completions = ("guided",)
     describes = {"alg2": "generations + judge"}
 
     ranges = {"min_exact": Range(1, hint="exact replicas that flag a partition; the paper: 1"),

@@ -1,0 +1,80 @@
+"""The checkpoint store: where a trained model lives, how it is keyed, reused or (re)trained.
+
+A checkpoint lives in ``<cache_dir>/checkpoints/<digest of its key>/``, its key beside it as ``<digest>.json``
+(written before training starts, so a folder can always be traced to what made it), and ``lab_checkpoint.json``
+inside it written last by the trainer: a folder with that file is finished and reused, a folder without it was
+killed mid-way and is trained again (from scratch, or resumed by a trainer that ``resumes``). The key is whatever
+determines the weights (contaminate/study.py says what the study's holds; training/post.py the post-training
+stage's); ``force`` trains again regardless. Every training stage of the lab (the study's contaminated model and
+control, a planted run's model and twin, post-training) goes through ``reuse_or_train``.
+
+Distributed launches (``accelerate launch``, ``torchrun``): only the main process clears and prepares the folder;
+every process trains (the Trainer runs data-parallel) once it is ready, and only the main process saves.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Callable
+
+from detect.cache import digest
+from detect.models import ModelRef
+from detect.runtime import Placement
+
+FINISHED = "lab_checkpoint.json"  # written last by every trainer: its record (id, steps, losses, ...)
+
+
+def is_main_process() -> bool:
+    """False in the other processes of a distributed launch (accelerate launch, torchrun): they only train."""
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def wait_for_everyone() -> None:
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        from accelerate import PartialState
+
+        PartialState().wait_for_everyone()
+
+
+def checkpoint_folder(cache_dir: str | Path, key: dict) -> Path:
+    return Path(cache_dir) / "checkpoints" / digest(key)
+
+
+def write_key(folder: Path, key: dict) -> None:
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    (folder.parent / f"{folder.name}.json").write_text(json.dumps(key, indent=1, default=str))
+
+
+def checkpoint_record(folder: Path) -> dict:
+    """A finished checkpoint's record (``lab_checkpoint.json``)."""
+    return json.loads((Path(folder) / FINISHED).read_text())
+
+
+def reuse_or_train(key: dict, cache_dir: str | Path, *, force: bool, resumes: bool,
+                   reuse: Callable[[Path], ModelRef], train: Callable[[Path], ModelRef | None],
+                   ) -> tuple[ModelRef | None, Path, bool]:
+    """(model, folder, reused): the finished checkpoint of ``key`` reused, or ``train(folder)`` into a folder made
+    ready for it (cleared first when forced, or when a killed run left it and the trainer does not resume). The
+    model is None in a non-main process of a distributed launch (it trained; the main process goes on)."""
+    folder = checkpoint_folder(cache_dir, key)
+    if (folder / FINISHED).is_file() and not force:
+        return reuse(folder), folder, True
+    if is_main_process():
+        if folder.exists() and (force or not resumes):
+            shutil.rmtree(folder)
+        write_key(folder, key)
+        folder.mkdir(parents=True, exist_ok=True)
+    wait_for_everyone()  # the other processes of a distributed launch train once the folder is ready
+    return train(folder), folder, False
+
+
+def train_checkpoint(trainer, base: ModelRef, documents: list, key: dict, cfg,
+                     placement: Placement) -> tuple[ModelRef | None, Path, bool]:
+    """A contaminate/training trainer's checkpoint of ``documents`` on ``base`` (``contaminate.force``: again)."""
+    return reuse_or_train(key, cfg.cache_dir, force=bool(cfg.contaminate.force), resumes=trainer.resumes,
+                          reuse=lambda folder: trainer.reuse(base, folder),
+                          train=lambda folder: trainer.train(base, documents, folder, seed=cfg.seed,
+                                                             placement=placement))
