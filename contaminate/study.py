@@ -535,6 +535,10 @@ def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, runtime_key:
     return cell_rows, timings, cached
 
 
+def _unjudged(guided: Sequence[dict]) -> list[None]:
+    return [None] * len(guided)
+
+
 def detect_cell(cfg, models: StudyModels, checkpoint: str, instances: list[Example], whole: list[Example],
                 split: str, judge, reader=None, heldout: Sequence[Example] = (),
                 detectors: Sequence[Detector] | None = None) -> tuple[list[dict], dict]:
@@ -551,6 +555,8 @@ def detect_cell(cfg, models: StudyModels, checkpoint: str, instances: list[Examp
                         reader=reader if reader is not None else PlainText(), heldout=list(heldout))
     third = needed and models.reference.ref is not None and models.reference.same_as is None
     before, reference_before = models.counters(checkpoint), models.counters("reference")
+    if known:  # the recipe reads their ROUGE-L, not a judge's labels: an LLM judge is not paid for them
+        judge = _unjudged
     rows, timing = run_partition(evidence, detectors, judge=judge, detect_cfg=cfg.detect, semantic=models.semantic(),
                                  **({"instructions": KNOWN_INSTRUCTIONS} if known else {}))
     after = models.counters(checkpoint)

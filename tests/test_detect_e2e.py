@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from lean import lean
 
 from detect.judges.threshold import LABELS
 from detect.pipeline import main as run_detect
@@ -95,8 +96,8 @@ def test_command_line_on_tiny_random(tmp_path):
 @pytest.mark.slow
 def test_command_line_on_the_embedded_model(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "detect", "+dataset=synth_nli", "detect.max_new_tokens=64",
-         f"hydra.run.dir={tmp_path}"], capture_output=True, text=True)
+        [sys.executable, "-m", "detect", "+dataset=synth_nli", "detect.max_new_tokens=64", *lean(),
+         f"hydra.run.dir={tmp_path}"], capture_output=True, text=True)  # Time Travel's test: the lean detectors
     assert result.returncode == 0, result.stderr[-2000:]
     rows, summary = _read(tmp_path)
     assert summary["model"] == "smollm2_135m" and len(rows) == 20

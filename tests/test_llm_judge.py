@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from lean import lean
 
 from detect.errors import InputError
 from detect.judges.llm import ANSWERS, INSTRUCTION, REMINDER, LLMJudge, build_judge_prompt, parse_answer
@@ -111,7 +112,7 @@ def test_a_study_judged_by_an_llm_gets_an_agreement_report(served_model, compose
             "+dataset=synth_nli", "model=tiny_random", "sample.n_members=8", "sample.n_non_members=8",
             "sample.n_detect=4", "contaminate.epochs=1", "detect.max_new_tokens=6", "detect.semantic_model=null",
             "judge=llm", f"judge.generator.base_url={base_url}", f"judge.generator.model={model_id}",
-            "judge.generator.api_key_env=null", f"cache_dir={tmp_path / 'cache'}", f"seed={seed}"])
+            "judge.generator.api_key_env=null", *lean(), f"cache_dir={tmp_path / 'cache'}", f"seed={seed}"])
         run_study(cfg, tmp_path / "study" / f"s{seed}")
     calibration = json.loads((calibrate_main([str(tmp_path / "study")]) / "calibration.json").read_text())
     judges = calibration["judges"]

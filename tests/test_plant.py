@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from lean import lean
 from omegaconf import OmegaConf
 
 from contaminate.regime.plant import (
@@ -187,7 +188,7 @@ def test_a_window_needs_a_background():
 
 TINY = ["+dataset=synth_nli", "model=tiny_random", "plant=dose_ladder", "plant.n=6", "sample.n_detect=6",
         "sample.n_heldout=6", "contaminate.batch_size=4", "detect.max_new_tokens=6", "detect.semantic_model=null",
-        "background=offline", "background.max_tokens=3000"]
+        "background=offline", "background.max_tokens=3000", *lean()[1:]]  # lean detectors, its own 6 known
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from lean import lean
 
 from contaminate.study import CELLS, KNOWN_CELLS, run_study
 from detect.errors import InputError
@@ -18,8 +19,10 @@ TINY = ["+dataset=synth_nli", "model=tiny_random", "sample.n_members=12", "sampl
 
 @pytest.fixture
 def study(compose_config, tmp_path):
-    def _run(*overrides, run="run", cache="cache"):
-        cfg = compose_config("contaminate", [*TINY, f"cache_dir={tmp_path / cache}", *overrides])
+    def _run(*overrides, run="run", cache="cache", full=False):
+        """A tiny study, lean (tests/lean.py) unless ``full``: every detector."""
+        cfg = compose_config("contaminate", [*TINY, *([] if full else lean()), f"cache_dir={tmp_path / cache}",
+                                             *overrides])
         summary = run_study(cfg, tmp_path / run)
         return summary, tmp_path / run
 
@@ -34,7 +37,7 @@ def _rows(folder: Path, name: str = "results.jsonl") -> list[dict]:
 def test_the_whole_study_writes_every_file_and_field(study):
     # the order tests skip a web copy by default (no order to find); here they run anyway, the one study test of them
     summary, folder = study("detect.detectors.sharded_likelihood.require_order=false",
-                            "detect.detectors.permutation.require_order=false")
+                            "detect.detectors.permutation.require_order=false", full=True)
     for name in ("manifest.json", "results.jsonl", "summary.json", "report.md", "config.yaml", "train_log.json",
                  "loss.png"):
         assert (folder / name).is_file(), name
@@ -240,7 +243,7 @@ def test_training_on_two_processes_saves_once_and_reports_once(tmp_path):
     """A distributed launch (torchrun: what accelerate launch --multi_gpu runs on GPUs; here two CPU processes
     over gloo): both train data-parallel, the main process alone saves, detects and reports."""
     result = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m", "contaminate", *TINY,
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m", "contaminate", *TINY, *lean(),
          f"cache_dir={tmp_path}/cache", f"hydra.run.dir={tmp_path}/run"], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.count("cells right:") == 1
@@ -255,7 +258,7 @@ def test_paper_table1_runs_one_study_per_task_shape(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "contaminate", "+experiment=paper_table1", "model=tiny_random", "sample.n_members=8",
          "sample.n_non_members=8", "sample.n_detect=2", "contaminate.epochs=1", "detect.max_new_tokens=4",
-         "detect.semantic_model=null", f"cache_dir={tmp_path}/cache", f"hydra.sweep.dir={tmp_path}/sweep"],
+         "detect.semantic_model=null", *lean(), f"cache_dir={tmp_path}/cache", f"hydra.sweep.dir={tmp_path}/sweep"],
         capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
     studies = sorted(path.name for path in (tmp_path / "sweep").iterdir() if path.is_dir())
@@ -273,7 +276,7 @@ def test_changed_data_under_the_same_ids_is_not_reused(compose_config, tmp_path)
         rows = [{"sentence1": f"Person {i} sold {i} boats in town {i}.", "sentence2": f"Person {i} sold boats.",
                  "label": "entailment" if i % 2 else "not_entailment"} for i in range(40)]
         (data / f"{split}.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
-    overrides = [*TINY, f"dataset.path={data}", "sample.n_heldout=8", f"cache_dir={tmp_path / 'cache'}"]
+    overrides = [*TINY, *lean(), f"dataset.path={data}", f"cache_dir={tmp_path / 'cache'}"]
     run_study(compose_config("contaminate", overrides), tmp_path / "first")
     test_file = data / "test.jsonl"
     test_file.write_text(test_file.read_text().replace("boats", "canoes"))

@@ -1,0 +1,15 @@
+"""The one lean detection setting the tiny studies of the test suite share (issue 33): Time Travel and the logit
+scores on the leak's rendering, a handful of known non-members, short completions. The detectors that cost a
+study minutes on 2 cores (ReCaLL's and the performance test's prefixes, the quiz, TS-Guessing, CDD's samples,
+ChatGPT-Cheat?, Oren et al.'s order tests, DC-PDD's corpus, the bare-text variants) are off; a test that is about
+one of them turns it back on (``lean(keep=...)``). The full detector set runs in exactly one study test
+(tests/test_study.py::test_the_whole_study_writes_every_file_and_field) and in the calibration multirun that reads
+every detector's columns (tests/test_calibrate.py)."""
+
+COSTLY = ("membership_raw", "dc_pdd", "cheat", "sharded_likelihood", "permutation", "recall", "performance", "dcq",
+          "ts_guessing", "cdd")
+
+
+def lean(keep: tuple[str, ...] = ()) -> list[str]:
+    """Overrides that switch the costly detectors off, except ``keep``; and 8 known non-members a split."""
+    return ["sample.n_heldout=8", *(f"detect.detectors.{name}.enabled=false" for name in COSTLY if name not in keep)]
