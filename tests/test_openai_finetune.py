@@ -8,6 +8,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from lean import lean
 
 import contaminate.training.openai as openai_train
 from contaminate.study import run_study
@@ -128,7 +129,8 @@ def test_a_whole_openai_study_with_detection_over_a_real_server(served_model, co
     monkeypatch.setattr(openai_train.time, "sleep", lambda s: None)
     cfg = compose_config("contaminate", [*OPENAI_STUDY, f"contaminate.model={model_id}",
                                          f"contaminate.base_url={base_url}", "contaminate.api_key_env=LAB_STUDY_KEY",
-                                         "contaminate.poll_seconds=0", f"cache_dir={tmp_path / 'cache'}"])
+                                         "contaminate.poll_seconds=0", *lean(keep=("cheat",)),
+                                         f"cache_dir={tmp_path / 'cache'}"])
     summary = run_study(cfg, tmp_path / "run")
     assert set(summary["cells"]) == {"contaminated_x_members", "contaminated_x_non_members",
                                      "contaminated_x_other_split", "clean_x_members", "clean_x_non_members"}
@@ -138,9 +140,9 @@ def test_a_whole_openai_study_with_detection_over_a_real_server(served_model, co
     rows = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
     study = [row for row in rows if not row["cell"].endswith("_known_non_members")]
     assert len(study) == 5 * 2 * 2 and all(row["raw_completion"] for row in rows)
-    # each model's 50 known non-members (sample.n_heldout's default), guided only: the recipe's null distribution
+    # each model's 8 known non-members (sample.n_heldout, tests/lean.py), guided only: the recipe's null distribution
     known = [row for row in rows if row["cell"].endswith("_known_non_members")]
-    assert len(known) == 2 * 50 and {row["instruction"] for row in known} == {"guided"}
+    assert len(known) == 2 * 8 and {row["instruction"] for row in known} == {"guided"}
     partition = [json.loads(line) for line in (tmp_path / "run" / "partition.jsonl").read_text().splitlines()]
     assert sorted(row["detector"] for row in partition) == ["cheat"] * 5  # black-box only over an API
     # a rerun reuses the finished job and the cells: no new job, no request to the fine-tuning API

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from lean import lean
 from scipy.stats import binom
 
 from detect.errors import InputError
@@ -197,7 +198,7 @@ def test_python_m_detect_with_known_non_members_or_a_card_prints_what_its_verdic
     known = tmp_path / "known.jsonl"
     known.write_text("".join(json.dumps({"sentence1": e.text, "sentence2": e.text_pair, "label": e.label}) + "\n"
                              for e in train))
-    tiny = ["+dataset=synth_nli", "model=tiny_random", "detect.max_new_tokens=6", "detect.semantic_model=null"]
+    tiny = ["+dataset=synth_nli", "model=tiny_random", "detect.max_new_tokens=6", "detect.semantic_model=null", *lean()]
     result = subprocess.run([sys.executable, "-m", "detect", *tiny, "judge=recipe",
                              f"judge.known_non_members={known}", "detect.detectors.alg2.min_exact=null",
                              f"hydra.run.dir={tmp_path / 'recipe'}"], capture_output=True, text=True, timeout=600)
