@@ -37,7 +37,7 @@ from typing import Sequence
 
 from omegaconf import OmegaConf
 
-from contaminate.checkpoints import is_main_process, train_checkpoint
+from contaminate.checkpoints import checkpoint_record, is_main_process, train_checkpoint
 from contaminate.regime import Regime, background_documents, chat_renderer, check_fits, token_counter
 from contaminate.regime.layouts import LeakReader
 from contaminate.regime.plant import PlantedGroup, control_group, group_positions, planted_stream
@@ -458,7 +458,7 @@ def train_twin(cfg, draw: PlantedDraw, planted: PlantedRegime, contaminated, set
     model, folder, reused = train_checkpoint(setup.trainer, base, planted.twin, key, cfg, placement)
     if model is None:
         return None
-    return model, folder, reused, json.loads((folder / "lab_checkpoint.json").read_text())
+    return model, folder, reused, checkpoint_record(folder)
 
 
 def within_model_auc(rows: dict[str, list[dict]]) -> dict[str, float]:

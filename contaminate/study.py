@@ -47,7 +47,7 @@ from typing import Any, Callable, Sequence
 from omegaconf import OmegaConf
 
 from contaminate.blind_baseline import blind_baseline
-from contaminate.checkpoints import is_main_process, train_checkpoint
+from contaminate.checkpoints import checkpoint_record, is_main_process, train_checkpoint
 from contaminate.code_version import DETECTOR_CODE, code_digest
 from contaminate.regime import Regime, chat_renderer, check_regime, plan_regime
 from contaminate.regime.background import instantiate_background
@@ -69,6 +69,7 @@ from detect.pipeline import (
     reference_setting,
     run_partition,
     summarize,
+    unjudged,
     verdicts,
     write_config,
     write_jsonl,
@@ -386,7 +387,7 @@ def contaminate(cfg, sampled: Sampled, placement: Placement, out_dir: Path, setu
         if control_model is None:
             return None
         control = (control_model, control_folder, control_reused,
-                   json.loads((control_folder / "lab_checkpoint.json").read_text()))
+                   checkpoint_record(control_folder))
     if regime.members_seen:
         model, folder, reused = train_checkpoint(backend, base, regime.stream, training_key, cfg, placement)
         if model is None:
@@ -394,7 +395,7 @@ def contaminate(cfg, sampled: Sampled, placement: Placement, out_dir: Path, setu
     else:  # exposures 0: the contaminated model is the control
         model, folder, reused = control[0], control[1], control[2]
     seconds = time.time() - started
-    record = json.loads((folder / "lab_checkpoint.json").read_text())
+    record = checkpoint_record(folder)
     contaminated = Contaminated(base, model, folder, reused, record, regime, template, hyperparameters, seconds,
                                 control)
     if post is None:
@@ -535,10 +536,6 @@ def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, runtime_key:
     return cell_rows, timings, cached
 
 
-def _unjudged(guided: Sequence[dict]) -> list[None]:
-    return [None] * len(guided)
-
-
 def detect_cell(cfg, models: StudyModels, checkpoint: str, instances: list[Example], whole: list[Example],
                 split: str, judge, reader=None, heldout: Sequence[Example] = (),
                 detectors: Sequence[Detector] | None = None) -> tuple[list[dict], dict]:
@@ -556,7 +553,7 @@ def detect_cell(cfg, models: StudyModels, checkpoint: str, instances: list[Examp
     third = needed and models.reference.ref is not None and models.reference.same_as is None
     before, reference_before = models.counters(checkpoint), models.counters("reference")
     if known:  # the recipe reads their ROUGE-L, not a judge's labels: an LLM judge is not paid for them
-        judge = _unjudged
+        judge = unjudged
     rows, timing = run_partition(evidence, detectors, judge=judge, detect_cfg=cfg.detect, semantic=models.semantic(),
                                  **({"instructions": KNOWN_INSTRUCTIONS} if known else {}))
     after = models.counters(checkpoint)

@@ -107,9 +107,9 @@ def detect_partition(
                 "instruction": instruction, "prompt": prompt, "first_piece": cut.first,
                 "separator": cut.separator, "reference": cut.second, "cut_unit": cut.unit,
                 "cut_fraction": cut.fraction,
+                # what is not generated stays None
+                "raw_completion": None, "stop": None, "completion": None, "rouge_l": None, "semantic": None,
             })
-    for row in rows:  # what is not generated stays None
-        row.update(raw_completion=None, stop=None, completion=None, rouge_l=None, semantic=None)
     generated = [row for row in rows if row["instruction"] in instructions]
     _complete(generated, model, stop)
     _score_semantic(generated, semantic)
@@ -124,6 +124,11 @@ def detect_partition(
     for row, label in zip(judged, judge(judged) if judged else []):
         row["judge"] = label
     return rows
+
+
+def unjudged(guided: Sequence[dict]) -> list[None]:
+    """A judge that labels nothing: for completions whose labels nobody reads (the recipe's known non-members)."""
+    return [None] * len(guided)
 
 
 def _complete(rows: list[dict], model, stop) -> None:
@@ -183,7 +188,7 @@ def fit_recipe_judge(judge, known: Sequence[Example], evidence: Evidence, *, det
     """``judge=recipe``: the model's guided completions of the known non-members, then the judge's thresholds fitted
     on them (``recipe_known`` checked them first). Returns the known non-members' rows."""
     rows = detect_partition(known, dataset=evidence.dataset, split=evidence.split, model=evidence.model,
-                            judge=lambda guided: [None] * len(guided), semantic=semantic, seed=evidence.seed,
+                            judge=unjudged, semantic=semantic, seed=evidence.seed,
                             cut_low=detect_cfg.cut.low, cut_high=detect_cfg.cut.high, stop=detect_cfg.stop,
                             instructions=("guided",))
     judge.fit_on(rows, partition_size=judge.partition_size, rule=judge.rule)

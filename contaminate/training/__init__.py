@@ -22,6 +22,7 @@ import json
 from pathlib import Path
 from typing import Sequence
 
+from contaminate.checkpoints import checkpoint_record
 from detect.errors import InputError
 from detect.models import ModelRef
 from detect.runtime import Placement
@@ -184,7 +185,7 @@ class OpenAIFineTune:
         return None  # the API's own; the regime is the members alone (contaminate/regime/__init__.py)
 
     def reuse(self, base: ModelRef, folder: Path) -> ModelRef:
-        return ModelRef(json.loads((folder / "lab_checkpoint.json").read_text())["id"], base.path)
+        return ModelRef(checkpoint_record(folder)["id"], base.path)
 
     def serving(self, cfg):
         """``checkpoint ref -> generation backend``: the fine-tune and its base at the same API, chat models

@@ -57,7 +57,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from contaminate.checkpoints import reuse_or_train
+from contaminate.checkpoints import checkpoint_record, reuse_or_train
 from detect.datasets import Example, load_split, sample
 from detect.errors import InputError
 from detect.models import ModelRef, digest
@@ -195,7 +195,7 @@ class PostTrain:
         if trained[0] is None:
             return None
         model, folder, reused = trained
-        record = json.loads((folder / "lab_checkpoint.json").read_text())
+        record = checkpoint_record(folder)
         block["checkpoints"][which] = {"folder": str(folder.resolve()), "reused": reused, **record}
         block["steps"][which] = record["steps"]
         return model, folder, reused, record
