@@ -14,6 +14,7 @@ every process trains (the Trainer runs data-parallel) once it is ready, and only
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -68,7 +69,12 @@ def reuse_or_train(key: dict, cache_dir: str | Path, *, force: bool, resumes: bo
         write_key(folder, key)
         folder.mkdir(parents=True, exist_ok=True)
     wait_for_everyone()  # the other processes of a distributed launch train once the folder is ready
-    return train(folder), folder, False
+    model = train(folder)
+    # The trainer (the model, its gradients and optimizer state: ~2 GB for the embedded model) is held in reference
+    # cycles until Python's occasional full collection: freed now, detection reuses that memory instead of growing
+    # the heap into fresh pages (the README study's detection: 190 s after training against 145 s alone, on 2 cores)
+    gc.collect()
+    return model, folder, False
 
 
 def train_checkpoint(trainer, base: ModelRef, documents: list, key: dict, cfg,

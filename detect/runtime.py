@@ -4,12 +4,17 @@ the semantic-score encoder and a local judge (the ``runtime`` config group).
     placement = resolve_placement(device="auto", dtype="auto")      # Placement(device="cpu", dtype="float32")
     model = from_pretrained(path, **placement.load_kwargs())        # detect.models.load does this
 
-``auto`` means CUDA with bfloat16 where the GPU supports it, CUDA with float32 on an older GPU, else the CPU with
-float32. Why not bfloat16 on a CPU by default: without native bf16 instructions (AVX-512 BF16 or AMX) PyTorch
-emulates it; measured on this project's 2-core AVX2 machine, bf16 autocast trains the embedded model about 20x
-slower than float32 (49 s against 2.5 s a step). An explicit value is honoured or refused with one line that
-says what to set: ``cuda`` on a machine without one, ``cuda:2`` with two GPUs, ``bf16`` on a CPU or GPU without
-it, ``fp16`` on a CPU.
+``auto`` means CUDA with bfloat16 where the GPU supports it, CUDA with float32 on an older GPU, else the CPU:
+with bfloat16 where it has native bf16 instructions (AVX-512 BF16 or AMX), float32 otherwise. Measured on a 2-core
+AMD EPYC with AVX-512 BF16: the embedded model's forward pass 3.1-3.5x faster in bf16 than in float32 (~2,000
+against ~580 tokens/s), bf16-autocast training 1.6x, the README study 7 min 9 s against 12 min 44 s with Algorithm
+2's counts unchanged (docs/study.md). Without native instructions PyTorch emulates bf16: on this project's earlier
+2-core AVX2 machine bf16 autocast trained about 20x slower than float32 (49 s against 2.5 s a step), hence float32
+there. Logits in bf16 carry ~3 significant digits (a token's log-probability to ~0.06 nats): the scores average
+many tokens, and a GPU run reads them the same way. ``LAB_AUTO_CPU_BF16=0`` keeps auto at float32 on every CPU
+(the test suite sets it, so that its numbers do not depend on which CPU runs it); ``runtime.dtype=fp32`` asks for
+float32 in one run. An explicit value is honoured or refused with one line that says what to set: ``cuda`` on a
+machine without one, ``cuda:2`` with two GPUs, ``bf16`` on a CPU or GPU without it, ``fp16`` on a CPU.
 
 ``device_map``: ``null`` puts the whole model on ``device``; ``auto`` spreads it over every visible GPU (and the
 CPU if they are full) with accelerate. A model whose weights do not fit in 90% of one GPU's free memory is spread
@@ -63,6 +68,16 @@ def _cpu_has_native_bf16() -> bool:
     import torch
 
     return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+
+
+def _auto_bf16(device: str) -> bool:
+    """Whether ``dtype=auto`` takes bfloat16 on ``device``: a GPU or CPU that computes it natively (on a CPU, unless
+    ``LAB_AUTO_CPU_BF16=0``)."""
+    import torch
+
+    if device.startswith("cuda"):
+        return torch.cuda.is_bf16_supported()
+    return device == "cpu" and os.environ.get("LAB_AUTO_CPU_BF16", "1") != "0" and _cpu_has_native_bf16()
 
 
 def _local_gpu() -> int:
@@ -122,7 +137,7 @@ def resolve_placement(device: str = "auto", dtype: str = "auto", device_map: str
     else:
         device = _check_device(device)
     if dtype == "auto":
-        dtype = "bfloat16" if device.startswith("cuda") and torch.cuda.is_bf16_supported() else "float32"
+        dtype = "bfloat16" if _auto_bf16(device) else "float32"
     else:
         dtype = _check_dtype(dtype, device)
     if device_map not in (None, "auto"):
@@ -131,6 +146,38 @@ def resolve_placement(device: str = "auto", dtype: str = "auto", device_map: str
         raise InputError("runtime.device_map=auto spreads a model over GPUs, and this run has none; "
                          "set runtime.device_map=null")
     return Placement(device, dtype, device_map)
+
+
+_MALLOC_SET = False
+
+
+def keep_freed_memory() -> bool:
+    """Ask glibc's malloc to keep the memory PyTorch frees on the CPU for its next tensors, instead of handing it
+    back to the system (``detect.models.load`` calls it once per process; True where it took effect).
+
+    glibc serves every allocation over 32 MB (a batch's logits: 2,048 tokens x 49,152 x 4 bytes = 400 MB) with a
+    fresh ``mmap`` and unmaps it on free, so each such tensor page-faults in 100k zeroed pages again. Measured on
+    the README study (2-core AMD EPYC, bf16): 73 million page faults and 166 s of system time; detection alone
+    179 -> 151 s with them gone (``MALLOC_MMAP_MAX_=0``, ``MALLOC_TRIM_THRESHOLD_``: what this sets). Freed memory
+    is held for reuse until the process ends, so the resident memory stays at its peak. A no-op off Linux/glibc."""
+    global _MALLOC_SET
+    if _MALLOC_SET:
+        return True
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        mallopt = ctypes.CDLL("libc.so.6").mallopt
+    except (OSError, AttributeError):  # musl or another libc: leave it as it is
+        return False
+    m_trim_threshold, m_mmap_max = -1, -4  # malloc.h
+    # no mmap for large blocks, and no trimming of the heap's free top (-1: never; a bounded threshold still handed
+    # back the top after training freed its ~3 GB, and every big tensor after it faulted in again: detection 180 s
+    # after training against 145 s alone)
+    _MALLOC_SET = bool(mallopt(m_mmap_max, 0)) and bool(mallopt(m_trim_threshold, -1))
+    return _MALLOC_SET
 
 
 def from_config(runtime_cfg) -> Placement:

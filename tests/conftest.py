@@ -4,6 +4,9 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# runtime auto: float32 on every CPU, so that the suite's numbers do not depend on whether the CPU that runs it
+# has native bf16 (detect/runtime.py; tests/test_runtime.py checks the bf16 choice with the variable unset)
+os.environ.setdefault("LAB_AUTO_CPU_BF16", "0")
 
 import contextlib  # noqa: E402
 import socket  # noqa: E402

@@ -28,7 +28,9 @@ def two_gpus(monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H100")
 
 
-def test_auto_on_a_cpu_machine_is_cpu_float32(no_gpu):
+def test_auto_on_a_cpu_machine_is_cpu_float32(no_gpu, monkeypatch):
+    monkeypatch.setattr(runtime, "_cpu_has_native_bf16", lambda: False)  # an AVX2 CPU: bf16 would be emulated
+    monkeypatch.delenv("LAB_AUTO_CPU_BF16", raising=False)
     assert resolve_placement() == Placement("cpu", "float32", None)
     assert resolve_placement("cpu", "fp32") == resolve_placement("auto", "float32") == Placement("cpu", "float32")
     assert resolve_placement().key() == {"device": "cpu", "dtype": "float32"}
@@ -58,7 +60,11 @@ def test_refused_on_a_cpu_machine(no_gpu, monkeypatch):
 def test_bf16_on_a_cpu_that_has_it_is_honoured(no_gpu, monkeypatch):
     monkeypatch.setattr(runtime, "_cpu_has_native_bf16", lambda: True)  # AVX-512 BF16 / AMX
     assert resolve_placement("cpu", "bf16") == Placement("cpu", "bfloat16")
-    assert resolve_placement() == Placement("cpu", "float32")  # auto stays float32 on any CPU
+    monkeypatch.delenv("LAB_AUTO_CPU_BF16", raising=False)
+    assert resolve_placement() == Placement("cpu", "bfloat16")  # auto takes it where it is native
+    assert resolve_placement("cpu", "fp32") == Placement("cpu", "float32")
+    monkeypatch.setenv("LAB_AUTO_CPU_BF16", "0")  # what the test suite sets
+    assert resolve_placement() == Placement("cpu", "float32")
 
 
 def test_on_a_gpu_machine(two_gpus, monkeypatch):
@@ -114,3 +120,25 @@ def test_a_gpu_asked_for_on_the_command_line_is_one_line(command, tmp_path):
     assert result.stderr.strip().startswith("error: runtime.device=cuda but this machine has no CUDA GPU")
     assert len(result.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "results.jsonl").exists()
+
+
+def test_freed_memory_is_kept_for_the_next_tensors():
+    """glibc would unmap every freed tensor over 32 MB and page-fault it in again for the next (detect/runtime.py):
+    after keep_freed_memory a freed 400 MB block is reused, so allocating it again faults in almost nothing."""
+    import resource
+    import sys
+
+    import torch
+
+    if not sys.platform.startswith("linux") or not runtime.keep_freed_memory():
+        pytest.skip("glibc's mallopt only")
+
+    def faults_for_a_fresh_block() -> int:
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        block = torch.ones(100_000_000)  # 400 MB, every page written
+        del block
+        return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+    faults_for_a_fresh_block()  # the first one grows the heap
+    # not the ~98k pages of a fresh mapping each time (one more block may still grow the heap)
+    assert min(faults_for_a_fresh_block() for _ in range(3)) < 10_000
