@@ -33,13 +33,16 @@ def main() -> None:
     from detect.models import embedded_smollm2, load
     from detect.models.hf import HFModel
     from detect.pipeline import detect_partition
+    from detect.runtime import resolve_placement
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--format", default="metadata")
     parser.add_argument("--detectors", default="all", help="comma-separated names, or all")
+    parser.add_argument("--dtype", default="auto", help="runtime.dtype: auto, fp32 or bf16 (detect/runtime.py)")
     parser.add_argument("--out", type=Path, help="also write the table (and the machine line) to this file")
     args = parser.parse_args()
-    model, tokenizer = load(embedded_smollm2())
+    placement = resolve_placement("cpu", args.dtype)
+    model, tokenizer = load(embedded_smollm2(), placement)
     dataset = OmegaConf.load("conf/dataset/synth_nli.yaml")
     detect_cfg = OmegaConf.load("conf/detect/default.yaml")
     fmt = build_format(OmegaConf.load(f"conf/format/{args.format}.yaml"))
@@ -59,8 +62,8 @@ def main() -> None:
         return Evidence(dataset, "test", instances, pool, model=language_model, seed=0, reader=reader,
                         heldout=heldout)
 
-    header = (f"torch {torch.__version__}, {torch.get_num_threads()} threads, embedded SmolLM2-135M fp32, format "
-              f"{args.format}: 10 instances, pool 100, held-out 50")
+    header = (f"torch {torch.__version__}, {torch.get_num_threads()} threads, embedded SmolLM2-135M "
+              f"{placement.dtype}, format {args.format}: 10 instances, pool 100, held-out 50")
     print(header)
     rows = []
     language_model = fresh()

@@ -1,5 +1,6 @@
 """The detector registry and the detector added through it (DC-PDD), against hand-computed values."""
 
+import json
 import math
 from collections import Counter
 
@@ -70,6 +71,9 @@ def test_dc_pdd_reads_the_offline_corpus_and_refuses_a_missing_one(tmp_path):
 
         def __len__(self):
             return 50_000
+
+        def get_vocab(self):  # what DC-PDD keys its counts by
+            return dict(self.vocabulary)
 
         def __call__(self, texts):
             ids = [[self.vocabulary.setdefault(w, len(self.vocabulary)) for w in t.split()] for t in texts]
@@ -189,3 +193,44 @@ def test_the_config_states_each_detector_default_its_class_has(compose_config):
         for name, value in settings.items():
             if name not in ("_target_", "enabled"):
                 assert value == parameters[name].default, (key, name)
+
+
+def test_derived_data_is_computed_once_per_key_and_read_back_the_same(tmp_path, monkeypatch):
+    """detect.cache.stored: the stdlib's docstrings and DC-PDD's corpus counts are kept between processes."""
+    from detect.cache import digest, stored
+    from detect.detectors.dc_pdd import DCPDD
+
+    monkeypatch.setenv("CONTAMINATION_LAB_CACHE", str(tmp_path / "lab"))
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"counts": [[3, 2], [7, 1]]}
+
+    assert stored("kind", {"k": 1}, compute) == stored("kind", {"k": 1}, compute) == {"counts": [[3, 2], [7, 1]]}
+    assert len(calls) == 1
+    stored("kind", {"k": 2}, compute)
+    assert len(calls) == 2
+    path = tmp_path / "lab" / "kind" / f"{digest({'k': 1})}.json"
+    path.write_text("{not json")  # damaged: computed and written again
+    assert stored("kind", {"k": 1}, compute) == {"counts": [[3, 2], [7, 1]]} and len(calls) == 3
+    assert json.loads(path.read_text()) == {"counts": [[3, 2], [7, 1]]}
+
+    class Tokenizer:
+        def __init__(self):
+            self.vocabulary = {"the": 0, "cat": 1, "sat": 2}
+
+        def __len__(self):
+            return 3
+
+        def get_vocab(self):
+            return dict(self.vocabulary)
+
+        def __call__(self, texts):
+            return type("Encoded", (), {"input_ids": [[self.vocabulary[w] for w in t.split()] for t in texts]})
+
+    (tmp_path / "corpus.txt").write_text("the cat sat the the")
+    computed = DCPDD(corpus=str(tmp_path / "corpus.txt")).frequencies(Tokenizer())
+    assert len(list((tmp_path / "lab" / "token_counts").iterdir())) == 1
+    read_back = DCPDD(corpus=str(tmp_path / "corpus.txt")).frequencies(Tokenizer())  # a new detector: from disk
+    assert computed == read_back == ({0: 4 / 8, 1: 2 / 8, 2: 2 / 8}, 1 / 8)

@@ -64,10 +64,20 @@ def pydoc_texts() -> list[str]:
 def stdlib_docstrings(min_chars: int = 200) -> tuple[str, ...]:
     """The standard library's docstrings of ``min_chars`` or more, in sorted file order, minus the paragraphs that
     also appear in ``pydoc`` (see the module docstring)."""
-    import ast
+    import sys
     import sysconfig
 
+    from detect.cache import stored
+
     root = Path(sysconfig.get_paths()["stdlib"])
+    # parsing the standard library takes ~7 s on 2 cores: kept per Python build and settings (detect/cache.py)
+    key = {"python": sys.version, "stdlib": str(root), "min_chars": min_chars, "left_out": _LEFT_OUT, "version": 1}
+    return tuple(stored("corpora", key, lambda: _stdlib_docstrings(root, min_chars)))
+
+
+def _stdlib_docstrings(root: Path, min_chars: int) -> list[str]:
+    import ast
+
     background = {paragraph.strip() for text in pydoc_texts() for paragraph in text.split("\n\n")}
     documents = []
     for file in sorted(root.rglob("*.py")):
@@ -84,7 +94,7 @@ def stdlib_docstrings(min_chars: int = 200) -> tuple[str, ...]:
                     kept = [p for p in text.split("\n\n") if p.strip() and p.strip() not in background]
                     if kept:
                         documents.append("\n\n".join(kept))
-    return tuple(documents)
+    return documents
 
 
 def package_docs_sources() -> dict[str, str]:

@@ -22,10 +22,13 @@ the official code, which counts each corpus document's first 1,024 tokens only, 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections import Counter
 from typing import Sequence
 
+from detect.cache import stored
 from detect.datasets import Example
 from detect.datasets.corpus import read_corpus
 from detect.detectors.base import Detector, Evidence
@@ -65,13 +68,19 @@ class DCPDD(Detector):
 
     def __init__(self, corpus: str = "stdlib_docstrings", a: float = 0.01) -> None:
         self.corpus, self.a = corpus, a
-        self._frequencies: dict[tuple, tuple[dict[int, float], float]] = {}
+        self._frequencies: dict[str, tuple[dict[int, float], float]] = {}
 
     def frequencies(self, tokenizer) -> tuple[dict[int, float], float]:
-        key = (getattr(tokenizer, "name_or_path", ""), len(tokenizer))
+        # keyed by the vocabulary, not the tokenizer's folder: a study's contaminated checkpoint saves the base
+        # model's tokenizer, whose corpus counts (~6 s on 2 cores) then serve both models
+        key = hashlib.sha1(json.dumps(sorted(tokenizer.get_vocab().items())).encode()).hexdigest()
         if key not in self._frequencies:
-            counts = Counter(token for ids in tokenizer(corpus_texts(self.corpus)).input_ids for token in ids)
-            self._frequencies[key] = token_frequencies(counts, len(tokenizer))
+            def count() -> list[list[int]]:  # ~6 s of tokenizing: kept per corpus and vocabulary (detect/cache.py)
+                counts = Counter(token for ids in tokenizer(corpus_texts(self.corpus)).input_ids for token in ids)
+                return sorted(counts.items())
+
+            counts = stored("token_counts", {"corpus": self.data_key(), "vocabulary": key}, count)
+            self._frequencies[key] = token_frequencies(Counter(dict(map(tuple, counts))), len(tokenizer))
         return self._frequencies[key]
 
     def data_key(self) -> str:
