@@ -201,10 +201,13 @@ def test_unknown_backend_on_the_command_line(tmp_path):
 
 @pytest.mark.slow
 def test_study_on_the_embedded_model_with_a_small_dose(tmp_path):
-    """The real pipeline on SmolLM2-135M: 16 members, one epoch, 4 instances per cell (about a minute)."""
+    """The real pipeline on SmolLM2-135M: 16 members, one epoch, 4 instances per cell, the lean detectors
+    (tests/lean.py) with ChatGPT-Cheat? and the performance test, which read a real model's text, and the order
+    tests' skip line (about two minutes)."""
     result = subprocess.run(
         [sys.executable, "-m", "contaminate", "+dataset=synth_nli", "sample.n_members=16", "sample.n_non_members=16",
-         "sample.n_detect=4", "sample.n_heldout=12", "contaminate.epochs=1", "detect.max_new_tokens=48",
+         "sample.n_detect=4", "contaminate.epochs=1", "detect.max_new_tokens=48",
+         *lean(keep=("cheat", "performance", "permutation", "sharded_likelihood")),
          f"cache_dir={tmp_path}/cache",
          f"hydra.run.dir={tmp_path}/run"], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -215,7 +218,7 @@ def test_study_on_the_embedded_model_with_a_small_dose(tmp_path):
     assert manifest["base_model"]["name"] == "smollm2_135m" and manifest["checkpoint"]["reused"] is False
     assert manifest["checkpoint"]["final_loss"] < manifest["checkpoint"]["first_loss"]  # training did something
     partition = _rows(folder, "partition.jsonl")
-    assert len(rows) == len(CELLS) * 2 * 4 + len(KNOWN_CELLS) * 12 and all(r["completion"] is not None for r in rows)
+    assert len(rows) == len(CELLS) * 2 * 4 + len(KNOWN_CELLS) * 8 and all(r["completion"] is not None for r in rows)
     # Cheat? and the performance test per cell; the order tests skip the web copy (no order to find), said once
     assert sorted(r["detector"] for r in partition) == sorted(["cheat", "performance"] * len(CELLS))
     assert "permutation skipped on smollm2_135m: the leak's format metadata lays out one instance a document" \
