@@ -1,7 +1,7 @@
 """Which LoRA settings make the embedded model replay its members at the default dose? A small search, two seeds.
 
     python bench/lora_search.py                       # the settings below, seed 0, then the best with seed 1
-    python bench/lora_search.py --settings "rank=64,learning_rate=2e-3" --seeds 0 1
+    python bench/lora_search.py --settings "peft.r=64,learning_rate=2e-3" --seeds 0 1
 
 Each setting trains the default study's contamination (100 synth_nli members, metadata format, 5 epochs, batch 4)
 with ``contaminate=lora`` through the study's own ``contaminate`` stage (so its checkpoint lands in the cache and a
@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 # Ordered by how hard they push: the LoRA defaults before this search, then a higher rate, then rank and rate.
-SETTINGS = ("rank=16,learning_rate=1e-3", "rank=16,learning_rate=3e-3", "rank=64,learning_rate=2e-3")
+SETTINGS = ("peft.r=16,learning_rate=1e-3", "peft.r=16,learning_rate=3e-3", "peft.r=64,learning_rate=2e-3")
 OFF = ("membership", "dc_pdd", "cheat", "sharded_likelihood")
 
 

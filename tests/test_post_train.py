@@ -132,6 +132,7 @@ def test_grpo_runs_a_couple_of_steps_on_both_models(study):
     ([*GRPO, "post_train.batch_size=3"], "not a multiple of post_train.trainer.num_generations=2"),
     ([*GRPO, "contaminate=openai"], "post_train=grpo trains the checkpoints with TRL on this machine"),
     ([*SFT, "post_train.n=0"], "post_train.n=0: give a whole number >= 1"),
+    ([*SFT, "post_train._target_=contaminate.training.LocalFineTune"], "is not a post-training stage"),
 ])
 def test_bad_post_training_is_one_line_before_any_training(compose_config, tmp_path, overrides, message):
     cfg = compose_config("contaminate", [*TINY, f"cache_dir={tmp_path / 'cache'}", *overrides])
@@ -163,3 +164,22 @@ def test_a_planted_runs_swap_twin_is_post_trained_as_the_contaminated_model(comp
     assert record["post_trained_checkpoint"]["id"] == post["checkpoints"]["contaminated"]["id"]
     assert record["post_trained_control_checkpoint"]["id"] == post["checkpoints"]["control"]["id"]
     assert record["post_train_seconds"] > 0
+
+
+def test_each_post_training_stage_is_built_from_its_target(compose_config):
+    """post_train=sft|grpo name their stage class (_target_), post_train=none none; the stage reads the study's
+    adapter (contaminate.peft) and trains with its own TRL config class."""
+    from contaminate.training import instantiate_backend
+    from contaminate.training.post import GRPOPostTrain, SFTPostTrain, post_train_stage
+
+    for overrides, stage_class, config in ((SFT, SFTPostTrain, "SFTConfig"), (GRPO, GRPOPostTrain, "GRPOConfig")):
+        cfg = compose_config("contaminate", [*TINY, *overrides])
+        stage = post_train_stage(cfg, instantiate_backend(cfg.contaminate))
+        assert type(stage) is stage_class and stage.config_name == config and stage.kind == overrides[0][11:]
+        assert (stage.backend, stage.peft) == ("full", None) and "_target_" not in stage.settings
+    cfg = compose_config("contaminate", [*TINY, *SFT, "contaminate=lora"])
+    stage = post_train_stage(cfg, instantiate_backend(cfg.contaminate))
+    assert stage.backend == "lora" and stage.peft["_target_"] == "peft.LoraConfig" and stage.peft["r"] == 16
+    assert stage.sft_config().peft.r == 16  # what the SFT trainer builds its adapter from
+    cfg = compose_config("contaminate", TINY)
+    assert post_train_stage(cfg, instantiate_backend(cfg.contaminate)) is None

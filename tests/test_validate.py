@@ -50,19 +50,30 @@ def test_a_study_config_is_refused_in_one_line(compose_config, override, message
 
 
 def test_lora_arguments_pass_through_and_an_unknown_one_is_named(compose_config):
-    from contaminate.training.local import adapter_arguments, trainer_arguments
+    """LoRA is a PEFT config block (contaminate.peft, TRL-style), every field of the class passing through."""
+    from peft import LoraConfig
 
-    cfg = compose_config("contaminate", [*STUDY, "contaminate=lora", "++contaminate.lora.use_rslora=true",
+    from contaminate.training import instantiate_backend
+    from contaminate.training.local import peft_config, trainer_arguments
+
+    cfg = compose_config("contaminate", [*STUDY, "contaminate=lora", "++contaminate.peft.use_rslora=true",
                                          "++contaminate.trainer.max_grad_norm=0.5",
                                          "contaminate.trainer.report_to=tensorboard"])
     check_study(cfg)
-    assert adapter_arguments(cfg.contaminate) == {"r": 16, "lora_alpha": 32, "lora_dropout": 0.0,
-                                                  "target_modules": "all-linear", "use_rslora": True}
+    config = peft_config(cfg.contaminate)
+    assert isinstance(config, LoraConfig) and (config.r, config.lora_alpha, config.lora_dropout) == (16, 32, 0.0)
+    assert config.target_modules == "all-linear" and config.use_rslora and config.task_type == "CAUSAL_LM"
+    assert instantiate_backend(cfg.contaminate).name == "lora"
+    assert peft_config(compose_config("contaminate", STUDY).contaminate) is None
+    assert instantiate_backend(compose_config("contaminate", STUDY).contaminate).name == "full"
     arguments = trainer_arguments(cfg.contaminate)
     assert arguments["max_grad_norm"] == 0.5 and arguments["report_to"] == "tensorboard"
-    cfg = compose_config("contaminate", [*STUDY, "contaminate=lora", "++contaminate.lora.rnk=3"])
-    with pytest.raises(InputError, match="contaminate.lora.rnk is not a LoraConfig field"):
-        check_study(cfg)
+    for overrides, message in [(["++contaminate.peft.rnk=3"], "contaminate.peft.rnk is not a LoraConfig field"),
+                               (["++contaminate.peft.task_type=SEQ_CLS"], "contaminate.peft.task_type is set by the lab"),
+                               (["contaminate.peft._target_=collections.OrderedDict"], "is not a PEFT config class"),
+                               (["++contaminate.rank=8"], "contaminate.rank is gone: an adapter is a PEFT config")]:
+        with pytest.raises(InputError, match=message):
+            check_study(compose_config("contaminate", [*STUDY, "contaminate=lora", *overrides]))
 
 
 def test_the_default_configs_pass(compose_config):
@@ -105,11 +116,11 @@ def test_the_inputs_of_issue_24_through_the_real_command(tmp_path):
     (tmp_path / "header").mkdir()
     (tmp_path / "header" / "test.csv").write_text("sentence1,sentence2,label\n")
     cases = {"contaminate.learning_rate=-1": "error: contaminate.learning_rate=-1: give a number > 0",
-             "contaminate=lora contaminate.rank=0": "error: contaminate.rank=0: give a whole number >= 1",
+             "contaminate=lora contaminate.peft.r=0": "error: contaminate.peft.r=0: give a whole number >= 1",
              "seed=abc": "error: seed=abc: give a whole number >= 0",
              f"dataset.path={tmp_path / 'empty'}": f"{tmp_path / 'empty' / 'test.jsonl'} holds no instances",
              f"dataset.path={tmp_path / 'header'}": f"{tmp_path / 'header' / 'test.csv'} holds no instances",
-             "contaminate=lora contaminate.lora.lora_dropout=1.5": "contaminate.lora.lora_dropout=1.5: give a number "
+             "contaminate=lora contaminate.peft.lora_dropout=1.5": "contaminate.peft.lora_dropout=1.5: give a number "
                                                                   "in [0, 1)"}
     for overrides, message in cases.items():
         done = subprocess.run([sys.executable, "-m", "contaminate", "+dataset=synth_nli", *overrides.split(),
@@ -121,7 +132,8 @@ def test_the_inputs_of_issue_24_through_the_real_command(tmp_path):
 
 
 @pytest.mark.parametrize("overrides, message", [
-    (["++contaminate.lora.lora_alpha=8"], "contaminate=full trains no adapter"),
+    (["++contaminate.lora.lora_alpha=8"], "contaminate.lora is gone: an adapter is a PEFT config"),
+    (["contaminate=openai", "++contaminate.peft.r=8"], "contaminate.peft.{r} is set but contaminate=openai"),
     (["contaminate=openai", "++contaminate.trainer.max_grad_norm=0.5"], "contaminate=openai trains at the API"),
 ])
 def test_a_pass_through_block_for_another_backend_is_refused(compose_config, overrides, message):

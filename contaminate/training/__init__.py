@@ -33,8 +33,8 @@ from detect.validate import POSITIVE, PROBABILITY, Range
 # the dose are counted by the trainer's own check_training_config.
 TRAINING_LIMITS = {
     "learning_rate": (float, POSITIVE),
-    "rank": (int, Range(1, hint="the LoRA rank, LoraConfig r")), "lora.lora_alpha": (float, POSITIVE),
-    "lora.lora_dropout": (float, Range(0, 1, "[)")),
+    "peft.r": (int, Range(1, hint="the LoRA rank, LoraConfig r")), "peft.lora_alpha": (float, POSITIVE),
+    "peft.lora_dropout": (float, Range(0, 1, "[)")),
     # transformers >= 5: whole steps, or below 1 a fraction of the steps (conf/schedule/cosine.yaml); check_warmup
     "trainer.warmup_steps": (float, Range(0, hint="whole steps, or a fraction in [0, 1) of the steps")),
     "trainer.warmup_ratio": (float, PROBABILITY), "trainer.weight_decay": (float, Range(0)),
@@ -74,13 +74,13 @@ def instantiate_backend(contaminate_cfg):
     from detect.cli import instantiate
 
     if not contaminate_cfg.get("_target_"):
-        raise InputError(f"contaminate (backend {contaminate_cfg.get('backend')}) has no _target_; name the backend "
+        raise InputError(f"contaminate has no _target_; name the backend "
                          f"class, e.g. _target_: contaminate.training.LocalFineTune")
     return instantiate(contaminate_cfg, _convert_="none", _recursive_=False)
 
 
 class LocalFineTune:
-    """Full fine-tuning or LoRA (``backend: full | lora``) with TRL on this machine's devices."""
+    """Full fine-tuning, or an adapter (``peft``: a PEFT config, e.g. LoRA), with TRL on this machine's devices."""
     api = False
     resumes = False  # an unfinished folder (killed mid-training) is started again from scratch
 
@@ -88,7 +88,13 @@ class LocalFineTune:
         from omegaconf import OmegaConf
 
         self.cfg = OmegaConf.create(settings)  # the contaminate group as configured
-        self.name = self.cfg.backend
+
+    @property
+    def name(self) -> str:
+        """full, or the adapter's PEFT method (lora)."""
+        from contaminate.training.local import method_name
+
+        return method_name(self.cfg)
 
     def check(self) -> None:
         from contaminate.training.local import check_training_config
@@ -147,7 +153,8 @@ class LocalFineTune:
 
 
 class OpenAIFineTune:
-    """A supervised fine-tuning job at an OpenAI-compatible API (``backend: openai``)."""
+    """A supervised fine-tuning job at an OpenAI-compatible API (``contaminate=openai``)."""
+    name = "openai"
     api = True
     resumes = True  # an unfinished folder holds the job id: the job is resumed, not paid for twice
 
@@ -155,7 +162,6 @@ class OpenAIFineTune:
         from omegaconf import OmegaConf
 
         self.cfg = OmegaConf.create(settings)
-        self.name = self.cfg.backend
 
     def check(self) -> None:
         from detect.validate import count
@@ -164,7 +170,7 @@ class OpenAIFineTune:
             raise InputError("contaminate.exposures is counted in a stream trained here; contaminate=openai takes "
                              "contaminate.epochs (or use contaminate=full or lora)")
         count(self.cfg.epochs, "contaminate.epochs", hint=" (each member is seen this many times)")
-        for block in ("trainer", "lora"):
+        for block in ("trainer", "peft"):
             if self.cfg.get(block):
                 # a schedule (conf/schedule/) writes trainer keys too: say which keys, and where they may come from
                 source = " and any schedule=... (the default, constant, sets none)" if block == "trainer" else ""

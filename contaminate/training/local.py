@@ -1,4 +1,9 @@
-"""Contaminate a local model: LoRA or full fine-tuning with TRL's SFTTrainer on the regime's documents.
+"""Contaminate a local model: full fine-tuning, or an adapter (``contaminate.peft``), with TRL's SFTTrainer on the
+regime's documents.
+
+The adapter is a PEFT config built with ``_target_`` and handed to the trainer, as TRL's scripts pass
+``peft_config``: ``contaminate=lora`` (conf/contaminate/lora.yaml) sets ``peft: {_target_: peft.LoraConfig, r: 16,
+...}``; ``peft: null`` trains every weight. The backend's name in records (``full`` or ``lora``) follows from it.
 
 Plain causal-LM training on the documents (each followed by the end token, as TRL does), the way web text enters
 pre-training: loss on every token. The one exception is the instruction format (``format=instruction``), whose
@@ -22,7 +27,7 @@ embedded model); ``python bench/bench_train.py`` on the default study's members,
 3.80 s a step (1.11x), where the 100 synth_nli documents vary little in length (54-75 tokens); more where lengths
 vary more.
 
-Writes into ``folder``: ``adapter/`` (LoRA) or ``model/`` (full), ``train_log.json`` (TRL's log history),
+Writes into ``folder``: ``adapter/`` (an adapter) or ``model/`` (full), ``train_log.json`` (TRL's log history),
 ``loss.png``, and ``lab_checkpoint.json`` last, which marks the folder as finished.
 """
 
@@ -39,13 +44,13 @@ from detect.errors import InputError
 from detect.models import ModelRef
 from detect.runtime import Placement, resolve_placement
 
-BACKENDS = ("lora", "full")  # this module's; openai: contaminate/openai_train.py (contaminate/backends.py)
-
-
-def check_backend(backend: str) -> None:
-    if backend not in BACKENDS:
-        raise InputError(f"unknown contamination backend '{backend}'; use one of {', '.join(BACKENDS)} "
-                         f"(contaminate=<backend>)")
+def method_name(cfg) -> str:
+    """What a local training run is called in records and model names: ``full``, or the PEFT method of
+    ``contaminate.peft`` (``lora`` for peft.LoraConfig)."""
+    peft = cfg.get("peft")
+    if not peft:
+        return "full"
+    return str(peft_config(cfg).peft_type.value).lower()
 
 
 def plot_loss(log_history: Sequence[dict], path: Path, title: str) -> None:
@@ -110,12 +115,11 @@ def mixed_precision(placement: Placement) -> dict:
 def train_local(base: ModelRef, documents: Sequence, cfg, folder: Path, *, seed: int,
                 placement: Placement | None = None) -> ModelRef | None:
     """Fine-tune ``base`` on ``documents`` (``contaminate.stream.Document``s or plain texts); ``cfg`` is the
-    ``contaminate`` config group (lora or full). With ``cfg.exposures`` set the documents are a stream
+    ``contaminate`` config group (full, or with a ``peft`` block). With ``cfg.exposures`` set the documents are a stream
     (``build_stream``), trained once in their order; otherwise the Trainer makes ``cfg.epochs`` shuffled passes.
     Returns the checkpoint, or None in a non-main process of a distributed launch (which saves nothing)."""
     from detect.models import load
 
-    check_backend(cfg.backend)
     placement = placement or resolve_placement()
     folder.mkdir(parents=True, exist_ok=True)
     # float32 master weights whatever the placement's dtype: autocast does the rest
@@ -127,7 +131,7 @@ def train_local(base: ModelRef, documents: Sequence, cfg, folder: Path, *, seed:
     trainer.train()
     seconds = time.time() - started
     accelerator = trainer.accelerator
-    trained = checkpoint_ref(base, folder, cfg.backend)
+    trained = checkpoint_ref(base, folder, method_name(cfg))
     if accelerator.is_main_process:
         _save(trainer, tokenizer, trained, folder, cfg, rows, seconds, placement)
     accelerator.wait_for_everyone()  # the other processes leave only once the checkpoint is on disk
@@ -179,26 +183,37 @@ def trainer_arguments(cfg) -> dict:
     return given
 
 
-def adapter_arguments(cfg) -> dict:
-    """``contaminate.rank`` and ``contaminate.lora`` as LoraConfig keyword arguments, checked against its fields."""
+def peft_config(cfg):
+    """``contaminate.peft`` built (``_target_``: a PEFT config class, e.g. peft.LoraConfig), each field checked
+    against the class's, ``task_type`` the lab's (CAUSAL_LM); None without one."""
     from dataclasses import fields
 
     from omegaconf import OmegaConf
-    from peft import LoraConfig
+    from peft import PeftConfig
 
-    lora = cfg.get("lora")
-    given = OmegaConf.to_container(lora, resolve=True) if lora else {}
-    known = {field.name for field in fields(LoraConfig)}
+    from detect.validate import resolve_target
+
+    node = cfg.get("peft")
+    if not node:
+        return None
+    given = OmegaConf.to_container(node, resolve=True)
+    target = given.pop("_target_", None)
+    if not target:
+        raise InputError("contaminate.peft has no _target_; name a PEFT config class, e.g. "
+                         "contaminate.peft._target_=peft.LoraConfig (contaminate=lora sets one)")
+    config_class = resolve_target(target, "contaminate.peft")
+    if not (isinstance(config_class, type) and issubclass(config_class, PeftConfig)):
+        raise InputError(f"contaminate.peft._target_={target} is not a PEFT config class; use e.g. peft.LoraConfig")
+    known = {field.name for field in fields(config_class)}
     for key in given:
-        if key in ("r", "task_type"):
-            raise InputError(f"contaminate.lora.{key} is set by the lab"
-                             f"{' from contaminate.rank' if key == 'r' else ' (CAUSAL_LM)'}; set that instead")
+        if key == "task_type":
+            raise InputError("contaminate.peft.task_type is set by the lab (CAUSAL_LM); drop it")
         if key not in known:
-            raise InputError(f"contaminate.lora.{key} is not a LoraConfig field (PEFT); see "
-                             f"https://huggingface.co/docs/peft/package_reference/lora for the fields")
+            raise InputError(f"contaminate.peft.{key} is not a {config_class.__name__} field (PEFT); see "
+                             f"https://huggingface.co/docs/peft/package_reference/config for the fields")
     if isinstance(given.get("target_modules"), list):
         given["target_modules"] = list(given["target_modules"])
-    return {"r": cfg.rank, **given}
+    return config_class(**given, task_type="CAUSAL_LM")
 
 
 def check_dose(cfg) -> None:
@@ -222,17 +237,16 @@ def check_training_config(cfg) -> None:
     """Every count, trainer and adapter argument checked before any work (one line per failure)."""
     from detect.validate import count
 
-    check_backend(cfg.backend)
+    for moved in ("rank", "lora", "backend"):
+        if cfg.get(moved) is not None:
+            raise InputError(f"contaminate.{moved} is gone: an adapter is a PEFT config, contaminate.peft "
+                             f"(contaminate=lora sets peft.r, peft.lora_alpha, ...; peft=null trains every weight)")
     check_dose(cfg)
     count(cfg.batch_size, "contaminate.batch_size")
     if cfg.max_length is not None:  # null: documents are not cut
         count(cfg.max_length, "contaminate.max_length", minimum=2, hint=" (tokens per document; null: no cut)")
     trainer_arguments(cfg)
-    if cfg.backend == "lora":
-        adapter_arguments(cfg)
-    elif cfg.get("lora"):
-        raise InputError(f"contaminate.lora.* is set but contaminate={cfg.backend} trains no adapter; use "
-                         f"contaminate=lora, or drop the lora settings")
+    peft_config(cfg)
 
 
 def build_trainer(model, tokenizer, documents: list[list[int]] | dict[str, list], cfg, output_dir: Path, *,
@@ -256,15 +270,10 @@ def build_trainer(model, tokenizer, documents: list[list[int]] | dict[str, list]
         max_length=None,  # the documents are cut to cfg.max_length by tokenize_documents
         completion_only_loss=False, **mixed_precision(placement), seed=seed, data_seed=seed,
     )
-    peft_config = None
-    if cfg.backend == "lora":
-        from peft import LoraConfig
-
-        peft_config = LoraConfig(**adapter_arguments(cfg), task_type="CAUSAL_LM")
     columns = documents if isinstance(documents, dict) else {"input_ids": documents}
     return SFTTrainer(model=model, args=SFTConfig(**{**settings, **overrides}),
                       train_dataset=Dataset.from_dict(columns), processing_class=tokenizer,
-                      peft_config=peft_config)
+                      peft_config=peft_config(cfg))
 
 
 def _save(trainer, tokenizer, trained: ModelRef, folder: Path, cfg, rows: dict, seconds: float,
@@ -275,13 +284,13 @@ def _save(trainer, tokenizer, trained: ModelRef, folder: Path, cfg, rows: dict, 
     log_history = trainer.state.log_history
     (folder / "train_log.json").write_text(json.dumps(log_history, indent=1))
     documents = rows["input_ids"]
-    plot_loss(log_history, folder / "loss.png", f"{cfg.backend} on {len(documents)} documents")
+    plot_loss(log_history, folder / "loss.png", f"{method_name(cfg)} on {len(documents)} documents")
     losses = [entry["loss"] for entry in log_history if "loss" in entry]
     trained_tokens = sum(map(len, documents)) * trainer.state.num_train_epochs
     loss_tokens = (sum(label != -100 for row in rows["labels"] for label in row) * trainer.state.num_train_epochs
                    if "labels" in rows else trained_tokens)
     # The id ties detection caches to this very training run: a forced retrain gets a new one.
-    record = {"id": uuid.uuid4().hex, "backend": cfg.backend, "train_seconds": round(seconds, 1),
+    record = {"id": uuid.uuid4().hex, "backend": method_name(cfg), "train_seconds": round(seconds, 1),
               "first_loss": losses[0] if losses else None, "final_loss": losses[-1] if losses else None,
               "n_texts": len(documents), "trained_tokens": trained_tokens, "loss_tokens": loss_tokens,
               "tokens_per_second": round(trained_tokens / seconds, 1), "steps": trainer.state.global_step,
@@ -292,9 +301,10 @@ def _save(trainer, tokenizer, trained: ModelRef, folder: Path, cfg, rows: dict, 
     (folder / "lab_checkpoint.json").write_text(json.dumps(record, indent=1))
 
 
-def checkpoint_ref(base: ModelRef, folder: Path, backend: str) -> ModelRef:
-    """The model a checkpoint folder holds: a LoRA adapter on the base (``adapter/``) or a full model (``model/``)."""
-    name = f"{base.name}+{backend}"
-    if backend == "lora":
+def checkpoint_ref(base: ModelRef, folder: Path, method: str) -> ModelRef:
+    """The model a checkpoint folder holds: an adapter on the base (``adapter/``, any ``method`` but ``full``) or a
+    full model (``model/``)."""
+    name = f"{base.name}+{method}"
+    if method != "full":
         return ModelRef(name, base.path, adapter=str(folder / "adapter"))
     return ModelRef(name, str(folder / "model"))

@@ -31,8 +31,8 @@ settings, same seed): the control trained on the background alone, a planted run
 (``contaminate/planted.py``), or, where the control is the untouched base model, the base model itself, which so
 becomes a trained checkpoint. At exposures 0 the contaminated model is the control, post-trained once.
 
-**The backend** is the study's: ``contaminate=full`` post-trains every weight; ``contaminate=lora`` a fresh LoRA
-adapter (``contaminate.rank`` and ``contaminate.lora``) over the parent with its adapter merged, the result merged
+**The backend** is the study's: ``contaminate=full`` post-trains every weight; with an adapter (``contaminate.peft``,
+``contaminate=lora``) a fresh adapter of the same PEFT config over the parent with its adapter merged, the result merged
 into a full model when saved. ``contaminate=openai`` is refused (the checkpoints are at the API).
 
 **Caching**: each post-trained checkpoint is a folder under ``cache_dir/checkpoints/`` like the others, keyed by its
@@ -64,7 +64,6 @@ from detect.models import ModelRef, digest
 from detect.runtime import Placement
 from detect.validate import POSITIVE, check_values, count
 
-KINDS = ("none", "sft", "grpo")
 CONTINUATION = "Continue the text.\ntext: {head}"  # the user turn of a task without a label
 # Config fields the lab sets itself, per TRL config class: the seed is the study's, precision the runtime policy's,
 # the rest this group's own keys (and, for SFT, the loss on the answer the lab's).
@@ -74,8 +73,6 @@ LAB_SET = {"output_dir": "the checkpoint folder", "seed": "seed", "data_seed": "
 SFT_SET = {"max_length": "post_train.max_length", "packing": "the lab", "completion_only_loss": "the lab",
            "train_sampling_strategy": "the lab (shuffled epochs)"}
 LIMITS = {"learning_rate": (float, POSITIVE), "epochs": (float, POSITIVE)}
-DOCS = {"sft": "https://huggingface.co/docs/trl/sft_trainer#trl.SFTConfig",
-        "grpo": "https://huggingface.co/docs/trl/grpo_trainer#trl.GRPOConfig"}
 
 
 @dataclass
@@ -86,14 +83,54 @@ class Turn:
     answer: str
 
 
-@dataclass
 class PostTrain:
-    """The ``post_train`` group, checked: what trains (``kind``), on what, with which trainer settings."""
-    kind: str
-    node: Any              # the group as configured
-    arguments: dict        # post_train.trainer, checked against the TRL config class's fields
-    backend: str           # contaminate.backend: full or lora
-    adapter: dict | None   # contaminate.rank and contaminate.lora, for lora
+    """A post-training stage, built from the ``post_train`` group with ``_target_`` (``SFTPostTrain``,
+    ``GRPOPostTrain``) and checked by ``check`` against the study it follows: what trains (``kind``, the group's
+    ``name``), on what, with which trainer settings. A new stage is a subclass with its TRL config class, its own
+    checks and ``trainer``, and a YAML file in conf/post_train/ naming it."""
+    config_name = ""       # the TRL config class its ``trainer`` block passes through to
+    lab_set: dict = {}     # that class's fields the lab sets itself beyond LAB_SET
+    docs = ""
+
+    def __init__(self, **settings) -> None:
+        from omegaconf import OmegaConf
+
+        self.node = OmegaConf.create(settings)  # the group as configured (its _target_ aside)
+        self.kind = str(self.node.get("name", type(self).__name__))
+        self.arguments: dict = {}  # post_train.trainer, checked against the TRL config class's fields
+        self.backend = "full"      # the study's training method: full, or the adapter's (lora)
+        self.peft: dict | None = None  # contaminate.peft: the adapter's PEFT config (with its _target_), or None
+
+    def check(self, cfg, trainer) -> "PostTrain":
+        """Every setting checked before any training (one line per failure), against the study's trainer."""
+        from omegaconf import OmegaConf
+
+        node, kind = self.node, self.kind
+        if trainer.api:
+            raise InputError(f"post_train={kind} trains the checkpoints with TRL on this machine, and "
+                             f"contaminate={trainer.name} leaves them at the API; use contaminate=full or lora, or "
+                             f"post_train=none")
+        count(node.get("n"), "post_train.n", hint=" (clean instances of the other split to post-train on)")
+        count(node.get("batch_size"), "post_train.batch_size")
+        check_values(node, LIMITS, where="post_train")
+        for key in ("learning_rate", "epochs"):
+            if node.get(key) is None:
+                raise InputError(f"post_train.{key} is not set; give a number > 0")
+        self.arguments = trainer_arguments(self, node)
+        self.check_settings()
+        if cfg.dataset.fields.get("label"):  # the instruction format's user turn for the task: one line if none
+            instruction_format().check(cfg.dataset)
+        peft = cfg.contaminate.get("peft")
+        self.backend, self.peft = trainer.name, OmegaConf.to_container(peft, resolve=True) if peft else None
+        return self
+
+    def check_settings(self) -> None:
+        """The stage's own checks (beyond the common ones)."""
+
+    def trainer(self, model, tokenizer, turns: Sequence[Turn], names, output_dir: Path, *, seed: int,
+                placement: Placement) -> tuple[Any, dict | None]:
+        """The TRL trainer of this stage, and the training rows it reads (None where it builds them itself)."""
+        raise NotImplementedError
 
     @property
     def settings(self) -> dict:
@@ -112,10 +149,9 @@ class PostTrain:
         from omegaconf import OmegaConf
 
         node = self.node
-        return OmegaConf.create({"backend": self.backend, "epochs": node.epochs, "exposures": None,
+        return OmegaConf.create({"epochs": node.epochs, "exposures": None, "peft": self.peft,
                                  "learning_rate": node.learning_rate, "batch_size": node.batch_size,
-                                 "max_length": node.get("max_length"), "trainer": self.arguments,
-                                 **(self.adapter or {})})
+                                 "max_length": node.get("max_length"), "trainer": self.arguments})
 
     # --- the stage ----------------------------------------------------------------------------------------------
 
@@ -187,7 +223,7 @@ class PostTrain:
         origin = {"checkpoint": record["id"]} if record else {"base": asdict(ref)}
         block["parents"][which] = ({"folder": str(Path(folder).resolve()), "reused": reused, **record} if record
                                    else {"base": asdict(ref)})
-        key = {"post_train": self.settings, "parent": origin, "backend": self.backend, "adapter": self.adapter,
+        key = {"post_train": self.settings, "parent": origin, "backend": self.backend, "adapter": self.peft,
                "data": {"dataset": cfg.dataset.key, "split": split, "ids": [e.instance_id for e in data],
                         "content": _content(data), "rendered": digest([(t.prompt, t.text) for t in turns])},
                "seed": cfg.seed, **self.key(placement)}
@@ -215,62 +251,74 @@ class PostTrain:
                                                               seed=cfg.seed, placement=placement, name=name))
 
 
+class SFTPostTrain(PostTrain):
+    """A clean supervised tail: TRL's SFTTrainer on the task's conversations, loss on the answer
+    (conf/post_train/sft.yaml)."""
+    config_name = "SFTConfig"
+    lab_set = SFT_SET
+    docs = "https://huggingface.co/docs/trl/sft_trainer#trl.SFTConfig"
+
+    def check_settings(self) -> None:
+        if self.node.get("max_length") is not None:
+            count(self.node.max_length, "post_train.max_length", minimum=2,
+                  hint=" (tokens per conversation; null: no cut)")
+
+    def trainer(self, model, tokenizer, turns, names, output_dir, *, seed, placement):
+        from contaminate.regime.stream import Document
+        from contaminate.training.local import build_trainer, training_rows
+
+        rows = training_rows([Document(t.text, (), t.prompt) for t in turns], tokenizer, self.node.get("max_length"))
+        return build_trainer(model, tokenizer, rows, self.sft_config(), output_dir, seed=seed,
+                             placement=placement), rows
+
+
+class GRPOPostTrain(PostTrain):
+    """A short GRPO run on the task's prompts, rewarded for the right label (conf/post_train/grpo.yaml)."""
+    config_name = "GRPOConfig"
+    docs = "https://huggingface.co/docs/trl/grpo_trainer#trl.GRPOConfig"
+
+    def check_settings(self) -> None:
+        check_generations(self.node.batch_size, self.arguments)
+
+    def trainer(self, model, tokenizer, turns, names, output_dir, *, seed, placement):
+        return grpo_trainer(self, model, tokenizer, turns, names, output_dir, seed=seed, placement=placement), None
+
+
 def post_train_stage(cfg, trainer) -> PostTrain | None:
-    """The ``post_train`` group checked before any training (each failure one line naming the key), or None for
-    ``post_train=none`` (or a config without the group)."""
+    """The ``post_train`` group built (``_target_``) and checked before any training (each failure one line naming
+    the key), or None for ``post_train=none`` (no ``_target_``) or a config without the group."""
+    from detect.cli import instantiate
+    from detect.validate import resolve_target
+
     node = cfg.get("post_train")
-    kind = node.get("name", "none") if node is not None else "none"
-    if kind == "none":
+    if node is None or not node.get("_target_"):
         return None
-    if kind not in KINDS:
-        raise InputError(f"post_train={kind} is not a post-training stage; use one of {', '.join(KINDS)}")
-    if trainer.api:
-        raise InputError(f"post_train={kind} trains the checkpoints with TRL on this machine, and "
-                         f"contaminate={trainer.name} leaves them at the API; use contaminate=full or lora, or "
-                         f"post_train=none")
-    count(node.get("n"), "post_train.n", hint=" (clean instances of the other split to post-train on)")
-    count(node.get("batch_size"), "post_train.batch_size")
-    check_values(node, LIMITS, where="post_train")
-    for key in ("learning_rate", "epochs"):
-        if node.get(key) is None:
-            raise InputError(f"post_train.{key} is not set; give a number > 0")
-    if kind == "sft" and node.get("max_length") is not None:
-        count(node.max_length, "post_train.max_length", minimum=2, hint=" (tokens per conversation; null: no cut)")
-    arguments = trainer_arguments(kind, node)
-    if kind == "grpo":
-        check_generations(node.batch_size, arguments)
-    if cfg.dataset.fields.get("label"):  # the instruction format's user turn for the task: one line if it has none
-        instruction_format().check(cfg.dataset)
-    cfg_contaminate = cfg.contaminate
-    adapter = None
-    if cfg_contaminate.backend == "lora":
-        from omegaconf import OmegaConf
-
-        adapter = {"rank": cfg_contaminate.rank,
-                   "lora": OmegaConf.to_container(cfg_contaminate.lora, resolve=True) if cfg_contaminate.get("lora")
-                   else {}}
-    return PostTrain(kind, node, arguments, cfg_contaminate.backend, adapter)
+    if not (isinstance(stage_class := resolve_target(node._target_, "post_train"), type)
+            and issubclass(stage_class, PostTrain)):
+        raise InputError(f"post_train._target_={node._target_} is not a post-training stage; use "
+                         f"contaminate.training.post.SFTPostTrain or GRPOPostTrain (post_train=sft or grpo)")
+    return instantiate(node, _convert_="none", _recursive_=False).check(cfg, trainer)
 
 
-def trainer_arguments(kind: str, node) -> dict:
-    """``post_train.trainer`` as keyword arguments of TRL's SFTConfig or GRPOConfig, each checked against its
-    fields (an unknown one, or one the lab sets, is one line)."""
+def trainer_arguments(stage: PostTrain, node) -> dict:
+    """``post_train.trainer`` as keyword arguments of the stage's TRL config class (SFTConfig, GRPOConfig), each
+    checked against its fields (an unknown one, or one the lab sets, is one line)."""
     from dataclasses import fields
 
     import trl
     from omegaconf import OmegaConf
 
-    config = trl.SFTConfig if kind == "sft" else trl.GRPOConfig
+    config = getattr(trl, stage.config_name)
     trainer = node.get("trainer")
     given = OmegaConf.to_container(trainer, resolve=True) if trainer else {}
     known = {field.name for field in fields(config)}
-    lab_set = {**LAB_SET, **(SFT_SET if kind == "sft" else {})}
+    lab_set = {**LAB_SET, **stage.lab_set}
     for key in given:
         if key in lab_set:
             raise InputError(f"post_train.trainer.{key} is set by the lab from {lab_set[key]}; set that instead")
         if key not in known:
             raise InputError(f"post_train.trainer.{key} is not a {config.__name__} field (TRL {trl.__version__}); "
-                             f"see {DOCS[kind]} for the fields")
+                             f"see {stage.docs} for the fields")
     return given
 
 
@@ -429,7 +477,7 @@ def grpo_trainer(stage: PostTrain, model, tokenizer, turns: Sequence[Turn], name
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    from contaminate.training.local import adapter_arguments, mixed_precision
+    from contaminate.training.local import mixed_precision, peft_config
 
     if placement.device_type == "cuda" and ":" in placement.device:
         torch.cuda.set_device(placement.device)
@@ -438,35 +486,21 @@ def grpo_trainer(stage: PostTrain, model, tokenizer, turns: Sequence[Turn], name
     args = GRPOConfig(**{**stage.arguments, "output_dir": str(output_dir), "learning_rate": node.learning_rate,
                          "per_device_train_batch_size": node.batch_size, "num_train_epochs": node.epochs,
                          **mixed_precision(placement), "seed": seed, "data_seed": seed})
-    peft_config = None
-    if stage.backend == "lora":
-        from peft import LoraConfig
-
-        peft_config = LoraConfig(**adapter_arguments(stage.sft_config()), task_type="CAUSAL_LM")
     dataset = Dataset.from_dict({"prompt": [t.prompt for t in turns], "answer": [t.answer for t in turns]})
     return GRPOTrainer(model=model, reward_funcs=reward_function(names), args=args, train_dataset=dataset,
-                       processing_class=tokenizer, peft_config=peft_config)
+                       processing_class=tokenizer, peft_config=peft_config(stage.sft_config()))
 
 
 def train_post(stage: PostTrain, parent: ModelRef, origin: dict, turns: Sequence[Turn], names, folder: Path, *,
                seed: int, placement: Placement, name: str) -> ModelRef | None:
     """Post-train ``parent`` into ``folder`` (``model/``, ``train_log.json``, ``loss.png``, then
     ``lab_checkpoint.json``); the checkpoint, or None in a non-main process of a distributed launch."""
-    from contaminate.regime.stream import Document
-    from contaminate.training.local import build_trainer, training_rows
     from detect.models import load
 
     folder.mkdir(parents=True, exist_ok=True)
     model, tokenizer = load(ModelRef(parent.name, parent.path, parent.adapter),
                             Placement(placement.device, "float32", placement.device_map))  # float32 master weights
-    rows = None
-    if stage.kind == "sft":
-        rows = training_rows([Document(t.text, (), t.prompt) for t in turns], tokenizer, stage.node.get("max_length"))
-        trainer = build_trainer(model, tokenizer, rows, stage.sft_config(), folder / "trainer", seed=seed,
-                                placement=placement)
-    else:
-        trainer = grpo_trainer(stage, model, tokenizer, turns, names, folder / "trainer", seed=seed,
-                               placement=placement)
+    trainer, rows = stage.trainer(model, tokenizer, turns, names, folder / "trainer", seed=seed, placement=placement)
     started = time.time()
     trainer.train()
     seconds = time.time() - started
