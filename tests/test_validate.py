@@ -68,10 +68,11 @@ def test_lora_arguments_pass_through_and_an_unknown_one_is_named(compose_config)
     assert instantiate_backend(compose_config("contaminate", STUDY).contaminate).name == "full"
     arguments = trainer_arguments(cfg.contaminate)
     assert arguments["max_grad_norm"] == 0.5 and arguments["report_to"] == "tensorboard"
-    for overrides, message in [(["++contaminate.peft.rnk=3"], "contaminate.peft.rnk is not a LoraConfig field"),
-                               (["++contaminate.peft.task_type=SEQ_CLS"], "contaminate.peft.task_type is set by the lab"),
-                               (["contaminate.peft._target_=collections.OrderedDict"], "is not a PEFT config class"),
-                               (["++contaminate.rank=8"], "contaminate.rank is gone: an adapter is a PEFT config")]:
+    refused = [(["++contaminate.peft.rnk=3"], "contaminate.peft.rnk is not a LoraConfig field"),
+               (["++contaminate.peft.task_type=SEQ_CLS"], "contaminate.peft.task_type is set by the lab"),
+               (["contaminate.peft._target_=collections.OrderedDict"], "is not a PEFT config class"),
+               (["++contaminate.rank=8"], "contaminate.rank is gone: an adapter is a PEFT config")]
+    for overrides, message in refused:
         with pytest.raises(InputError, match=message):
             check_study(compose_config("contaminate", [*STUDY, "contaminate=lora", *overrides]))
 

@@ -74,8 +74,8 @@ def instantiate_backend(contaminate_cfg):
     from detect.cli import instantiate
 
     if not contaminate_cfg.get("_target_"):
-        raise InputError(f"contaminate has no _target_; name the backend "
-                         f"class, e.g. _target_: contaminate.training.LocalFineTune")
+        raise InputError("contaminate has no _target_; name the backend "
+                         "class, e.g. _target_: contaminate.training.LocalFineTune")
     return instantiate(contaminate_cfg, _convert_="none", _recursive_=False)
 
 

@@ -44,6 +44,7 @@ from detect.errors import InputError
 from detect.models import ModelRef
 from detect.runtime import Placement, resolve_placement
 
+
 def method_name(cfg) -> str:
     """What a local training run is called in records and model names: ``full``, or the PEFT method of
     ``contaminate.peft`` (``lora`` for peft.LoraConfig)."""
