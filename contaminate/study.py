@@ -366,6 +366,9 @@ def contaminate(cfg, sampled: Sampled, placement: Placement, out_dir: Path, setu
                        and not (k == "trainer" and not v)}  # the API's empty trainer block (schedule=constant)
     if "trainer" in hyperparameters:  # how a run is logged does not change the checkpoint
         hyperparameters["trainer"] = {k: v for k, v in hyperparameters["trainer"].items() if k not in LOGGING_ONLY}
+    if hyperparameters.get("peft", 0) is None:  # full fine-tuning: no adapter block
+        del hyperparameters["peft"]
+    hyperparameters["backend"] = backend.name  # full, lora or openai: the manifest's and calibration's regime axis
     training_key = {"base": asdict(base), "dataset": dataset.key, "source": source_of(dataset).describe(),
                     "split": sampled.split, "member_ids": [e.instance_id for e in sampled.members],
                     "format": cfg.format.name, "template": template,

@@ -52,7 +52,8 @@ def test_the_whole_study_writes_every_file_and_field(study):
     assert not set(manifest["member_ids"]) & set(manifest["non_member_ids"])
     assert set(manifest["detection_ids"]["members"]) <= set(manifest["member_ids"])
     assert manifest["format"]["name"] == "metadata" and "SynthNLI dataset, test split" in manifest["format"]["example"]
-    assert manifest["contaminate"]["peft"] is None and manifest["contaminate"]["epochs"] == 1
+    assert manifest["contaminate"]["backend"] == "full" and manifest["contaminate"]["epochs"] == 1
+    assert "peft" not in manifest["contaminate"]  # full fine-tuning: no adapter block
     assert summary["backend"] == "full"
     assert manifest["seeds"]["training"] == 0 and manifest["packages"]["transformers"]
     assert "git_commit" in manifest and manifest["timings"]["train_s"] > 0
