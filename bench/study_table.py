@@ -23,8 +23,10 @@ def timing_lines(manifest: dict) -> list[str]:
     cells = timings["cells"]
     study = [c for name, c in cells.items() if name in LABELS]
     known = [c for name, c in cells.items() if name.endswith("_known_non_members")]
+    resolved = (manifest.get("runtime") or {}).get("resolved") or {}
+    where = f" on {resolved['device']} in {resolved['dtype']}" if resolved else ""
     lines = [f"Training {timings['train_s']:.0f} s, detection {timings['detect_s']:.0f} s, the study "
-             f"{timings['total_s']:.0f} s (`manifest.json` `timings`). The five cells: "
+             f"{timings['total_s']:.0f} s{where} (`manifest.json` `timings`, `runtime`). The five cells: "
              f"{min(c['total_s'] for c in study):.0f}-{max(c['total_s'] for c in study):.0f} s each, "
              f"{min(c['scored_tokens'] for c in study):,}-{max(c['scored_tokens'] for c in study):,} tokens scored."]
     if known:

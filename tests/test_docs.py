@@ -153,16 +153,17 @@ def test_included_result_tables_are_the_files_the_scripts_wrote():
 
 
 def test_the_readme_study_table_is_the_scripts_output():
-    """results/readme_study/table.md (included in docs/study.md) as bench/study_table.py prints it from the committed
-    summary and manifest of the README's first command."""
+    """results/readme_study/table.md and fp32/table.md (included in docs/study.md) as bench/study_table.py prints
+    them from the committed summary and manifest of the README's first command (bf16, and float32 forced)."""
     import sys
 
     sys.path.insert(0, str(ROOT / "bench"))
     import study_table
 
-    folder = ROOT / "results" / "readme_study"
-    assert study_table.main(str(folder)) == (folder / "table.md").read_text(), \
-        "python bench/study_table.py results/readme_study > results/readme_study/table.md"
+    for folder in (ROOT / "results" / "readme_study", ROOT / "results" / "readme_study" / "fp32"):
+        name = folder.relative_to(ROOT)
+        assert study_table.main(str(folder)) == (folder / "table.md").read_text(), \
+            f"python bench/study_table.py {name} > {name}/table.md"
 
 
 def test_the_gpu_table_is_the_scripts_output():

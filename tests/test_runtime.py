@@ -142,3 +142,14 @@ def test_freed_memory_is_kept_for_the_next_tensors():
     faults_for_a_fresh_block()  # the first one grows the heap
     # not the ~98k pages of a fresh mapping each time (one more block may still grow the heap)
     assert min(faults_for_a_fresh_block() for _ in range(3)) < 10_000
+
+
+def test_keeping_freed_memory_can_be_turned_off():
+    import os
+    import subprocess
+    import sys
+
+    code = "from detect.runtime import keep_freed_memory; print(keep_freed_memory())"
+    env = {**os.environ, "LAB_KEEP_FREED_MEMORY": "0"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.stdout.strip() == "False"
