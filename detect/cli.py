@@ -18,9 +18,10 @@ from detect.errors import InputError
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 _GROUP_CHOICE = re.compile(r"^(\+{0,2})([a-z_]+)=(.*)$")
 _SWEEP = re.compile(r"^\w+\(|[*\[\]{}]")  # choice(...), range(...), globs: left to Hydra
-# Pass-through groups (any SFTConfig / LoraConfig field): a key the YAML does not list is added, not refused by
-# Hydra's struct check in a multi-line error; the training code checks it against the real fields in one line.
-_PASS_THROUGH = re.compile(r"^(contaminate\.(trainer|lora)\.\w+=)")
+# Pass-through groups (any SFTConfig / PEFT config field): a key the YAML does not list is added, not refused by
+# Hydra's struct check in a multi-line error; the training code checks it against the real fields in one line (the
+# old LoRA keys, contaminate.rank and contaminate.lora.*, reach their one-line refusal the same way).
+_PASS_THROUGH = re.compile(r"^(contaminate\.((trainer|peft|lora)\.\w+|rank)=)")
 
 
 def options(group: str) -> list[str]:

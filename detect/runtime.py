@@ -65,9 +65,15 @@ class Placement:
 
 
 def _cpu_has_native_bf16() -> bool:
+    """AVX-512 BF16 or AMX on x86, bf16 instructions on Arm. Not ``torch.ops.mkldnn._is_mkldnn_bf16_supported``: it
+    also says yes for plain AVX-512 (Skylake to Ice Lake), where oneDNN converts bf16 rather than computing it."""
+    import platform
+
     import torch
 
-    return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    if platform.machine().lower() in ("x86_64", "amd64", "i386", "i686"):
+        return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
+    return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())  # Arm: its check is the bf16 extension
 
 
 def _auto_bf16(device: str) -> bool:
@@ -153,7 +159,7 @@ _MALLOC_SET = False
 
 def keep_freed_memory() -> bool:
     """Ask glibc's malloc to keep the memory PyTorch frees on the CPU for its next tensors, instead of handing it
-    back to the system (``detect.models.load`` calls it once per process; True where it took effect).
+    back to the system (``detect.models.load`` calls it when a model runs on the CPU; True where it took effect).
 
     glibc serves every allocation over 32 MB (a batch's logits: 2,048 tokens x 49,152 x 4 bytes = 400 MB) with a
     fresh ``mmap`` and unmaps it on free, so each such tensor page-faults in 100k zeroed pages again. Measured on

@@ -268,3 +268,20 @@ def test_partition_level_roc_and_pool_rates_by_hand():
     instance_roc["loss"] = {**instance_roc["a"], "auc": 0.9}
     order = ranking(instance_roc, result)
     assert [r["detector"] for r in order["instance"]] == ["loss", "a"] and order["partition"][0]["detector"] == "cheat"
+
+
+def test_a_lora_study_before_the_peft_block_is_the_same_condition_as_one_after():
+    from contaminate.calibration.studies import condition_of
+
+    def manifest(contaminate: dict) -> dict:
+        return {"contaminate": contaminate, "dataset": {"key": "synth_nli"}, "base_model": {"name": "smollm2_135m"},
+                "member_ids": ["a", "b"], "detection_ids": {"members": ["a"]}, "format": {"name": "metadata"},
+                "detect": {"prompt_format": "raw"}}
+
+    common = {"backend": "lora", "epochs": 5, "learning_rate": 1e-3, "trainer": {"weight_decay": 0.0}}
+    old = condition_of(manifest({**common, "rank": 16, "lora": {"lora_alpha": 32, "lora_dropout": 0.0}}))
+    new = condition_of(manifest({**common, "peft": {"_target_": "peft.LoraConfig", "r": 16, "lora_alpha": 32,
+                                                    "lora_dropout": 0.0}}))
+    assert old == new and new["peft.r"] == 16 and new["backend"] == "lora"
+    full = condition_of(manifest({**common, "backend": "full"}))
+    assert not any(key.startswith("peft") for key in full)

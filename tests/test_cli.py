@@ -55,3 +55,10 @@ def test_command_line_errors_are_one_line(args, expected, tmp_path):
     error_lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(error_lines) == 1 and error_lines[0].startswith(expected)
     assert "Traceback" not in result.stderr
+
+
+def test_a_peft_or_trainer_field_the_yaml_does_not_list_passes_through():
+    argv = check_overrides(["prog", "+dataset=synth_nli", "contaminate=lora", "contaminate.peft.use_rslora=true",
+                            "contaminate.trainer.max_grad_norm=0.5", "contaminate.rank=8", "contaminate.epochs=2"])
+    assert argv[-4:] == ["++contaminate.peft.use_rslora=true", "++contaminate.trainer.max_grad_norm=0.5",
+                         "++contaminate.rank=8", "contaminate.epochs=2"]

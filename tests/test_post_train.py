@@ -133,6 +133,7 @@ def test_grpo_runs_a_couple_of_steps_on_both_models(study):
     ([*GRPO, "contaminate=openai"], "post_train=grpo trains the checkpoints with TRL on this machine"),
     ([*SFT, "post_train.n=0"], "post_train.n=0: give a whole number >= 1"),
     ([*SFT, "post_train._target_=contaminate.training.LocalFineTune"], "is not a post-training stage"),
+    ([*SFT, "~post_train._target_"], "post_train=sft names no stage class (_target_)"),
 ])
 def test_bad_post_training_is_one_line_before_any_training(compose_config, tmp_path, overrides, message):
     cfg = compose_config("contaminate", [*TINY, f"cache_dir={tmp_path / 'cache'}", *overrides])

@@ -153,3 +153,20 @@ def test_keeping_freed_memory_can_be_turned_off():
     env = {**os.environ, "LAB_KEEP_FREED_MEMORY": "0"}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert done.stdout.strip() == "False"
+
+
+def test_plain_avx512_is_not_native_bf16(monkeypatch):
+    """oneDNN's own check says yes on any AVX-512 CPU (it converts bf16 there); auto takes bf16 only with AVX-512
+    BF16 or AMX."""
+    import platform
+
+    import torch
+
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        pytest.skip("an x86 check")
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)
+    monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: True, raising=False)
+    assert not runtime._cpu_has_native_bf16()
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: True)  # a Sapphire Rapids Xeon
+    assert runtime._cpu_has_native_bf16()

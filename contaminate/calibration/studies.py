@@ -180,7 +180,11 @@ def condition_of(manifest: dict) -> dict:
     """The settings that define a condition: everything that shapes the study except its seed. Nested settings
     (``trainer``, ``lora``) are flattened to ``trainer.<field>``, so each is a column of the dose-response table."""
     hyperparameters = {}
-    for key, value in manifest["contaminate"].items():
+    contaminate = dict(manifest["contaminate"])
+    if "rank" in contaminate or "lora" in contaminate:  # a LoRA study before the peft block: keyed as one after it
+        contaminate["peft"] = {"_target_": "peft.LoraConfig", "r": contaminate.pop("rank", None),
+                               **(contaminate.pop("lora", None) or {})}
+    for key, value in contaminate.items():
         if isinstance(value, dict):
             hyperparameters.update({f"{key}.{field}": inner for field, inner in value.items()})
         else:

@@ -291,8 +291,11 @@ def post_train_stage(cfg, trainer) -> PostTrain | None:
     from detect.validate import resolve_target
 
     node = cfg.get("post_train")
-    if node is None or not node.get("_target_"):
+    if node is None or node.get("name", "none") == "none":
         return None
+    if not node.get("_target_"):
+        raise InputError(f"post_train={node.name} names no stage class (_target_); add _target_: contaminate."
+                         f"training.post.SFTPostTrain or GRPOPostTrain (conf/post_train/sft.yaml, grpo.yaml)")
     if not (isinstance(stage_class := resolve_target(node._target_, "post_train"), type)
             and issubclass(stage_class, PostTrain)):
         raise InputError(f"post_train._target_={node._target_} is not a post-training stage; use "

@@ -71,9 +71,12 @@ class DCPDD(Detector):
         self._frequencies: dict[str, tuple[dict[int, float], float]] = {}
 
     def frequencies(self, tokenizer) -> tuple[dict[int, float], float]:
-        # keyed by the vocabulary, not the tokenizer's folder: a study's contaminated checkpoint saves the base
-        # model's tokenizer, whose corpus counts (~6 s on 2 cores) then serve both models
-        key = hashlib.sha1(json.dumps(sorted(tokenizer.get_vocab().items())).encode()).hexdigest()
+        # keyed by what tokenizes (a fast tokenizer's whole definition: vocabulary, merges, normalizer, special
+        # tokens; else the vocabulary), not by its folder: a study's contaminated checkpoint saves the base model's
+        # tokenizer, whose corpus counts (~6 s on 2 cores) then serve both models
+        backend = getattr(tokenizer, "backend_tokenizer", None)
+        definition = backend.to_str() if backend is not None else json.dumps(sorted(tokenizer.get_vocab().items()))
+        key = hashlib.sha1(f"{type(tokenizer).__name__}\n{definition}".encode()).hexdigest()
         if key not in self._frequencies:
             def count() -> list[list[int]]:  # ~6 s of tokenizing: kept per corpus and vocabulary (detect/cache.py)
                 counts = Counter(token for ids in tokenizer(corpus_texts(self.corpus)).input_ids for token in ids)

@@ -148,7 +148,8 @@ def load(ref: ModelRef, placement: Placement | None = None):
     from transformers import AutoModelForCausalLM
 
     placement = placement or resolve_placement()
-    keep_freed_memory()  # large CPU tensors reuse freed memory instead of page-faulting it in again
+    if placement.device_type == "cpu":
+        keep_freed_memory()  # large CPU tensors reuse freed memory instead of page-faulting it in again
     spread = needs_device_map(placement, ref.path)  # too large for one GPU: accelerate spreads it
     tokenizer = load_tokenizer(ref.path)
     try:
