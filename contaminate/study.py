@@ -583,7 +583,7 @@ def summarize_study(cfg, sampled: Sampled, contaminated: Contaminated, cell_rows
     model's recipe from its own known non-members (``study_recipe``)."""
     regime = contaminated.regime.describe()
     summary = {"dataset": cfg.dataset.key, "split": sampled.split, "other_split": sampled.other_split,
-               "base_model": contaminated.base.name, "backend": instantiate_backend(cfg.contaminate).name,
+               "base_model": contaminated.base.name, "backend": contaminated.hyperparameters["backend"],
                "format": cfg.format.name,
                "seed": cfg.seed, "draw": cfg.sample.draw,
                "regime": {key: regime[key] for key in ("name", "format", "exposures", "epochs", "control",
