@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import time
 
 SHAPES = {  # Llama-3.2-1B: hidden 2048, 16 layers, 32 heads (8 key/value), MLP 8192, 128,256-token vocabulary
@@ -71,7 +72,7 @@ def bench_training(args, placement, tokenizer) -> dict:
     n_documents = args.batch_size * (args.steps + args.warmup)
     documents = torch.randint(100, model.config.vocab_size - 1, (n_documents, args.doc_tokens),
                               generator=generator).tolist()
-    cfg = OmegaConf.create({"backend": "full", "epochs": 1, "learning_rate": 1e-4, "batch_size": args.batch_size,
+    cfg = OmegaConf.create({"peft": None, "epochs": 1, "learning_rate": 1e-4, "batch_size": args.batch_size,
                             "trainer": {"lr_scheduler_type": "constant", "padding_free": not args.padded}})
     step_times: list[float] = []
 
@@ -87,10 +88,14 @@ def bench_training(args, placement, tokenizer) -> dict:
             step_times.append(time.perf_counter() - self.started)
 
     with tempfile.TemporaryDirectory() as scratch:
+        # logging_nan_inf_filter=False: the Trainer otherwise reports a non-finite step's loss as the running mean
+        # (0 from the first step), and a rate measured on NaN arithmetic would pass for a number (it did: flex_attention
+        # on the H200 at 1.24B, results/gpu_h200_1b/README.md)
         trainer = build_trainer(model, tokenizer, documents, cfg, scratch, seed=0, placement=placement,
-                                disable_tqdm=True, logging_steps=10**6, torch_compile=args.compile)
+                                disable_tqdm=True, logging_steps=10**6, torch_compile=args.compile,
+                                logging_nan_inf_filter=False)
         trainer.add_callback(Timer())
-        trainer.train()
+        train_loss = trainer.train().training_loss
     steady = step_times[args.warmup:]
     tokens_per_step = args.batch_size * args.doc_tokens
     tokens_per_s = tokens_per_step * len(steady) / sum(steady)
@@ -99,6 +104,7 @@ def bench_training(args, placement, tokenizer) -> dict:
     achieved = flops_per_token * tokens_per_s / 1e12
     peak = args.peak_tflops or (peak_tflops(torch.cuda.get_device_name()) if torch.cuda.is_available() else None)
     result = {"parameters": n_parameters, "tokens_per_step": tokens_per_step, "steps_timed": len(steady),
+              "train_loss": train_loss, "finite_loss": math.isfinite(train_loss),
               "tokens_per_s": round(tokens_per_s), "model_tflops": round(achieved, 1),
               "mfu": round(achieved / peak, 3) if peak else None, "peak_tflops": peak,
               "max_memory_gib": (round(torch.cuda.max_memory_allocated() / 2**30, 1) if torch.cuda.is_available()
@@ -106,8 +112,11 @@ def bench_training(args, placement, tokenizer) -> dict:
     print(f"training ({args.shape}, {n_parameters / 1e9:.2f}B parameters, {args.attn}, "
           f"{'padded' if args.padded else 'padding-free'}, batch {args.batch_size} x {args.doc_tokens} tokens): "
           f"{result['tokens_per_s']} tokens/s, {achieved:.1f} model TFLOP/s"
-          + (f" = {result['mfu']:.1%} of {peak:.0f} TFLOP/s bf16 peak" if peak else " (peak unknown: --peak-tflops)"),
-          flush=True)
+          + (f" = {result['mfu']:.1%} of {peak:.0f} TFLOP/s bf16 peak" if peak else " (peak unknown: --peak-tflops)")
+          + f"; mean loss {train_loss:.3f}", flush=True)
+    if not result["finite_loss"]:  # random weights start near ln(vocabulary) = 11.76 for the 1B shape
+        print(f"NOT A MEASUREMENT: the training loss was {train_loss} (not finite); the rate above timed broken "
+              "arithmetic", flush=True)
     return result
 
 

@@ -1,30 +1,45 @@
 #!/usr/bin/env bash
-# The GPU checks (docs/gpu.md, "Measured on an H200"): bench/bench_gpu.py with sdpa and flex_attention, then one small
-# planted run in bf16 on a random Llama-3.2-1B-shaped model, full fine-tuning and LoRA. About 10 minutes on an H200.
+# The GPU checks (docs/gpu.md, "Measured on an H200") in one go: two small planted runs in bf16 on a random
+# Llama-3.2-1B-shaped model (full fine-tuning, then LoRA: its clean cells come from the first run's cache), then
+# bench/bench_gpu.py with sdpa (training and generation) and flex_attention (training). About 8 minutes on an H200.
 #   OUT=runs/gpu_check bash bench/gpu_check.sh
+#   python bench/gpu_table.py runs/gpu_check            # after unpacking planted_*.tgz into planted_*/
 # Offline machines: WHEELS=<folder of wheels> installs them into /tmp/site first (the device machine of this project
-# had torch but not trl, hydra, datasets; results/gpu_h200/README.md). The embedded model's tokenizer must be in the
-# lab's cache (python -c "from detect.models.loading import embedded_folder; embedded_folder()" once, or a copy of
-# that folder's tokenizer files with its lab_model.json).
+# has torch, peft and accelerate but not trl, hydra, datasets: results/gpu_h200_1b/README.md); TOKENIZER=<folder>
+# puts a copy of the embedded model's converted folder (its tokenizer files and lab_model.json) in the lab cache,
+# where the hub cannot be reached to convert it.
 set -u
-OUT=${OUT:-runs/gpu_check}; PY=${PY:-python3}; SHAPE=${SHAPE:-1b}; STEPS=${STEPS:-12}; mkdir -p "$OUT"
+OUT=$(realpath -m "${OUT:-runs/gpu_check}"); PY=${PY:-python3}; SHAPE=${SHAPE:-1b}; STEPS=${STEPS:-10}; mkdir -p "$OUT"
 if [ -n "${WHEELS:-}" ]; then
   $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$WHEELS"/*.whl || exit 1
   export PYTHONPATH=/tmp/site:${EXTRA_PATH:-}:$PWD
 fi
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONPATH=${PYTHONPATH:-$PWD}
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null
-$PY -c "import torch, transformers, trl, peft; print('torch', torch.__version__, 'transformers', transformers.__version__, 'trl', trl.__version__, 'peft', peft.__version__)"
-timeout 300 $PY bench/bench_gpu.py --shape "$SHAPE" --steps "$STEPS" --generation-batches 8 64 --json "$OUT/bench_sdpa.json" 2>&1 | tee "$OUT/bench_sdpa.log"
-timeout 300 $PY bench/bench_gpu.py --shape "$SHAPE" --steps "$STEPS" --attn flex_attention --skip generation --json "$OUT/bench_flex_attention.json" 2>&1 | tee "$OUT/bench_flex_attention.log"
+export CONTAMINATION_LAB_CACHE=${CONTAMINATION_LAB_CACHE:-/tmp/labcache}
+if [ -n "${TOKENIZER:-}" ]; then
+  mkdir -p "$CONTAMINATION_LAB_CACHE/models" && rm -rf "$CONTAMINATION_LAB_CACHE/models/smollm2-135m-instruct"
+  cp -r "$TOKENIZER" "$CONTAMINATION_LAB_CACHE/models/smollm2-135m-instruct"
+fi
+{ git log -1 --format='%H %s' 2>/dev/null; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null
+  $PY -c "import torch, transformers, trl, peft, datasets, hydra; print('torch', torch.__version__, 'transformers', transformers.__version__, 'trl', trl.__version__, 'peft', peft.__version__, 'datasets', datasets.__version__, 'hydra', hydra.__version__)"; } 2>&1 | tee "$OUT/env.txt"
+T0=$(date +%s); stamp() { echo "[$(( $(date +%s) - T0 )) s] $*" | tee -a "$OUT/env.txt"; }
 MODEL=${MODEL:-/tmp/random_llama_$SHAPE}
-[ -f "$MODEL/config.json" ] || PYTHONPATH=bench:$PYTHONPATH $PY bench/random_llama.py "$MODEL" --shape "$SHAPE" || exit 1
+[ -f "$MODEL/config.json" ] || PYTHONPATH=bench:$PYTHONPATH $PY bench/random_llama.py "$MODEL" --shape "$SHAPE" 2>&1 | tail -1 | tee -a "$OUT/env.txt"
 for backend in full lora; do
   # 20 synth_nli instances a group at doses 0/1/4 in 60k tokens of the offline background; the base model is the
   # control; every detector of the default study (the order tests skip themselves: the metadata format has no order)
-  timeout 600 $PY -m contaminate +dataset=synth_nli model=hub model.name_or_path="$MODEL" contaminate=$backend \
+  stamp "planted $backend"
+  timeout ${PLANT_S:-300} $PY -m contaminate +dataset=synth_nli model=hub model.name_or_path="$MODEL" contaminate=$backend \
     plant=dose_ladder plant.n=20 plant.control=base 'plant.groups=[{exposures:0},{exposures:1},{exposures:4}]' \
     plant.max_share_per_exposure=0.05 sample.n_detect=20 sample.n_heldout=20 background=offline \
-    background.max_tokens=60000 contaminate.batch_size=16 detect.semantic_model=null runtime.dtype=bf16 \
-    hydra.run.dir="$OUT/planted_$backend" 2>&1 | tail -5
+    background.max_tokens=60000 contaminate.batch_size=16 detect.semantic_model=null runtime.dtype=${DTYPE:-bf16} \
+    hydra.run.dir=/tmp/planted_$backend > "$OUT/planted_$backend.log" 2>&1
+  echo "planted $backend rc=$?" | tee -a "$OUT/env.txt"; tail -4 "$OUT/planted_$backend.log"
+  # the run's records without its checkpoints
+  (cd /tmp/planted_$backend && tar czf "$OUT/planted_$backend.tgz" plant.json plant.md config.yaml groups/*/manifest.json)
 done
+stamp "bench sdpa"
+timeout ${BENCH_S:-150} $PY bench/bench_gpu.py --shape "$SHAPE" --steps "$STEPS" --generation-batches 8 64 --json "$OUT/bench_sdpa.json" > "$OUT/bench_sdpa.log" 2>&1; tail -3 "$OUT/bench_sdpa.log"
+stamp "bench flex_attention"
+timeout ${BENCH_S:-150} $PY bench/bench_gpu.py --shape "$SHAPE" --steps "$STEPS" --attn flex_attention --skip generation --json "$OUT/bench_flex_attention.json" > "$OUT/bench_flex_attention.log" 2>&1; tail -3 "$OUT/bench_flex_attention.log"
+stamp done

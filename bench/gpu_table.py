@@ -2,14 +2,31 @@
 small planted runs' plant.json and per-group manifests (bench/gpu_check.sh), from a results folder.
 
     python bench/gpu_table.py results/gpu_h200 > results/gpu_h200/table.md
+    python bench/gpu_table.py results/gpu_h200_1b > results/gpu_h200_1b/table.md
     python bench/include_tables.py docs/gpu.md
+
+A training rate whose run did not keep a finite loss is printed as no measurement: the Trainer reports a non-finite
+step's loss as the running mean (0 from the first step) unless told otherwise, so a mean loss of 0 on random
+weights is read as such a run too. A planted run of which only its log came back gives the AUCs its log prints.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 import sys
 from pathlib import Path
+
+
+def training_loss(bench_json: Path, training: dict) -> float | None:
+    """The run's mean training loss: the JSON's (bench_gpu.py since it kept one), else the Trainer's own line in
+    the log beside it; None where neither says."""
+    if "train_loss" in training:
+        return training["train_loss"]
+    log = bench_json.with_suffix(".log")
+    found = re.search(r"'train_loss': '([^']+)'", log.read_text()) if log.exists() else None
+    return float(found.group(1)) if found else None
 
 
 def throughput_lines(folder: Path) -> list[str]:
@@ -17,11 +34,16 @@ def throughput_lines(folder: Path) -> list[str]:
              "|---|---|---|---|---|---|"]
     for path in sorted(folder.glob("bench_*.json")):
         bench = json.loads(path.read_text())
-        args, training = bench["args"], bench["training"]
-        lines.append(f"| training, {args['attn']}, {args['batch_size']} x {args['doc_tokens']} tokens a step "
-                     f"({training['steps_timed']} steps timed) | {training['parameters'] / 1e9:.2f}B | "
-                     f"{training['tokens_per_s']:,} | {training['model_tflops']} | {training['mfu']:.1%} | "
-                     f"{training['max_memory_gib']} GiB |")
+        args, training = bench["args"], bench.get("training")
+        if training:
+            what = (f"training, {args['attn']}, {args['batch_size']} x {args['doc_tokens']} tokens a step "
+                    f"({training['steps_timed']} steps timed) | {training['parameters'] / 1e9:.2f}B")
+            loss = training_loss(path, training)
+            if loss is not None and (not math.isfinite(loss) or loss == 0):
+                lines.append(f"| {what} | no measurement: mean training loss {loss:g}, non-finite steps | | | |")
+            else:
+                lines.append(f"| {what} | {training['tokens_per_s']:,} | {training['model_tflops']} | "
+                             f"{training['mfu']:.1%} | {training['max_memory_gib']} GiB |")
         for batch, tokens_per_s in bench.get("generation_tokens_per_s", {}).items():
             lines.append(f"| generation ({args['prompt_tokens']}-token prompts, {args['new_tokens']} new tokens), "
                          f"batch {batch} | | {tokens_per_s:,} | | | |")
@@ -29,24 +51,45 @@ def throughput_lines(folder: Path) -> list[str]:
     return [f"On one {device}, bf16 (fp32 master weights, bf16 autocast, padding-free batches):", "", *lines]
 
 
+def group_manifest(run: Path, group: str) -> dict:
+    """A group's manifest: groups/<name>/manifest.json (planted runs since issue 33), <name>_manifest.json before."""
+    for path in (run / "groups" / group / "manifest.json", run / f"{group}_manifest.json"):
+        if path.exists():
+            return json.loads(path.read_text())
+    raise FileNotFoundError(f"no manifest of group {group} in {run}")
+
+
+def planted_row(run: Path) -> str:
+    plant = json.loads((run / "plant.json").read_text())
+    timings = plant["timings"]
+    aucs = {group["name"]: group["within_model_auc"] for group in plant["groups"] if group["exposures"]}
+
+    def auc(score: str) -> str:
+        return " / ".join(f"{aucs[group][score]:.2f}" for group in ("x1", "x4"))
+
+    cached = [cell for cell, t in group_manifest(run, "x1")["timings"]["cells"].items() if t.get("cached")]
+    note = f" ({len(cached)} clean cells from the cache)" if cached else ""
+    return (f"| {run.name.removeprefix('planted_')} | {plant['stream']['training_tokens']:,} | "
+            f"{timings['train_s']:.0f} s | {timings['detect_x1_s']:.0f} s{note} | "
+            f"{timings['detect_x4_s']:.0f} s | {auc('loss')} | {auc('min_k')} |")
+
+
+def logged_row(log: Path) -> str:
+    """A planted run of which only the log came back: the Trainer's own runtime and the AUCs the run printed."""
+    text = log.read_text()
+    runtime = float(re.search(r"'train_runtime': '([^']+)'", text).group(1))
+    aucs = {name: dict(re.findall(r"(\w+) ([\d.]+)", scores)) for name, scores in
+            re.findall(r"^group (x\d+) .*within-model AUC (.*)$", text, flags=re.M)}
+    return (f"| {log.stem.removeprefix('planted_')} (log only) | | {runtime:.0f} s (Trainer's runtime) | | | "
+            f"{aucs['x1']['loss']} / {aucs['x4']['loss']} | {aucs['x1']['min_k']} / {aucs['x4']['min_k']} |")
+
+
 def planted_lines(folder: Path) -> list[str]:
     lines = ["| planted run | training tokens | train | detect x1 | detect x4 | loss AUC x1 / x4 "
              "| Min-K% AUC x1 / x4 |", "|---|---|---|---|---|---|---|"]
-    for run in sorted(folder.glob("planted_*")):
-        plant = json.loads((run / "plant.json").read_text())
-        timings = plant["timings"]
-        aucs = {group["name"]: group["within_model_auc"] for group in plant["groups"] if group["exposures"]}
-
-        def auc(score: str) -> str:
-            return " / ".join(f"{aucs[group][score]:.2f}" for group in ("x1", "x4"))
-
-        cached = [cell for cell, t in json.loads((run / "x1_manifest.json").read_text())["timings"]["cells"].items()
-                  if t.get("cached")]
-        note = f" ({len(cached)} clean cells from the cache)" if cached else ""
-        lines.append(f"| {run.name.removeprefix('planted_')} | {plant['stream']['training_tokens']:,} | "
-                     f"{timings['train_s']:.0f} s | {timings['detect_x1_s']:.0f} s{note} | "
-                     f"{timings['detect_x4_s']:.0f} s | {auc('loss')} | {auc('min_k')} |")
-    return lines
+    runs = {path.name: planted_row(path) for path in folder.glob("planted_*") if path.is_dir()}
+    logs = {path.stem: logged_row(path) for path in folder.glob("planted_*.log") if path.stem not in runs}
+    return lines + [row for _, row in sorted({**runs, **logs}.items())]
 
 
 def main(folder: str) -> str:

@@ -166,17 +166,43 @@ def test_the_readme_study_table_is_the_scripts_output():
             f"python bench/study_table.py {name} > {name}/table.md"
 
 
-def test_the_gpu_table_is_the_scripts_output():
-    """results/gpu_h200/table.md (included in docs/gpu.md) as bench/gpu_table.py prints it from the committed bench
-    JSON and planted runs' records of the one H200 session."""
+def test_the_gpu_tables_are_the_scripts_output():
+    """results/gpu_h200*/table.md (included in docs/gpu.md) as bench/gpu_table.py prints them from the committed bench
+    JSON and planted runs' records of the two H200 sessions."""
     import sys
 
     sys.path.insert(0, str(ROOT / "bench"))
     import gpu_table
 
-    folder = ROOT / "results" / "gpu_h200"
-    assert gpu_table.main(str(folder)) == (folder / "table.md").read_text(), \
-        "python bench/gpu_table.py results/gpu_h200 > results/gpu_h200/table.md"
+    for name in ("gpu_h200", "gpu_h200_1b"):
+        folder = ROOT / "results" / name
+        assert gpu_table.main(str(folder)) == (folder / "table.md").read_text(), \
+            f"python bench/gpu_table.py results/{name} > results/{name}/table.md"
+
+
+def test_the_gpu_table_prints_a_run_without_finite_losses_as_no_measurement(tmp_path):
+    """A training rate timed over non-finite losses is not a number for the docs: the JSON's own loss (NaN), or,
+    for a JSON from before bench_gpu.py kept one, the Trainer's line in the log beside it (its filtered mean, 0)."""
+    import json
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import gpu_table
+
+    args = {"attn": "sdpa", "batch_size": 16, "doc_tokens": 512, "prompt_tokens": 150, "new_tokens": 128}
+    training = {"steps_timed": 10, "parameters": 1.24e9, "tokens_per_s": 27414, "model_tflops": 206.0,
+                "mfu": 0.208, "max_memory_gib": 36.0}
+    for name, extra, log in [("bench_a", {"train_loss": float("nan")}, None), ("bench_b", {}, "{'train_loss': '0'}"),
+                             ("bench_c", {"train_loss": 11.76}, None), ("bench_d", {}, "{'train_loss': '11.76'}")]:
+        (tmp_path / f"{name}.json").write_text(json.dumps({"device": "GPU", "args": {**args, "attn": name},
+                                                           "training": {**training, **extra}}))
+        if log:
+            (tmp_path / f"{name}.log").write_text(log)
+    rows = {line.split(",")[1].strip(): line for line in gpu_table.throughput_lines(tmp_path) if "training," in line}
+    assert "no measurement" in rows["bench_a"] and "nan" in rows["bench_a"]
+    assert "no measurement: mean training loss 0" in rows["bench_b"]
+    for finite in ("bench_c", "bench_d"):
+        assert "27,414 | 206.0 | 20.8% | 36.0 GiB" in rows[finite]
 
 
 def test_the_config_groups_table_is_generated_from_conf():
