@@ -16,8 +16,7 @@ import time
 
 from hydra import compose, initialize_config_dir
 
-from contaminate.planted import group_layouts, plan_planted, planted_config, sample_groups
-from contaminate.study import check_study, planted_groups
+from contaminate.run import build_run
 from detect.cli import CONF_DIR
 
 PROFILE = ["+experiment=planted_cpu", "+dataset=synth_nli", "plant=dose_ladder", "background=package_docs",
@@ -28,13 +27,9 @@ def main(overrides: list[str]) -> dict:
     started = time.time()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = compose("contaminate", overrides=[*PROFILE, *overrides])
-    groups = planted_groups(cfg)
-    cfg = planted_config(cfg)
-    setup = check_study(cfg)
-    configs, layouts = group_layouts(cfg, groups, setup.format)  # a group's own dataset and format
-    draw = sample_groups(cfg, groups, configs)
-    tokenizer = setup.trainer.tokenizer(setup.trainer.base_model(cfg))
-    planted = plan_planted(cfg, draw, groups, tokenizer, setup.background, setup.format, layouts, configs)
+    run = build_run(cfg, None)  # the planted run's setup: its groups, their datasets and formats, checked
+    run.sample()
+    planted = run.plan()  # the stream, nothing trained
     return {"stream": planted.counts, "background": {k: v for k, v in planted.background.items() if k != "digest"},
             "groups": {name: {k: block[k] for k in ("documents", "tokens", "token_share")}
                        for name, block in planted.placed.items()}, "seconds": round(time.time() - started, 1)}

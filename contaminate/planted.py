@@ -37,32 +37,26 @@ from typing import Sequence
 
 from omegaconf import OmegaConf
 
-from contaminate.checkpoints import checkpoint_record, is_main_process, train_checkpoint
+from contaminate.checkpoints import checkpoint_record, train_checkpoint
 from contaminate.regime import Regime, background_documents, chat_renderer, check_fits, token_counter
 from contaminate.regime.layouts import LeakReader
 from contaminate.regime.plant import PlantedGroup, control_group, group_positions, planted_stream
 from contaminate.regime.stream import Document, build_stream, stream_counts
 from contaminate.study import (
+    GroupStudy,
     Sampled,
     Setup,
-    build_manifest,
     check_study,
     contaminate,
-    detect_cells,
     heldout_size,
     other_split_pools,
-    planted_groups,
-    study_cells,
-    summarize_study,
-    write_outputs,
 )
 from contaminate.study_models import StudyModels
 from detect.datasets import Example, disjoint_pools, load_split, sample
 from detect.detectors import instance_scores
 from detect.errors import InputError
 from detect.models import digest
-from detect.pipeline import write_config
-from detect.runtime import from_config as placement_from
+from detect.runtime import Placement
 
 
 @dataclass
@@ -108,22 +102,22 @@ def group_config(cfg, group: PlantedGroup):
     (conf/dataset/<name>.yaml, conf/format/<name>.yaml as written; a command-line override reaches the run's only)."""
     if group.dataset is None and group.format is None:
         return cfg
-    from detect.cli import CONF_DIR
+    from detect.cli import group_option
 
     cfg = OmegaConf.create(OmegaConf.to_container(cfg, resolve=False))
     for key in ("dataset", "format"):
         name = getattr(group, key)
         if name is not None:
-            cfg[key] = OmegaConf.load(CONF_DIR / key / f"{name}.yaml")
+            cfg[key] = group_option(key, name)
     return cfg
 
 
 def planted_config(cfg):
     """The run's config with the dose the groups give: one pass over the planted stream in its order
     (``contaminate.exposures`` 1 to the trainer; each group's copies are its exposures)."""
-    from contaminate.training import instantiate_backend
+    from hydra.utils import get_class
 
-    if instantiate_backend(cfg.contaminate).api:
+    if cfg.contaminate.get("_target_") and get_class(cfg.contaminate._target_).api:
         raise InputError(f"plant={cfg.plant.name} builds a token-counted stream on a local model; use "
                          f"contaminate=full or lora")
     if cfg.contaminate.get("exposures") is not None:
@@ -144,14 +138,6 @@ def check_planted(cfg, groups: Sequence[PlantedGroup]) -> None:
     if cfg.sample.n_detect > smallest.n:
         raise InputError(f"sample.n_detect={cfg.sample.n_detect} is more than group {smallest.name}'s {smallest.n} "
                          f"instances; each group's cells detect on n_detect of them: lower it or raise plant.n")
-
-
-def check_planted_run(cfg) -> Setup:
-    """A planted run's config checked as a whole before any work: the dose its groups give, the sample settings
-    its groups need, then the study's checks (each component built once)."""
-    cfg = planted_config(cfg)
-    check_planted(cfg, planted_groups(cfg))
-    return check_study(cfg)
 
 
 def group_layouts(cfg, groups: Sequence[PlantedGroup], run_format) -> tuple[dict, dict]:
@@ -325,85 +311,90 @@ def twin_documents(planted: Sequence[Document], stand_ins: Sequence[Example], fm
     return documents
 
 
-def run_planted(cfg, out_dir: Path) -> dict:
-    """Everything ``python -m contaminate plant=...`` does: setup, sample, contaminate once, detect per group,
-    write one study folder per planted group and the run's own plant.json / plant.md."""
-    started = time.time()
-    out_dir = Path(out_dir)
-    groups = planted_groups(cfg)
-    given = cfg  # what the user composed: config.yaml, so that it composes again
-    cfg = planted_config(cfg)
-    placement = placement_from(cfg.runtime)
-    check_planted(cfg, groups)
-    setup = check_study(cfg)
-    configs, layouts = group_layouts(cfg, groups, setup.format)
-    if is_main_process():
-        out_dir.mkdir(parents=True, exist_ok=True)
-        write_config(out_dir / "config.yaml", given, placement)
-    timings = {}
+class PlantedRun:
+    """A planted run (``plant``): several groups in one training stream, trained once, then one study per planted
+    group (its members against the never-planted group, under the same model) written to ``groups/<name>/``, and
+    ``plant.json`` / ``plant.md`` beside them. contaminate/run.py runs it stage by stage, as it runs a study."""
 
-    stage = time.time()
-    draw = sample_groups(cfg, groups, configs)
-    timings["sample_s"] = round(time.time() - stage, 2)
+    def __init__(self, cfg, groups: Sequence[PlantedGroup], placement: Placement | None) -> None:
+        self.all_groups, self.placement = list(groups), placement
+        self.cfg = planted_config(cfg)  # the dose the groups give: one pass over the stream
+        check_planted(self.cfg, self.all_groups)
+        self.setup = check_study(self.cfg, planted=True)  # every component built once and checked
+        self.configs, self.layouts = group_layouts(self.cfg, self.all_groups, self.setup.format)
+        # plant.control: the background alone is trained as a study's control; the twin instead of it; base:
+        # neither (the untouched base model's clean cells; the within-model comparison needs no second model)
+        self.control_kind = self.cfg.plant.get("control", "background")
+        self.trained = [g for g in self.all_groups if g.planted]
 
-    tokenizer = setup.trainer.tokenizer(setup.trainer.base_model(cfg))
-    planted = plan_planted(cfg, draw, groups, tokenizer, setup.background, setup.format, layouts, configs)
-    trained = [g for g in groups if g.planted]
-    everyone = [e for g in trained for e in draw.groups[g.name]]
-    # plant.control: the background alone is trained as a study's control; the twin instead of it; base: neither
-    # (the untouched base model's clean cells; the within-model comparison needs no second model)
-    kind = cfg.plant.get("control", "background")
-    regime = training_regime(cfg, planted, trained, kind)
-    first = lead_study(cfg, groups, trained, draw)
-    plant_key = {"plant": [g.describe() for g in groups],
-                 "groups": {g.name: [e.instance_id for e in draw.groups[g.name]] for g in groups}}
-    contaminated = contaminate(cfg, replace(first, members=everyone), placement, out_dir, setup, regime=regime,
-                               key=plant_key, post_control=not planted.twin)
-    if contaminated is None:
-        return {"distributed_worker": True}
-    if planted.twin:
-        contaminated = with_twin(cfg, draw, planted, contaminated, setup, placement, plant_key, first)
-        if contaminated is None:
-            return {"distributed_worker": True}
-    timings["train_s"] = round(contaminated.seconds, 1)
-    hyperparameters = {k: v for k, v in contaminated.hyperparameters.items() if k != "exposures"}
+    def sample(self) -> None:
+        self.draw = sample_groups(self.cfg, self.all_groups, self.configs)
 
-    # the clean model is the contaminated one's twin before the leak unless it is the untouched base model beside a
-    # background (plant.control=base): then the reference ratio against it is not an oracle's
-    twin = kind != "base" or not planted.background.get("tokens")
-    models = StudyModels(cfg, placement, {"contaminated": (contaminated.model, contaminated.record["id"]),
-                                          "clean": contaminated.clean}, setup.serving, setup.detectors,
-                         base=contaminated.base, clean_is_twin=twin)
-    runtime_key = placement.key()
-    results = {}
-    for group in trained:
-        stage = time.time()
-        # the group's own study: its dataset, its format (what the detectors read), its never-planted control
-        group_cfg, layout, control = configs[group.name], layouts[group.name], control_group(groups, group)
-        reader = LeakReader(layout, group_cfg.dataset, chat_renderer(tokenizer, layout.name))
-        sampled = draw.study(group, control, cfg.sample.n_detect, cfg.sample.draw)
-        view = replace(contaminated, regime=planted.regime(group, cfg.plant.name, kind),
-                       template=group_cfg.format.templates.get(group_cfg.dataset.task),
-                       hyperparameters={**hyperparameters, "exposures": group.exposures})
-        cells = study_cells(view.regime)
-        rows, cell_timings, cached = detect_cells(group_cfg, sampled, models, setup.judge, runtime_key, cells,
-                                                  reader=reader)
-        summary = summarize_study(group_cfg, sampled, view, rows, setup.detectors, cells)
-        manifest = build_manifest(group_cfg, sampled, view, setup.judge, placement, models, cached,
-                                  {"sample_s": timings["sample_s"], "train_s": timings["train_s"],
-                                   "detect_s": round(time.time() - stage, 1), "cells": cell_timings,
-                                   "total_s": round(time.time() - started, 1)})  # the run's so far
-        manifest["plant"] = {"name": cfg.plant.name, "group": group.describe(), "control_group": control.describe(),
-                             "groups": [g.describe() for g in groups], "placed": planted.placed[group.name]}
-        write_outputs(out_dir / "groups" / group.name, summary, manifest, rows)
-        results[group.name] = (summary, rows)
-        timings[f"detect_{group.name}_s"] = manifest["timings"]["detect_s"]
-    timings["total_s"] = round(time.time() - started, 1)
-    record = plant_record(cfg, groups, draw, planted, contaminated, results, timings)
-    record["reference_model"] = models.reference.describe()
-    (out_dir / "plant.json").write_text(json.dumps(record, indent=2))
-    (out_dir / "plant.md").write_text(plant_report(record))
-    return {"plant": record, "groups": {name: summary for name, (summary, _) in results.items()}}
+    def plan(self) -> PlantedRegime:
+        """The planted stream: each group's documents among the background, where they fell, the control's."""
+        setup = self.setup
+        self.tokenizer = setup.trainer.tokenizer(setup.trainer.base_model(self.cfg))
+        self.planted = plan_planted(self.cfg, self.draw, self.all_groups, self.tokenizer, setup.background,
+                                    setup.format, self.layouts, self.configs)
+        return self.planted
+
+    def contaminate(self, out_dir: Path):
+        """The planted stream (and its twin, with plant.control=twin) planned, then trained once, or reused."""
+        cfg, setup, draw = self.cfg, self.setup, self.draw
+        self.plan()
+        everyone = [e for g in self.trained for e in draw.groups[g.name]]
+        regime = training_regime(cfg, self.planted, self.trained, self.control_kind)
+        first = lead_study(cfg, self.all_groups, self.trained, draw)
+        self.plant_key = {"plant": [g.describe() for g in self.all_groups],
+                          "groups": {g.name: [e.instance_id for e in draw.groups[g.name]] for g in self.all_groups}}
+        contaminated = contaminate(cfg, replace(first, members=everyone), self.placement, out_dir, setup,
+                                   regime=regime, key=self.plant_key, post_control=not self.planted.twin)
+        if contaminated is not None and self.planted.twin:
+            contaminated = with_twin(cfg, draw, self.planted, contaminated, setup, self.placement, self.plant_key,
+                                     first)
+        return contaminated
+
+    def unfinished(self, out_dir: Path) -> dict:
+        return {"distributed_worker": True}  # a planted run has no dry run: only a non-main process stops here
+
+    def models(self, contaminated) -> StudyModels:
+        # the clean model is the contaminated one's twin before the leak unless it is the untouched base model
+        # beside a background (plant.control=base): then the reference ratio against it is not an oracle's
+        twin = self.control_kind != "base" or not self.planted.background.get("tokens")
+        return StudyModels(self.cfg, self.placement, {"contaminated": (contaminated.model, contaminated.record["id"]),
+                                                      "clean": contaminated.clean}, self.setup.serving,
+                           self.setup.detectors, base=contaminated.base, clean_is_twin=twin)
+
+    def groups(self, contaminated, out_dir: Path) -> list[GroupStudy]:
+        """Each planted group's study: its dataset, its format (what the detectors read), its never-planted
+        control, the models as its dose sees them."""
+        cfg, planted = self.cfg, self.planted
+        hyperparameters = {k: v for k, v in contaminated.hyperparameters.items() if k != "exposures"}
+        studies = []
+        for group in self.trained:
+            group_cfg, layout = self.configs[group.name], self.layouts[group.name]
+            control = control_group(self.all_groups, group)
+            view = replace(contaminated, regime=planted.regime(group, cfg.plant.name, self.control_kind),
+                           template=group_cfg.format.templates.get(group_cfg.dataset.task),
+                           hyperparameters={**hyperparameters, "exposures": group.exposures})
+            plant = {"name": cfg.plant.name, "group": group.describe(), "control_group": control.describe(),
+                     "groups": [g.describe() for g in self.all_groups], "placed": planted.placed[group.name]}
+            studies.append(GroupStudy(group.name, group_cfg,
+                                      self.draw.study(group, control, cfg.sample.n_detect, cfg.sample.draw), view,
+                                      LeakReader(layout, group_cfg.dataset, chat_renderer(self.tokenizer, layout.name)),
+                                      out_dir / "groups" / group.name, {"plant": plant}))
+        return studies
+
+    def finish(self, contaminated, results: dict, models: StudyModels, timings: dict, out_dir: Path) -> dict:
+        """plant.json and plant.md: each group's share and place in the stream, each score's within-model AUC."""
+        timings = {**{k: v for k, v in timings.items() if k != "total_s"},
+                   **{f"detect_{name}_s": manifest["timings"]["detect_s"] for name, (_, _, manifest) in
+                      results.items()}, "total_s": timings["total_s"]}
+        record = plant_record(self.cfg, self.all_groups, self.draw, self.planted, contaminated, results, timings)
+        record["reference_model"] = models.reference.describe()
+        (out_dir / "plant.json").write_text(json.dumps(record, indent=2))
+        (out_dir / "plant.md").write_text(plant_report(record))
+        return {"plant": record, "groups": {name: summary for name, (summary, _, _) in results.items()}}
 
 
 def training_regime(cfg, planted: PlantedRegime, trained: Sequence[PlantedGroup], kind: str) -> Regime:

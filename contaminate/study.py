@@ -52,7 +52,6 @@ from contaminate.code_version import DETECTOR_CODE, code_digest
 from contaminate.regime import Regime, chat_renderer, check_regime, plan_regime
 from contaminate.regime.background import instantiate_background
 from contaminate.regime.layouts import LeakReader, build_format
-from contaminate.regime.plant import plant_groups
 from contaminate.report import write_report
 from contaminate.study_models import StudyModels
 from contaminate.training import instantiate_backend
@@ -71,11 +70,9 @@ from detect.pipeline import (
     summarize,
     unjudged,
     verdicts,
-    write_config,
     write_jsonl,
 )
 from detect.runtime import Placement
-from detect.runtime import from_config as placement_from
 from detect.validate import count
 
 # (cell, checkpoint, pool, ground truth)
@@ -163,71 +160,86 @@ class Setup:
     judge: Any
 
 
-def planted_groups(cfg) -> list:
-    """The run's planted groups (``plant``; [] for a study of one group), a group's dataset and format the same as
-    unset where they are the run's."""
-    dataset, fmt = cfg.get("dataset"), cfg.get("format")
-    return plant_groups(cfg.get("plant"), dataset.key if dataset else None, fmt.name if fmt else None)
+@dataclass
+class GroupStudy:
+    """One group's study, as the detect stage reads it: its config (a planted group's own dataset and format), its
+    pools, the trained models as this group sees them (its regime, its dose), how the detectors read its
+    instances, the folder it is written to, and what its manifest adds (a planted group's place in the stream)."""
+    name: str
+    cfg: Any
+    sampled: Sampled
+    contaminated: Contaminated
+    reader: LeakReader
+    folder: Path
+    manifest: dict = field(default_factory=dict)
 
 
-def run_study(cfg, out_dir: Path) -> dict:
-    """A study of one group (contaminate/run.py dispatches): setup, sample, contaminate, detect, summarize, write,
-    given a composed config and a run folder."""
-    started = time.time()
-    out_dir = Path(out_dir)
-    main_process = is_main_process()
-    placement = placement_from(cfg.runtime)  # a GPU asked for where none is: one line, before anything else
-    setup = check_study(cfg)  # every component built and checked, before any data or model is touched
-    if main_process:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        write_config(out_dir / "config.yaml", cfg, placement)
-    timings = {}
+class StudyRun:
+    """A study: one group, its members trained in (alone for epochs, or counted exposures among a background) and
+    its five cells written to the run folder itself. contaminate/run.py runs it stage by stage, as it runs a planted
+    run (contaminate/planted.py: ``PlantedRun``, several groups in one stream)."""
 
-    stage = time.time()
-    sampled = sample_pools(cfg)
-    timings["sample_s"] = round(time.time() - stage, 2)
+    def __init__(self, cfg, placement: Placement | None) -> None:
+        self.cfg, self.placement = cfg, placement
+        self.setup = check_study(cfg)  # every component built and checked, before any data or model is touched
 
-    contaminated = contaminate(cfg, sampled, placement, out_dir, setup)
-    if contaminated is None:  # a dry run of an API job, or a non-main process of a distributed launch
+    def sample(self) -> None:
+        self.sampled = sample_pools(self.cfg)
+
+    def contaminate(self, out_dir: Path) -> Contaminated | None:
+        return contaminate(self.cfg, self.sampled, self.placement, out_dir, self.setup)
+
+    def unfinished(self, out_dir: Path) -> dict:
+        """A dry run of an API job (its estimate), or a non-main process of a distributed launch."""
         estimate = out_dir / "estimate.json"
-        return {"dry_run": json.loads(estimate.read_text())} if main_process else {"distributed_worker": True}
-    timings["train_s"] = round(contaminated.seconds, 1)
+        return {"dry_run": json.loads(estimate.read_text())} if is_main_process() else {"distributed_worker": True}
 
+    def models(self, contaminated: Contaminated) -> StudyModels:
+        return StudyModels(self.cfg, self.placement, {"contaminated": (contaminated.model, contaminated.record["id"]),
+                                                      "clean": contaminated.clean}, self.setup.serving,
+                           self.setup.detectors, base=contaminated.base)
+
+    def groups(self, contaminated: Contaminated, out_dir: Path) -> list[GroupStudy]:
+        # the detectors read each instance as the format rendered it for training (its chat turns: the base's)
+        tokenizer = self.setup.trainer.tokenizer(contaminated.base)
+        reader = LeakReader(self.setup.format, self.cfg.dataset, chat_renderer(tokenizer, self.setup.format.name))
+        return [GroupStudy("members", self.cfg, self.sampled, contaminated, reader, out_dir)]
+
+    def finish(self, contaminated: Contaminated, results: dict, models: StudyModels, timings: dict,
+               out_dir: Path) -> dict:
+        return results["members"][0]  # the one group's summary: its folder is the run's
+
+
+def study_group(group: GroupStudy, setup: Setup, models: StudyModels, placement: Placement, timings: dict,
+                started: float) -> tuple[dict, dict[str, list[dict]], dict]:
+    """The detect, summarize and write stages of one group: its cells' rows (cached), its summary, its manifest
+    (the run's ``timings`` so far, then this group's), its folder. Returns (summary, rows, manifest)."""
     stage = time.time()
-    models = StudyModels(cfg, placement, {"contaminated": (contaminated.model, contaminated.record["id"]),
-                                          "clean": contaminated.clean}, setup.serving, setup.detectors,
-                         base=contaminated.base)
-    cells = study_cells(contaminated.regime)
+    cells = study_cells(group.contaminated.regime)
     runtime_key = "api" if setup.trainer.api else placement.key()  # what, beyond the model, keys its cells
-    # the detectors read each instance as the format rendered it for training (its chat turns: the base's template)
-    reader = LeakReader(setup.format, cfg.dataset,
-                        chat_renderer(setup.trainer.tokenizer(contaminated.base), setup.format.name))
-    cell_rows, cell_timings, cached_cells = detect_cells(cfg, sampled, models, setup.judge, runtime_key, cells,
-                                                         reader=reader)
-    timings["detect_s"] = round(time.time() - stage, 1)
-    timings["cells"] = cell_timings
-
+    rows, cell_timings, cached = detect_cells(group.cfg, group.sampled, models, setup.judge, runtime_key, cells,
+                                              reader=group.reader)
+    timings = {**timings, "detect_s": round(time.time() - stage, 1), "cells": cell_timings}
     stage = time.time()
-    summary = summarize_study(cfg, sampled, contaminated, cell_rows, setup.detectors, cells)
-    timings["summarize_s"] = round(time.time() - stage, 2)
+    summary = summarize_study(group.cfg, group.sampled, group.contaminated, rows, setup.detectors, cells)
+    timings |= {"summarize_s": round(time.time() - stage, 2), "total_s": round(time.time() - started, 1)}
+    manifest = build_manifest(group.cfg, group.sampled, group.contaminated, setup.judge, placement, models, cached,
+                              timings) | group.manifest
+    write_outputs(group.folder, summary, manifest, rows)
+    return summary, rows, manifest
 
-    timings["total_s"] = round(time.time() - started, 1)
-    manifest = build_manifest(cfg, sampled, contaminated, setup.judge, placement, models, cached_cells, timings)
-    write_outputs(out_dir, summary, manifest, cell_rows)
-    return summary
 
-
-def check_study(cfg) -> Setup:
+def check_study(cfg, *, planted: bool = False) -> Setup:
     """The study's config checked as a whole before any work, each component built once as it is checked (each
     failure one line naming the key to set): the trainer, the background, the detectors and the judge (a bad
     calibration path fails in a second, not after an hour of training). A planted run's config comes with the dose
-    its groups give (``contaminate/planted.py``: ``check_planted_run``)."""
-    groups = planted_groups(cfg)
+    its groups give (``contaminate/planted.py``: ``PlantedRun``), ``planted`` set: its groups are sampled as the
+    plant says, not as ``sample.n_members`` and ``n_non_members`` (``check_planted``)."""
     count(cfg.seed, "seed", minimum=0, hint=" (training, cut points, bootstrap)")
     count(cfg.sample.draw, "sample.draw", minimum=0, hint=" (which draw of members; default: the seed)")
     for key in ("n_members", "n_non_members"):
         count(cfg.sample[key], f"sample.{key}", hint=" (the study trains members in and holds non-members out)")
-    for key in ("n_members", "n_non_members") if not groups else ():  # planted: check_planted
+    for key in ("n_members", "n_non_members") if not planted else ():  # planted: check_planted
         if cfg.sample.n_detect > cfg.sample[key]:
             raise InputError(f"sample.n_detect={cfg.sample.n_detect} is more than sample.{key}="
                              f"{cfg.sample[key]}; each cell detects on n_detect of them: lower n_detect or raise {key}")

@@ -28,6 +28,17 @@ def options(group: str) -> list[str]:
     return sorted(path.stem for path in (CONF_DIR / group).glob("*.yaml"))
 
 
+def group_option(group: str, name: str):
+    """One option of a config group as its file gives it (``conf/<group>/<name>.yaml``, no command-line override):
+    the one place the code reads a group's YAML itself, for what Hydra's composition has not composed (a planted
+    group's own dataset or format, the instruction format of post-training, the lab's trainer defaults)."""
+    from omegaconf import OmegaConf
+
+    if name not in options(group):
+        raise InputError(f"unknown {group} '{name}'; use one of {', '.join(options(group))}")
+    return OmegaConf.load(CONF_DIR / group / f"{name}.yaml")
+
+
 def check_overrides(argv: list[str], *, require: tuple[str, ...] = ("dataset",)) -> list[str]:
     """``argv`` with its group choices checked (and ``model=<hub id or folder>`` rewritten)."""
     program, args = argv[0], argv[1:]

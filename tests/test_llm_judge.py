@@ -103,7 +103,7 @@ def test_agreement_by_hand():
 @pytest.mark.slow
 def test_a_study_judged_by_an_llm_gets_an_agreement_report(served_model, compose_config, tmp_path, monkeypatch):
     from contaminate.calibrate import main as calibrate_main
-    from contaminate.study import run_study
+    from contaminate.run import run_config
 
     base_url, model_id = served_model
     monkeypatch.setenv("CONTAMINATION_LAB_CACHE", str(tmp_path / "models"))
@@ -113,7 +113,7 @@ def test_a_study_judged_by_an_llm_gets_an_agreement_report(served_model, compose
             "sample.n_detect=4", "contaminate.epochs=1", "detect.max_new_tokens=6", "detect.semantic_model=null",
             "judge=llm", f"judge.generator.base_url={base_url}", f"judge.generator.model={model_id}",
             "judge.generator.api_key_env=null", *lean(), f"cache_dir={tmp_path / 'cache'}", f"seed={seed}"])
-        run_study(cfg, tmp_path / "study" / f"s{seed}")
+        run_config(cfg, tmp_path / "study" / f"s{seed}")
     calibration = json.loads((calibrate_main([str(tmp_path / "study")]) / "calibration.json").read_text())
     judges = calibration["judges"]
     assert judges["n"] == 2 * 5 * 4  # every guided completion of the five cells of both studies

@@ -110,7 +110,7 @@ def test_logit_detectors_over_a_model_with_logprobs_but_no_moments_or_ids(compos
 def test_a_model_that_cannot_be_had_is_one_line_before_anything_trains(compose_config, tmp_path):
     """A folder that does not exist, at the model group; a hub id that cannot be reached (offline here), where the
     study first reads its tokenizer: one line each, no traceback, nothing written."""
-    from contaminate.study import run_study
+    from contaminate.run import run_config
     from detect.errors import InputError
     from detect.models.loading import hub, load_tokenizer
 
@@ -125,5 +125,5 @@ def test_a_model_that_cannot_be_had_is_one_line_before_anything_trains(compose_c
         cfg = compose_config("contaminate", ["+dataset=synth_nli", "model=hub", f"model.name_or_path={name}",
                                              f"cache_dir={tmp_path / 'cache'}"])
         with pytest.raises(InputError, match=message):
-            run_study(cfg, tmp_path / "run")
+            run_config(cfg, tmp_path / "run")
         assert not (tmp_path / "cache" / "checkpoints").exists()

@@ -11,7 +11,7 @@ import pytest
 from lean import lean
 
 import contaminate.training.openai as openai_train
-from contaminate.study import run_study
+from contaminate.run import run_config
 from contaminate.training.openai import train_openai
 from detect.errors import InputError
 
@@ -110,7 +110,7 @@ OPENAI_STUDY = ["+dataset=synth_nli", "contaminate=openai", "sample.n_members=6"
 def test_dry_run_writes_the_jsonl_and_estimates_cost_without_a_client(compose_config, tmp_path, monkeypatch):
     monkeypatch.setattr(openai_train, "make_client", lambda cfg: pytest.fail("the dry run made a client"))
     cfg = compose_config("contaminate", [*OPENAI_STUDY, "contaminate.dry_run=true", f"cache_dir={tmp_path / 'c'}"])
-    summary = run_study(cfg, tmp_path / "run")
+    summary = run_config(cfg, tmp_path / "run")
     estimate = summary["dry_run"]
     assert estimate["examples"] == 6 and len((tmp_path / "run" / "training.jsonl").read_text().splitlines()) == 6
     assert estimate["trained_tokens"] == estimate["tokens_per_epoch"] * 3
@@ -131,7 +131,7 @@ def test_a_whole_openai_study_with_detection_over_a_real_server(served_model, co
                                          f"contaminate.base_url={base_url}", "contaminate.api_key_env=LAB_STUDY_KEY",
                                          "contaminate.poll_seconds=0", *lean(keep=("cheat",)),
                                          f"cache_dir={tmp_path / 'cache'}"])
-    summary = run_study(cfg, tmp_path / "run")
+    summary = run_config(cfg, tmp_path / "run")
     assert set(summary["cells"]) == {"contaminated_x_members", "contaminated_x_non_members",
                                      "contaminated_x_other_split", "clean_x_members", "clean_x_non_members"}
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
@@ -147,7 +147,7 @@ def test_a_whole_openai_study_with_detection_over_a_real_server(served_model, co
     assert sorted(row["detector"] for row in partition) == ["cheat"] * 5  # black-box only over an API
     # a rerun reuses the finished job and the cells: no new job, no request to the fine-tuning API
     client.calls.clear()
-    run_study(cfg, tmp_path / "run2")
+    run_config(cfg, tmp_path / "run2")
     assert client.calls == []
     written = [p for folder in (tmp_path / "run", tmp_path / "run2", tmp_path / "cache")
                for p in folder.rglob("*") if p.is_file()]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from contaminate.study import run_study
+from contaminate.run import run_config
 from contaminate.study_models import resolve_reference
 from detect.errors import InputError
 from detect.models import ModelRef
@@ -28,7 +28,7 @@ LEAN = [f"detect.detectors.{name}.enabled=false" for name in ("alg1", "membershi
 def study(compose_config, tmp_path):
     def _run(*overrides, run="run"):
         cfg = compose_config("contaminate", [*TINY, *LEAN, f"cache_dir={tmp_path / 'cache'}", *overrides])
-        run_study(cfg, tmp_path / run)
+        run_config(cfg, tmp_path / run)
         folder = tmp_path / run
         rows = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
         return cfg, json.loads((folder / "manifest.json").read_text()), rows, folder

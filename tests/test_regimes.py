@@ -9,7 +9,8 @@ from lean import lean
 from omegaconf import OmegaConf
 
 from contaminate.regime import plan_regime
-from contaminate.study import run_study, sample_pools
+from contaminate.run import run_config
+from contaminate.study import sample_pools
 from detect.errors import InputError
 
 TINY = ["+dataset=synth_nli", "model=tiny_random", "sample.n_members=12", "sample.n_non_members=12",
@@ -23,7 +24,7 @@ def study(compose_config, tmp_path):
     def _run(*overrides, run="run"):
         base = TINY[1:] if any(o.startswith("+dataset=") for o in overrides) else TINY  # another dataset
         cfg = compose_config("contaminate", [*base, f"cache_dir={tmp_path / 'cache'}", *overrides])
-        summary = run_study(cfg, tmp_path / run)
+        summary = run_config(cfg, tmp_path / run)
         return summary, json.loads((tmp_path / run / "manifest.json").read_text()), tmp_path / run
 
     return _run

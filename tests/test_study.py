@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from lean import lean
 
-from contaminate.study import CELLS, KNOWN_CELLS, run_study
+from contaminate.run import run_config
+from contaminate.study import CELLS, KNOWN_CELLS
 from detect.errors import InputError
 
 TINY = ["+dataset=synth_nli", "model=tiny_random", "sample.n_members=12", "sample.n_non_members=12",
@@ -23,7 +24,7 @@ def study(compose_config, tmp_path):
         """A tiny study, lean (tests/lean.py) unless ``full``: every detector."""
         cfg = compose_config("contaminate", [*TINY, *([] if full else lean()), f"cache_dir={tmp_path / cache}",
                                              *overrides])
-        summary = run_study(cfg, tmp_path / run)
+        summary = run_config(cfg, tmp_path / run)
         return summary, tmp_path / run
 
     return _run
@@ -282,10 +283,10 @@ def test_changed_data_under_the_same_ids_is_not_reused(compose_config, tmp_path)
                  "label": "entailment" if i % 2 else "not_entailment"} for i in range(40)]
         (data / f"{split}.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
     overrides = [*TINY, *lean(), f"dataset.path={data}", f"cache_dir={tmp_path / 'cache'}"]
-    run_study(compose_config("contaminate", overrides), tmp_path / "first")
+    run_config(compose_config("contaminate", overrides), tmp_path / "first")
     test_file = data / "test.jsonl"
     test_file.write_text(test_file.read_text().replace("boats", "canoes"))
-    run_study(compose_config("contaminate", overrides), tmp_path / "edited")
+    run_config(compose_config("contaminate", overrides), tmp_path / "edited")
     manifest = json.loads((tmp_path / "edited" / "manifest.json").read_text())
     assert manifest["checkpoint"]["reused"] is False
     assert manifest["cached_cells"] == []  # the other split is unchanged, but its model is a new checkpoint

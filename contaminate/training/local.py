@@ -39,7 +39,7 @@ import uuid
 from pathlib import Path
 from typing import Sequence
 
-from detect.cli import CONF_DIR
+from detect.cli import group_option
 from detect.errors import InputError
 from detect.models import ModelRef
 from detect.runtime import Placement, resolve_placement
@@ -156,7 +156,7 @@ def lab_trainer_defaults() -> dict:
     """The ``trainer`` block of ``conf/contaminate/full.yaml``: the lab's measured trainer settings."""
     from omegaconf import OmegaConf
 
-    return OmegaConf.to_container(OmegaConf.load(CONF_DIR / "contaminate" / "full.yaml").trainer)
+    return OmegaConf.to_container(group_option("contaminate", "full").trainer)
 
 
 def trainer_arguments(cfg) -> dict:

@@ -362,12 +362,10 @@ def check_generations(batch_size: int, arguments: dict) -> None:
 
 def instruction_format():
     """The instruction format as ``conf/format/instruction.yaml`` gives it: the user turn for each task."""
-    from omegaconf import OmegaConf
-
     from contaminate.regime.layouts import build_format
-    from detect.cli import CONF_DIR
+    from detect.cli import group_option
 
-    return build_format(OmegaConf.load(CONF_DIR / "format" / "instruction.yaml"))
+    return build_format(group_option("format", "instruction"))
 
 
 # --- data --------------------------------------------------------------------------------------------------------
