@@ -107,9 +107,10 @@ def test_logit_detectors_over_a_model_with_logprobs_but_no_moments_or_ids(compos
     assert sharded["served"]["p_value"] == pytest.approx(sharded["local"]["p_value"], abs=1e-9)
 
 
-def test_a_model_that_cannot_be_had_is_one_line_before_anything_trains(compose_config, tmp_path):
+def test_a_model_that_cannot_be_had_is_one_line_before_anything_trains(compose_config, tmp_path, capsys):
     """A folder that does not exist, at the model group; a hub id that cannot be reached (offline here), where the
-    study first reads its tokenizer: one line each, no traceback, nothing written."""
+    study first reads its tokenizer: one line each, no traceback, nothing written; the hub client's retry warnings
+    (45 lines before) at most one line of their own."""
     from contaminate.run import run_config
     from detect.errors import InputError
     from detect.models.loading import hub, load_tokenizer
@@ -120,6 +121,9 @@ def test_a_model_that_cannot_be_had_is_one_line_before_anything_trains(compose_c
     with pytest.raises(InputError, match=r"^could not load the tokenizer of model nobody-owner/no-such-model \(") as e:
         load_tokenizer("nobody-owner/no-such-model")
     assert "\n" not in str(e.value) and "model=smollm2_135m" in str(e.value)
+    said = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert said in ([], ["model nobody-owner/no-such-model: the hub does not answer; retrying quietly (one line for "
+                         "all retries)"]), said
     for name, message in (("/nonexistent/model", "no such model folder"),
                           ("nobody-owner/no-such-model", "could not load the tokenizer")):
         cfg = compose_config("contaminate", ["+dataset=synth_nli", "model=hub", f"model.name_or_path={name}",

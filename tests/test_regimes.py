@@ -163,7 +163,7 @@ def test_the_hub_clients_retry_warnings_are_one_line(capsys):
     streams they are one line, and their other records pass."""
     import logging
 
-    from contaminate.regime.background import retries_said_once
+    from detect.hub_retries import retries_said_once
 
     seen: list[str] = []
 
@@ -174,8 +174,10 @@ def test_the_hub_clients_retry_warnings_are_one_line(capsys):
     keep = Keep()
     logging.getLogger("huggingface_hub").addHandler(keep)
     try:
-        with retries_said_once("HuggingFaceFW/fineweb-edu (sample-10BT)"):
+        with retries_said_once("background HuggingFaceFW/fineweb-edu (sample-10BT)"):
             for attempt in range(1, 6):
+                logging.getLogger("huggingface_hub.utils._http").warning(  # the failed request, then its retry
+                    "'[Errno -2] Name or service not known' thrown while requesting HEAD https://huggingface.co/x")
                 logging.getLogger("huggingface_hub.utils._http").warning(
                     f"'(MaxRetryError)' thrown while requesting HEAD https://huggingface.co/x: Retrying in 1s "
                     f"[Retry {attempt}/5].")

@@ -23,13 +23,12 @@ checkpoints trained on it.
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import sys
 from pathlib import Path
 
 from detect.datasets.corpus import corpus_files, package_docs, package_docs_sources, pydoc_texts, read_corpus
 from detect.errors import InputError
+from detect.hub_retries import retries_said_once
 from detect.validate import POSITIVE, Range
 
 
@@ -57,7 +56,6 @@ class OfflineBackground:
         return pydoc_texts()  # a fixed order: the same documents on every machine
 
     def describe(self) -> dict:
-        import sys
 
         # the text changes with the Python release it ships with; the digest of the documents keys it as well
         return {"name": self.name, "source": f"pydoc_data (Python {sys.version_info.major}.{sys.version_info.minor})",
@@ -75,48 +73,11 @@ class PackageDocsBackground:
         return list(package_docs())  # packages and files in sorted order: the same documents for the same versions
 
     def describe(self) -> dict:
-        import sys
 
         # the text changes with the packages' versions (and, through the paragraphs it leaves out, Python's); the
         # digest of the documents keys it as well
         return {"name": self.name, "source": f"package docstrings (Python {sys.version_info.major}."
                 f"{sys.version_info.minor})", "packages": package_docs_sources(), "max_tokens": self.max_tokens}
-
-
-HUB_LOGGERS = ("huggingface_hub", "datasets", "fsspec", "urllib3")
-
-
-class _SayRetriesOnce(logging.Filter):
-    """Lets one line through for a run of retry warnings (the hub client retries each request, ~5 times, and a
-    stream opens several: 22 warnings for one unreachable corpus), and drops the rest; other records pass."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__()
-        self.corpus, self.said = name, False
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if "retry" not in record.getMessage().lower():  # "Retrying in 1s [Retry 1/5]", "Retrying in 5sec [1/20]"
-            return True
-        if not self.said:
-            self.said = True
-            print(f"background {self.corpus}: the hub does not answer; retrying quietly (one line for all retries)",
-                  file=sys.stderr)
-        return False
-
-
-@contextlib.contextmanager
-def retries_said_once(name: str):
-    """While a hub corpus streams, its clients' retry warnings are one line (``_SayRetriesOnce``)."""
-    found = _SayRetriesOnce(name)
-    loggers = [logging.getLogger(logger) for logger in HUB_LOGGERS]
-    handlers = [handler for logger in loggers for handler in logger.handlers] + logging.getLogger().handlers
-    for target in (*loggers, *handlers):
-        target.addFilter(found)
-    try:
-        yield found
-    finally:
-        for target in (*loggers, *handlers):
-            target.removeFilter(found)
 
 
 class HubBackground:
@@ -132,7 +93,7 @@ class HubBackground:
         import datasets
 
         name = f"{self.hub_id}{f' ({self.hub_config})' if self.hub_config else ''}"
-        with retries_said_once(name):
+        with retries_said_once(f"background {name}"):
             return self._stream(datasets, name)
 
     def _stream(self, datasets, name: str) -> list[str]:

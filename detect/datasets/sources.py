@@ -32,8 +32,11 @@ class HubSource:
     def load(self, split: str, where: str):
         import datasets
 
+        from detect.hub_retries import retries_said_once
+
         try:
-            return datasets.load_dataset(self.hub_id, self.hub_config, split=split)
+            with retries_said_once(f"dataset {self.hub_id}"):
+                return datasets.load_dataset(self.hub_id, self.hub_config, split=split)
         except Exception as error:  # offline, gated, renamed: all end the same way for the user
             reason = str(error).splitlines()[0] if str(error) else type(error).__name__
             raise InputError(

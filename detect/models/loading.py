@@ -134,8 +134,11 @@ def load_tokenizer(path: str):
     cannot be reached offline)."""
     from transformers import AutoTokenizer
 
+    from detect.hub_retries import retries_said_once
+
     try:
-        return AutoTokenizer.from_pretrained(path)
+        with retries_said_once(f"model {path}"):
+            return AutoTokenizer.from_pretrained(path)
     except (OSError, ValueError) as error:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise InputError(f"could not load the tokenizer of model {path} ({reason}); offline, use "
