@@ -27,10 +27,11 @@ MODEL=${MODEL:-/tmp/random_llama_$SHAPE}
 [ -f "$MODEL/config.json" ] || PYTHONPATH=bench:$PYTHONPATH $PY bench/random_llama.py "$MODEL" --shape "$SHAPE" 2>&1 | tail -1 | tee -a "$OUT/env.txt"
 for backend in full lora; do
   # 20 synth_nli instances a group at doses 0/1/4 in 60k tokens of the offline background; the base model is the
-  # control; every detector of the default study (the order tests skip themselves: the metadata format has no order)
+  # control; every detector of the default study (the order tests skip themselves: the metadata format has no order);
+  # plant.tail=0: copies anywhere, as in the runs on record (results/gpu_h200*)
   stamp "planted $backend"
   timeout ${PLANT_S:-300} $PY -m contaminate +dataset=synth_nli model=hub model.name_or_path="$MODEL" contaminate=$backend \
-    plant=dose_ladder plant.n=20 plant.control=base 'plant.groups=[{exposures:0},{exposures:1},{exposures:4}]' \
+    plant=dose_ladder plant.n=20 plant.tail=0 plant.control=base 'plant.groups=[{exposures:0},{exposures:1},{exposures:4}]' \
     plant.max_share_per_exposure=0.05 sample.n_detect=20 sample.n_heldout=20 background=offline \
     background.max_tokens=60000 contaminate.batch_size=16 detect.semantic_model=null runtime.dtype=${DTYPE:-bf16} \
     hydra.run.dir=/tmp/planted_$backend > "$OUT/planted_$backend.log" 2>&1

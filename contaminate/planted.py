@@ -40,7 +40,7 @@ from omegaconf import OmegaConf
 from contaminate.checkpoints import checkpoint_record, train_checkpoint
 from contaminate.regime import Regime, background_documents, chat_renderer, check_fits, token_counter
 from contaminate.regime.layouts import LeakReader
-from contaminate.regime.plant import PlantedGroup, control_group, group_positions, planted_stream
+from contaminate.regime.plant import PlantedGroup, control_group, group_positions, plant_tail, planted_stream
 from contaminate.regime.stream import Document, build_stream, stream_counts
 from contaminate.study import (
     GroupStudy,
@@ -262,7 +262,8 @@ def plan_planted(cfg, draw: PlantedDraw, groups: Sequence[PlantedGroup], tokeniz
     if max_length:
         check_fits([d for group in documents.values() for d in group], count_tokens, max_length)
     background, described = background_documents(source, count_tokens, max_length)
-    stream = planted_stream(documents, groups, background, seed=cfg.seed)
+    tail = plant_tail(cfg.plant)  # the end of the background kept clean of copies: equal recency
+    stream = planted_stream(documents, groups, background, seed=cfg.seed, tail=tail)
     placed = group_positions(stream, documents, count_tokens)
     limit = cfg.plant.get("max_share_per_exposure")
     for group in groups:
@@ -290,7 +291,7 @@ def plan_planted(cfg, draw: PlantedDraw, groups: Sequence[PlantedGroup], tokeniz
                 raise InputError(f"the swap twin's group {name} lays out as {len(docs)} documents where the planted "
                                  f"one has {len(documents[name])} (format={layouts.get(name, fmt).name}); use "
                                  f"plant.control=background or base")
-        twin = planted_stream(stand_ins, groups, background, seed=cfg.seed)
+        twin = planted_stream(stand_ins, groups, background, seed=cfg.seed, tail=tail)
         twin_counts = {key: value for key, value in stream_counts(twin, count_tokens).items()
                        if key != "members_token_share"}
     return PlantedRegime(stream, control, documents, described, counts, placed, fmt.name, twin, twin_counts,
@@ -476,6 +477,7 @@ def plant_record(cfg, groups, draw: PlantedDraw, planted: PlantedRegime, contami
     return {
         "plant": cfg.plant.name, "dataset": cfg.dataset.key, "format": planted.format,
         "background": planted.background, "seed": cfg.seed, "draw": cfg.sample.draw,
+        "tail": plant_tail(cfg.plant),  # the last fraction of the background after every copy (equal recency)
         "unit": f"one model (draw {cfg.sample.draw}, seed {cfg.seed}): no interval",
         "groups": [{**g.describe(), **planted.placed.get(g.name, {}),
                     "within_model_auc": within_model_auc(results[g.name][1]) if g.name in results else None}
@@ -502,7 +504,9 @@ def plant_report(record: dict) -> str:
     planted = [g for g in record["groups"] if g["exposures"] > 0]
     lines = [f"# Planted run: {record['plant']}, {record['dataset']}, format {record['format']}", "",
              f"One training run, {record['stream']['training_tokens']:,} training tokens "
-             f"({record['background'].get('name', 'none')} background); {record['unit']}.", "",
+             f"({record['background'].get('name', 'none')} background"
+             + (f", its last {record['tail']:g} after every planted copy" if record.get("tail") else "")
+             + f"); {record['unit']}.", "",
              "| group | exposures | instances | window | token share | first | mean | last |",
              "|---|---|---|---|---|---|---|---|"]
     mixed = any("dataset" in g or "format" in g for g in record["groups"])

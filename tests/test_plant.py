@@ -18,6 +18,7 @@ from contaminate.regime.plant import (
     control_group,
     group_positions,
     plant_groups,
+    plant_tail,
     planted_stream,
 )
 from contaminate.regime.stream import Document, build_stream
@@ -76,6 +77,53 @@ def test_windows_are_honoured_and_leave_a_clean_tail():
     assert 0 <= min(where[1]) and max(where[1]) <= 0.25
     assert 0.5 <= min(where[2]) and max(where[2]) <= 0.75
     assert not [d for d in stream[-40:] if d.members]  # the last quarter is clean background
+
+
+def test_a_tail_puts_every_dose_in_the_same_window_and_keeps_the_end_clean():
+    """plant.tail=0.2 (dose_ladder's default): every group's copies among the first 80% of the background (160 of
+    200 documents), the last 40 background documents after every copy, by counting; the background still once each
+    in the control's order."""
+    plant = OmegaConf.create({"n": 5, "tail": 0.2, "groups": [{"exposures": e} for e in (0, 1, 2, 4, 8, 16)]})
+    groups = plant_groups(plant)
+    assert [g.name for g in groups] == ["x0", "x1", "x2", "x4", "x8", "x16"]  # names as without a tail
+    stream = planted_stream(documents_for(groups), groups, BACKGROUND, seed=1, tail=plant_tail(plant))
+    background_before, latest = 0, {}
+    for document in stream:
+        if document.members:
+            latest[document.members[0] // 100] = background_before
+        else:
+            background_before += 1
+    assert set(latest) == {1, 2, 3, 4, 5} and max(latest.values()) <= 160
+    last_copy = max(i for i, d in enumerate(stream) if d.members)
+    assert len(stream) - 1 - last_copy >= 40 and not any(d.members for d in stream[last_copy + 1:])
+    assert [d for d in stream if not d.members] == build_stream([], BACKGROUND, exposures=0, seed=1)
+    # without the tail the same groups reach the end of the background
+    anywhere = planted_stream(documents_for(groups), groups, BACKGROUND, seed=1)
+    assert max(i for i, d in enumerate(anywhere) if d.members) > len(anywhere) - 20
+
+
+@pytest.mark.parametrize("plant, message", [
+    ({"tail": 1}, "plant.tail=1: give the fraction of the background kept clean after every planted copy, in [0, 1) "
+                  "(0.2: its last fifth; 1 would leave no room for the copies"),
+    ({"tail": -0.1}, "plant.tail=-0.1: give the fraction"),
+    ({"tail": 0.2, "window": [0.5, 1]}, "plant.window=[0.5, 1] overlaps plant.tail=0.2, the last 0.2 of the "
+                                        "background kept clean of copies: end the window at 0.8 or lower plant.tail"),
+    ({"tail": 0.3, "groups": [{"exposures": 0}, {"exposures": 1, "window": [0.6, 0.9]}]},
+     "plant.groups[1].window=[0.6, 0.9] overlaps plant.tail=0.3"),
+])
+def test_a_tail_that_leaves_no_room_or_overlaps_a_window_is_one_line(plant, message):
+    settings = {"n": 5, "groups": [{"exposures": 0}, {"exposures": 1}], **plant}
+    with pytest.raises(InputError, match=re.escape(message)) as error:
+        plant_groups(OmegaConf.create(settings))
+    assert "\n" not in str(error.value)
+
+
+def test_a_tail_needs_a_background():
+    plant = OmegaConf.create({"n": 2, "tail": 0.2, "groups": [{"exposures": 0}, {"exposures": 1}]})
+    groups = plant_groups(plant)
+    with pytest.raises(InputError, match=re.escape("plant.tail=0.2 keeps the end of the background clean of copies, "
+                                                   "and the stream has no background")):
+        planted_stream(documents_for(groups), groups, [], seed=0, tail=plant_tail(plant))
 
 
 def test_a_twin_stream_puts_other_instances_in_the_same_positions():
@@ -225,6 +273,13 @@ def test_a_planted_run_gives_one_study_per_group_from_one_training_run(planted):
     assert 0 < groups["x1"]["token_share"] < groups["x3"]["token_share"] < 1
     assert record["stream"]["documents"]["member"] == 24
     assert manifests["x3"]["regime"]["members_token_share"] == groups["x3"]["token_share"]
+    # dose_ladder's tail: every copy before the last fifth of the background's documents, so the tokens after the
+    # last copy are background, about a fifth of it (of the stream: less, by the copies' share; here 3,000 tokens of
+    # background and copies of a third of the stream), recorded in plant.json and said in plant.md
+    background_share = 1 - sum(groups[n]["token_share"] for n in ("x1", "x3"))
+    after_last = 1 - max(groups[n]["positions"]["last_fraction"] for n in ("x1", "x3"))
+    assert record["tail"] == 0.2 and after_last > 0.15 * background_share, (after_last, background_share)
+    assert "its last 0.2 after every planted copy" in (folder / "plant.md").read_text()
     assert set(groups["x1"]["within_model_auc"]) >= {"loss", "zlib", "min_k"}
     for name in ("x1", "x3"):  # each group's folder is a study folder: its cells' truths are the study's
         cells = json.loads((folder / "groups" / name / "summary.json").read_text())["cells"]

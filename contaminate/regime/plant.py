@@ -17,6 +17,11 @@ the document's index alone, never from their text: a twin stream of other docume
 same positions. A window ending before 1 leaves a clean tail of background after the group's last copy (Bordt et
 al. 2025: what is trained after a leak erases it); a window starting after 0, a clean head.
 
+Equal recency. ``plant.tail`` (conf/plant/dose_ladder.yaml: 0.2) keeps the last fraction of the background clean of
+every copy: each group's window ends at ``1 - tail`` at the latest, so that every dose is read after the same stretch
+of clean training (without it a x1 group's one copy falls on average mid-stream and a x16 group's last copy near
+the end: dose and recency confounded). A group's own window must end before the tail (one line where they overlap).
+
 Without a background the stream is the copies alone, in a seeded random order (a window needs a background).
 """
 
@@ -68,6 +73,17 @@ def _window(value, where: str) -> tuple[float, float]:
     return (start, end)
 
 
+def plant_tail(plant_cfg) -> float:
+    """``plant.tail``: the fraction of the background kept after every planted copy (None or absent: 0, no tail)."""
+    tail = plant_cfg.get("tail") if plant_cfg is not None else None
+    if tail is None:
+        return 0.0
+    if isinstance(tail, bool) or not isinstance(tail, (int, float)) or not 0 <= tail < 1:
+        raise InputError(f"plant.tail={tail}: give the fraction of the background kept clean after every planted "
+                         f"copy, in [0, 1) (0.2: its last fifth; 1 would leave no room for the copies; 0: no tail)")
+    return float(tail)
+
+
 def _count(value, where: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise InputError(f"{where}={value}: give a whole number >= {minimum}")
@@ -94,7 +110,7 @@ def plant_groups(plant_cfg, dataset: str | None = None, format: str | None = Non
     groups_cfg = plant_cfg.get("groups") if plant_cfg is not None else None
     if not groups_cfg:
         return []
-    default_n, default_window = plant_cfg.get("n"), plant_cfg.get("window")
+    default_n, default_window, tail = plant_cfg.get("n"), plant_cfg.get("window"), plant_tail(plant_cfg)
     if plant_cfg.get("control", "background") not in CONTROLS:
         raise InputError(f"plant.control={plant_cfg.get('control')}: use background (the background alone, trained "
                          f"as a study's control), twin (the swap twin: the same stream with other instances) or base "
@@ -118,6 +134,10 @@ def plant_groups(plant_cfg, dataset: str | None = None, format: str | None = Non
         given = group.get("window")
         window = _window(given if given is not None else default_window,
                          f"{where}.window" if given is not None else "plant.window")
+        if exposures and tail and window[1] > 1 - tail and window != (0.0, 1.0):
+            raise InputError(f"{where if given is not None else 'plant'}.window=[{window[0]:g}, {window[1]:g}] "
+                             f"overlaps plant.tail={tail:g}, the last {tail:g} of the background kept clean of copies: "
+                             f"end the window at {1 - tail:g} or lower plant.tail (0: no tail)")
         chosen = {}
         for key, run_value in (("dataset", dataset), ("format", format)):
             value = group.get(key)
@@ -157,9 +177,10 @@ def control_group(groups: Sequence[PlantedGroup], group: PlantedGroup | None = N
 
 
 def planted_stream(documents: Mapping[str, Sequence[Document]], groups: Sequence[PlantedGroup],
-                   background: Sequence[Document], *, seed: int) -> list[Document]:
+                   background: Sequence[Document], *, seed: int, tail: float = 0.0) -> list[Document]:
     """Every document of each group ``exposures`` times (never for exposures 0) among the background documents,
-    each copy at a slot drawn within its group's window; the background in the control's order (module docstring)."""
+    each copy at a slot drawn within its group's window, which ends at ``1 - tail`` at the latest (``plant.tail``:
+    the end of the background kept clean); the background in the control's order (module docstring)."""
     rng = random.Random(seed)
     order = list(background)
     rng.shuffle(order)  # what build_stream([], background, exposures=0, seed) does: the control's order
@@ -168,13 +189,16 @@ def planted_stream(documents: Mapping[str, Sequence[Document]], groups: Sequence
         if windowed:
             raise InputError(f"group {windowed[0]} has a window, and the stream has no background to place it in; "
                              f"use a background (background=offline) or drop the window")
+        if tail:
+            raise InputError(f"plant.tail={tail:g} keeps the end of the background clean of copies, and the stream "
+                             f"has no background; use a background (background=offline) or set plant.tail=0")
     copies = []  # (slot, tie-break, document)
     for index, group in enumerate(groups):
         if not group.planted:
             continue
         placer = random.Random(f"{seed}/{index}")  # from the group's index alone: a twin gets the same slots
         low = round(group.window[0] * len(order))
-        high = round(group.window[1] * len(order))
+        high = round(min(group.window[1], 1 - tail) * len(order))
         for copy in range(group.exposures):
             for document in documents[group.name]:
                 copies.append((placer.randint(low, high), placer.random(), document))
