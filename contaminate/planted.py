@@ -182,7 +182,8 @@ def sample_groups(cfg, groups: Sequence[PlantedGroup], configs: dict | None = No
         split = (cfg.split if key == cfg.dataset.key else None) or dataset.default_split
         others = [name for name in dataset.splits if name != split]
         if not others:
-            raise InputError(f"dataset {key} has only the split {split}; the run needs a second split")
+            raise InputError(f"dataset {key} has only the split {split}, and a planted run reads another split as a "
+                             f"control; python -m detect +dataset={key} reads it on one model")
         examples = load_split(dataset, split)
         sizes = [g.n for g in members]
         # the swap twin's stand-ins: one more disjoint group per planted group, drawn after the groups and the known

@@ -292,7 +292,8 @@ def sample_pools(cfg) -> Sampled:
     split = cfg.split or dataset.default_split
     others = [name for name in dataset.splits if name != split]
     if not others:
-        raise InputError(f"dataset {dataset.key} has only the split {split}; the study needs a second split")
+        raise InputError(f"dataset {dataset.key} has only the split {split}, and a study reads another split as a "
+                         f"control; python -m detect +dataset={dataset.key} reads it on one model")
     other_split = others[0]
     examples = load_split(dataset, split)
     n_members, n_non_members = cfg.sample.n_members, cfg.sample.n_non_members

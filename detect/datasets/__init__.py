@@ -20,7 +20,10 @@ import numpy as np
 from detect.datasets.sources import source_of
 from detect.errors import InputError
 
-TASKS = ("classification", "nli", "summary", "one_sentence_summary", "question")
+TASKS = ("classification", "nli", "summary", "one_sentence_summary", "question", "code")
+# A task whose instance is a function (HumanEval: its prompt and canonical solution joined): cut into pieces at
+# line boundaries, not sentences (detect/detectors/time_travel/split.py)
+LINE_TASKS = ("code",)
 
 
 @dataclass(frozen=True)
@@ -61,11 +64,23 @@ def _label_names(raw, cfg) -> list[str] | None:
     return None
 
 
+def joined(raw, cfg):
+    """The split with the dataset's ``join`` columns added: each the named columns joined as they are, no separator
+    (HumanEval: ``code`` is ``prompt`` + ``canonical_solution``, the function as it leaks)."""
+    for name, columns in (cfg.get("join") or {}).items():
+        missing = [column for column in columns if column not in raw.column_names]
+        if missing:
+            raise InputError(f"dataset {cfg.key}: join.{name} names {missing[0]}, which the split lacks (its fields: "
+                             f"{', '.join(raw.column_names)}); fix dataset.join")
+        raw = raw.add_column(name, ["".join(row[column] for column in columns) for row in raw])
+    return raw
+
+
 def load_split(cfg, split: str) -> list[Example]:
     """All instances of one split, checked against the fields the dataset config names."""
     if cfg.task not in TASKS:
         raise InputError(f"dataset {cfg.key}: unknown task '{cfg.task}'; use one of {', '.join(TASKS)}")
-    raw = load_raw(cfg, split)
+    raw = joined(load_raw(cfg, split), cfg)
     where = cfg.get("path") or f"{cfg.key} {split}"
     fields = cfg.fields
     needed = [fields.first, fields.second] if cfg.task == "nli" else [fields.text]

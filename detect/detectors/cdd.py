@@ -26,10 +26,11 @@ Defaults and their source:
 
 The prompt (the lab's choice; the paper prompts with the benchmark's own input, a code problem): the instance as its
 leak rendered it (``Evidence.renderings``: the rendering's context + text), cut where Time Travel's first piece ends
-(SPEC section 4: ``split_instance(example, seed=evidence.seed).first``, found in the rendering's text; where it is not
-found there, the text up to the end of the first half of its words). The model is asked to continue the leak, as it
-was trained, so a memorised member's continuation is the rest of its training document. The prompt goes through the
-model's prompt format as every generation does (raw in a study of the document and dump formats).
+(SPEC section 4: ``split_instance(example, seed=evidence.seed).first``, code at a line), found in the rendering's
+text; where it is not found there, the text up to the end of the first half of its words). The model is asked to
+continue the leak, as it was trained, so a memorised member's continuation is the rest of its training document.
+The prompt goes through the model's prompt format as every generation does (raw in a study of the document and dump
+formats).
 
 Tokens: the model's own tokenizer where it has one (``LanguageModel.tokenizer``, no special tokens), as the official
 code encodes with the evaluated model's tokenizer; a server without one is compared word by word (white space).
@@ -51,7 +52,7 @@ from typing import Sequence
 
 from detect.datasets import Example
 from detect.detectors.base import Detector, Evidence, Rendering
-from detect.detectors.time_travel.split import split_instance
+from detect.detectors.time_travel.split import cut_unit, split_instance
 from detect.validate import Range
 
 _WORD = re.compile(r"\S+")
@@ -114,7 +115,8 @@ class CDD(Detector):
         return getattr(evidence.model, "no_sampling", None) or super().skipped(evidence)
 
     def prompts(self, evidence: Evidence, examples: Sequence[Example]) -> list[str]:
-        return [cdd_prompt(rendering, split_instance(example, seed=evidence.seed).first)
+        unit = cut_unit(evidence.dataset.task)  # code at line boundaries
+        return [cdd_prompt(rendering, split_instance(example, seed=evidence.seed, unit=unit).first)
                 for example, rendering in zip(examples, evidence.renderings(examples))]
 
     def tokens(self, model, text: str) -> list:

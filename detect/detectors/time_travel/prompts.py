@@ -3,7 +3,8 @@
 Guided names the dataset and split and asks for the second piece "as EXACTLY appeared in the dataset";
 general asks for a plausible second piece with neither. A guided/general gap that only contamination explains
 is Algorithm 1's signal. Summary, one-sentence-summary and question partitions use the classification
-wording with "summary" / "one-sentence summary" / "question" for "instance", and no LABEL block.
+wording with "summary" / "one-sentence summary" / "question" for "instance", and no LABEL block; code (HumanEval,
+not in the paper) likewise with "function".
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ _WORDING = {
     "summary": ("a summary", "summary", "summary"),
     "one_sentence_summary": ("a one-sentence summary", "summary", "one-sentence summary"),
     "question": ("a question", "question", "question"),
+    "code": ("a function", "function", "function"),  # HumanEval: the problem's prompt and its canonical solution
 }
 
 INSTRUCTIONS = ("guided", "general")

@@ -1,7 +1,8 @@
 """Cutting an instance into the first piece (shown to the model) and the second piece (to be replayed).
 
 SPEC section 4. A pair (NLI) is cut between its sentences. A single instance of several sentences is cut at a
-sentence boundary; one sentence is cut at a word boundary. The cut point is uniform in [40%, 70%] of the units,
+sentence boundary; one sentence is cut at a word boundary; code (``unit="line"``: HumanEval's functions) at a line
+boundary, blank lines not counted as units. The cut point is uniform in [40%, 70%] of the units,
 drawn per instance from a generator seeded by (run seed, instance id), so cuts differ between instances but
 are the same in every run with that seed. (The official code reseeds per call and cuts every instance at the
 same fraction.) The text between the pieces is kept, so ``first + separator + second == original`` exactly.
@@ -29,7 +30,7 @@ class Cut:
     first: str
     separator: str
     second: str
-    unit: str  # "pair", "sentence" or "word"
+    unit: str  # "pair", "sentence", "line" or "word"
     n_units: int
     units_in_first: int
     fraction: float | None  # the uniform draw in [low, high]; None for pairs
@@ -64,12 +65,26 @@ def _cut_at(text: str, spans: list[tuple[int, int]], units_in_first: int) -> tup
     return text[:end_of_first], text[end_of_first:start_of_second], text[start_of_second:]
 
 
-def split_instance(example: Example, *, seed: int, low: float = 0.4, high: float = 0.7) -> Cut:
-    """Cut one instance; the same (seed, instance id) always gives the same cut."""
+def cut_unit(task: str) -> str:
+    """How a dataset's instances are cut: at lines for code (``detect.datasets.LINE_TASKS``), else at sentences."""
+    from detect.datasets import LINE_TASKS
+
+    return "line" if task in LINE_TASKS else "sentence"
+
+
+def line_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each non-blank line, its newline left out: a cut keeps the line breaks between the pieces."""
+    return [match.span() for match in re.finditer(r"[^\n]*\S[^\n]*", text)]
+
+
+def split_instance(example: Example, *, seed: int, low: float = 0.4, high: float = 0.7,
+                   unit: str = "sentence") -> Cut:
+    """Cut one instance; the same (seed, instance id) always gives the same cut. ``unit``: "sentence" (falling back
+    to words for one sentence) or "line" (code)."""
     if example.text_pair is not None:
         return Cut(example.text, "\n", example.text_pair, "pair", 2, 1, None)
     text = example.text
-    spans, unit = sentence_spans(text), "sentence"
+    spans = line_spans(text) if unit == "line" else sentence_spans(text)
     if len(spans) < 2:
         spans, unit = [m.span() for m in _WORD.finditer(text)], "word"
     if len(spans) < 2:
