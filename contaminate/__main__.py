@@ -53,6 +53,8 @@ def main(cfg) -> None:
         print(f"{name:<28} truth {cell['ground_truth']:<12} Algorithm 2: {alg2['exact']} exact, "
               f"{alg2['near_exact']} near-exact -> {'contaminated' if alg2['contaminated'] else 'clean'}"
               f"{'' if cell['correct']['alg2'] else '  (wrong)'}")
+    for name, why in (summary.get("cells_not_run") or {}).items():  # a dataset of one split: no other-split cell
+        print(f"{name:<28} not run: {why}")
     for checkpoint, fit in (summary.get("recipe") or {}).get("models", {}).items():
         from detect.judges.recipe import fit_line
 

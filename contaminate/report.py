@@ -134,6 +134,7 @@ def write_report(path: Path, summary: dict, manifest: dict) -> None:
         columns = [text for cls, block in read_back(cell)
                    for _, text in cls.report_columns(block, cell["correct"])]
         lines.append(f"| {name} | {cell['ground_truth']} | " + "".join(f"{text} | " for text in columns).rstrip())
+    lines += [f"| {name} | not run: {why} |" for name, why in (summary.get("cells_not_run") or {}).items()]
     lines += recipe_lines(summary)
     scored = [(cls, block) for cls, block in detectors if cls.scores and block]
     if scored:

@@ -107,7 +107,7 @@ OPERATIONAL = {"_target_", "force", "dry_run", "api_key_env", "max_retries", "po
 class Sampled:
     """What the sample stage draws: the pools and, per pool, the instances detection runs on and its split."""
     split: str
-    other_split: str
+    other_split: str | None  # None: a dataset of one split (HumanEval), whose study has no other-split cell
     members: list[Example]
     non_members: list[Example]
     detection: dict[str, tuple[list[Example], str]]  # pool -> (its n_detect instances, their split)
@@ -142,11 +142,19 @@ class Contaminated:
         return self.control[0], self.control[3]["id"]
 
 
-def study_cells(regime: Regime) -> tuple[tuple[str, str, str, str], ...]:
-    """The five cells with their ground truth: at exposures 0 the "contaminated" model saw no member."""
+def study_cells(regime: Regime, sampled: Sampled | None = None) -> tuple[tuple[str, str, str, str], ...]:
+    """The five cells with their ground truth: at exposures 0 the "contaminated" model saw no member. A dataset of
+    one split has no other-split cell (``not_run`` says so)."""
+    cells = tuple(cell for cell in CELLS if sampled is None or cell[2] in sampled.detection)
     if regime.members_seen:
-        return CELLS
-    return tuple((cell, checkpoint, pool, "clean") for cell, checkpoint, pool, _ in CELLS)
+        return cells
+    return tuple((cell, checkpoint, pool, "clean") for cell, checkpoint, pool, _ in cells)
+
+
+def not_run(cfg, sampled: Sampled) -> dict[str, str]:
+    """The study's cells that cannot exist, each with its one line (summary.json "cells_not_run")."""
+    return {cell: f"dataset {cfg.dataset.key} has one split ({sampled.split}): no other split to read"
+            for cell, _, pool, _ in CELLS if pool not in sampled.detection}
 
 
 @dataclass
@@ -215,7 +223,7 @@ def study_group(group: GroupStudy, setup: Setup, models: StudyModels, placement:
     """The detect, summarize and write stages of one group: its cells' rows (cached), its summary, its manifest
     (the run's ``timings`` so far, then this group's), its folder. Returns (summary, rows, manifest)."""
     stage = time.time()
-    cells = study_cells(group.contaminated.regime)
+    cells = study_cells(group.contaminated.regime, group.sampled)
     runtime_key = "api" if setup.trainer.api else placement.key()  # what, beyond the model, keys its cells
     rows, cell_timings, cached = detect_cells(group.cfg, group.sampled, models, setup.judge, runtime_key, cells,
                                               reader=group.reader)
@@ -251,7 +259,10 @@ def check_study(cfg, *, planted: bool = False) -> Setup:
     trainer.check()  # its numbers, and every trainer / adapter argument
     from contaminate.training.post import post_train_stage
 
-    post_train_stage(cfg, trainer)  # the post-training stage's settings, if any: one line before any data is read
+    post = post_train_stage(cfg, trainer)  # the post-training stage's settings, if any: one line before any data
+    if post is not None and len(cfg.dataset.splits) < 2:  # is read
+        raise InputError(f"post_train={cfg.post_train.name} trains on the dataset's other split, and "
+                         f"{cfg.dataset.key} has one split ({', '.join(cfg.dataset.splits)}); use post_train=none")
     serving = trainer.serving(cfg)  # how its checkpoints will be served (a local checkpoint: generation=local)
     fmt = build_format(cfg.format)
     background = instantiate_background(cfg.get("background"))
@@ -287,14 +298,12 @@ def check_reference_corpus(detectors: Sequence[Detector], background) -> None:
 
 
 def sample_pools(cfg) -> Sampled:
-    """Members and non-members, disjoint and label-balanced from one split, and the other split as a control."""
+    """Members and non-members, disjoint and label-balanced from one split, and the other split as a control (a
+    dataset of one split, HumanEval, has none: its study runs the cells that need no other split)."""
     dataset, seed = cfg.dataset, cfg.sample.draw  # the draw: the training seed unless set apart
     split = cfg.split or dataset.default_split
     others = [name for name in dataset.splits if name != split]
-    if not others:
-        raise InputError(f"dataset {dataset.key} has only the split {split}, and a study reads another split as a "
-                         f"control; python -m detect +dataset={dataset.key} reads it on one model")
-    other_split = others[0]
+    other_split = others[0] if others else None
     examples = load_split(dataset, split)
     n_members, n_non_members = cfg.sample.n_members, cfg.sample.n_non_members
     if n_members + n_non_members > len(examples):
@@ -309,20 +318,22 @@ def sample_pools(cfg) -> Sampled:
     members, non_members, heldout = disjoint_pools(examples, [n_members, n_non_members, n_heldout], seed=seed,
                                                    where=where)
     n_detect = cfg.sample.n_detect
-    other_detection, other_whole, other_heldout = other_split_pools(dataset, other_split, n_detect=n_detect,
-                                                                    n_pool=n_non_members, n_heldout=len(heldout),
-                                                                    seed=seed)
     detection = {
         "members": (sample(members, n_detect, seed=seed, where=f"the {n_members} members of {where}"), split),
         "non_members": (sample(non_members, n_detect, seed=seed, where=f"the {n_non_members} non-members of {where}"),
                         split),
-        "other_split": (other_detection, other_split),
     }
     # The partition-level detectors read a whole pool: Cheat? searches it for replicas, the sharded test orders
     # it. The other split's pool is as large as the non-members', so both controls offer as many matches.
-    whole = {"members": members, "non_members": non_members, "other_split": other_whole}
-    return Sampled(split, other_split, members, non_members, detection, whole,
-                   {split: heldout, other_split: other_heldout})
+    whole = {"members": members, "non_members": non_members}
+    sampled = Sampled(split, other_split, members, non_members, detection, whole, {split: heldout})
+    if other_split is not None:
+        other_detection, other_whole, other_heldout = other_split_pools(dataset, other_split, n_detect=n_detect,
+                                                                        n_pool=n_non_members, n_heldout=len(heldout),
+                                                                        seed=seed)
+        detection["other_split"], whole["other_split"] = (other_detection, other_split), other_whole
+        sampled.heldout[other_split] = other_heldout
+    return sampled
 
 
 def heldout_size(cfg, left: int, where: str) -> int:
@@ -620,6 +631,8 @@ def summarize_study(cfg, sampled: Sampled, contaminated: Contaminated, cell_rows
     recipe = study_recipe(cfg, cell_rows, detectors, cells)
     if recipe is not None:
         summary["recipe"] = recipe
+    if not_run(cfg, sampled):
+        summary["cells_not_run"] = not_run(cfg, sampled)
     return summary
 
 

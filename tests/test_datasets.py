@@ -181,10 +181,28 @@ def test_code_is_cut_at_a_line_and_the_leak_names_its_task_id():
     assert "SECOND PIECE of the function as EXACTLY appeared" in prompt and "LABEL" not in prompt
 
 
-def test_a_study_of_a_one_split_dataset_is_one_line(compose_config):
-    from contaminate.study import sample_pools
+@pytest.mark.slow
+def test_a_study_of_a_one_split_dataset_runs_every_cell_it_can_and_says_which_it_cannot(compose_config, tmp_path):
+    """HumanEval has one split: a study on the tiny model runs its four cells and says, in its summary and report,
+    that the other-split cell cannot exist; post-training, which trains on the other split, is one line."""
+    from lean import lean
 
-    cfg = compose_config("contaminate", ["+dataset=humaneval"])
-    with pytest.raises(InputError, match=r"^dataset humaneval has only the split test, and a study reads another "
-                                         r"split as a control; python -m detect \+dataset=humaneval reads it"):
-        sample_pools(cfg)
+    from contaminate.run import run_config
+
+    overrides = ["+dataset=humaneval", "model=tiny_random", "sample.n_members=12", "sample.n_non_members=12",
+                 "sample.n_detect=6", "contaminate.batch_size=4", "detect.max_new_tokens=6",
+                 "detect.semantic_model=null", f"cache_dir={tmp_path / 'cache'}", *lean()]
+    summary = run_config(compose_config("contaminate", overrides), tmp_path / "run")
+    assert list(summary["cells"]) == ["contaminated_x_members", "contaminated_x_non_members", "clean_x_members",
+                                      "clean_x_non_members"]
+    assert summary["other_split"] is None
+    assert summary["cells_not_run"] == {
+        "contaminated_x_other_split": "dataset humaneval has one split (test): no other split to read"}
+    assert "| contaminated_x_other_split | not run: dataset humaneval has one split" in (
+        tmp_path / "run" / "report.md").read_text()
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert set(manifest["detection_ids"]) == {"members", "non_members"}
+    assert manifest["format"]["example"].startswith("HumanEval dataset, test split\ntask_id: HumanEval/")
+    with pytest.raises(InputError, match=r"^post_train=sft trains on the dataset's other split, and humaneval has one "
+                                         r"split \(test\); use post_train=none"):
+        run_config(compose_config("contaminate", [*overrides, "post_train=sft"]), tmp_path / "post")
