@@ -65,8 +65,9 @@ class PlantedDraw:
     pools and its known non-members (a group may plant another dataset than the run's: ``dataset_of``)."""
     groups: dict[str, list[Example]]                         # group name -> its instances
     dataset_of: dict[str, str]                               # group name -> its dataset's key
-    splits: dict[str, tuple[str, str]]                       # dataset key -> (the planted split, the other split)
-    other: dict[str, tuple[list[Example], list[Example]]]    # dataset key -> the other split's (detected, whole pool)
+    splits: dict[str, tuple[str, str | None]]                # dataset key -> (the planted split, the other split)
+    other: dict[str, tuple[list[Example], list[Example]]]    # dataset key -> the other split's (detected, whole pool);
+    # a dataset of one split (HumanEval) has none: its groups' studies have no other-split cell
     heldout: dict[str, dict[str, list[Example]]]             # dataset key -> split -> known non-members
     twins: dict[str, list[Example]] = field(default_factory=dict)  # planted group -> the swap twin's stand-ins
 
@@ -76,7 +77,7 @@ class PlantedDraw:
     def study(self, group: PlantedGroup, control: PlantedGroup, n_detect: int, seed: int) -> Sampled:
         """The study of one planted group: its instances the members, the never-planted group's the non-members."""
         key = self.dataset_of[group.name]
-        (split, other_split), (detection, whole) = self.splits[key], self.other[key]
+        split, other_split = self.splits[key]
         members, non_members = self.groups[group.name], self.groups[control.name]
 
         def detected(pool: list[Example], name: str) -> list[Example]:
@@ -89,12 +90,12 @@ class PlantedDraw:
                     raise
                 return list(pool)
 
-        return Sampled(split, other_split, members, non_members,
-                       {"members": (detected(members, group.name), split),
-                        "non_members": (detected(non_members, control.name), split),
-                        "other_split": (detection, other_split)},
-                       {"members": members, "non_members": non_members, "other_split": whole},
-                       self.heldout[key])
+        detection = {"members": (detected(members, group.name), split),
+                     "non_members": (detected(non_members, control.name), split)}
+        whole = {"members": members, "non_members": non_members}
+        if key in self.other:
+            detection["other_split"], whole["other_split"] = (self.other[key][0], other_split), self.other[key][1]
+        return Sampled(split, other_split, members, non_members, detection, whole, self.heldout[key])
 
 
 def group_config(cfg, group: PlantedGroup):
@@ -180,10 +181,7 @@ def sample_groups(cfg, groups: Sequence[PlantedGroup], configs: dict | None = No
     for key, members in by_dataset.items():
         dataset = configs[members[0].name].dataset
         split = (cfg.split if key == cfg.dataset.key else None) or dataset.default_split
-        others = [name for name in dataset.splits if name != split]
-        if not others:
-            raise InputError(f"dataset {key} has only the split {split}, and a planted run reads another split as a "
-                             f"control; python -m detect +dataset={key} reads it on one model")
+        others = [name for name in dataset.splits if name != split]  # none: one split, no other-split cell
         examples = load_split(dataset, split)
         sizes = [g.n for g in members]
         # the swap twin's stand-ins: one more disjoint group per planted group, drawn after the groups and the known
@@ -202,13 +200,15 @@ def sample_groups(cfg, groups: Sequence[PlantedGroup], configs: dict | None = No
             rest = [e for e in examples if e.instance_id not in taken]
             stand_ins = disjoint_pools(rest, twin_sizes, seed=seed + 1, where=f"{key} {split} (the twin's)")
             draw.twins.update({g.name: pool for g, pool in zip(planted, stand_ins)})
-        control = next(g for g in members if not g.planted)
-        detection, whole, other_heldout = other_split_pools(dataset, others[0], n_detect=cfg.sample.n_detect,
-                                                            n_pool=control.n, n_heldout=len(heldout), seed=seed)
         draw.groups.update({g.name: pool for g, pool in zip(members, pools)})
-        draw.splits[key] = (split, others[0])
-        draw.other[key] = (detection, whole)
-        draw.heldout[key] = {split: heldout, others[0]: other_heldout}
+        draw.splits[key] = (split, others[0] if others else None)
+        draw.heldout[key] = {split: heldout}
+        if others:
+            control = next(g for g in members if not g.planted)
+            detection, whole, other_heldout = other_split_pools(dataset, others[0], n_detect=cfg.sample.n_detect,
+                                                                n_pool=control.n, n_heldout=len(heldout), seed=seed)
+            draw.other[key] = (detection, whole)
+            draw.heldout[key][others[0]] = other_heldout
     return draw
 
 

@@ -462,3 +462,21 @@ def test_groups_planted_in_other_windows_are_other_conditions():
     # a twin-controlled run and a background-controlled one of the same draw and seed are not reruns of each other
     assert condition_of(manifest([0, 0.25], "swap twin")) != early
     assert "plant" not in condition_of({**manifest([0, 1]), "plant": None})
+
+
+@pytest.mark.slow
+def test_a_planted_run_of_a_one_split_dataset_runs_every_cell_it_can(compose_config, tmp_path):
+    """HumanEval has one split: a planted run draws its groups and known non-members from it and each group's study
+    runs the four cells that need no other split, saying which it cannot; the same one training run."""
+    overrides = ["+dataset=humaneval", *TINY[1:], "plant.groups=[{exposures:0},{exposures:1},{exposures:2}]",
+                 f"cache_dir={tmp_path / 'cache'}"]
+    summary = run_config(compose_config("contaminate", overrides), tmp_path / "run")
+    for name in ("x1", "x2"):
+        group = summary["groups"][name]
+        assert group["other_split"] is None and "contaminated_x_other_split" not in group["cells"]
+        assert list(group["cells_not_run"]) == ["contaminated_x_other_split"]
+    record = json.loads((tmp_path / "run" / "plant.json").read_text())
+    assert record["dataset"] == "humaneval" and [g["name"] for g in record["groups"]] == ["x0", "x1", "x2"]
+    members = [set(json.loads((tmp_path / "run" / "groups" / n / "manifest.json").read_text())["member_ids"])
+               for n in ("x1", "x2")]
+    assert len(members[0]) == len(members[1]) == 6 and not members[0] & members[1]
