@@ -277,6 +277,8 @@ def plan_planted(cfg, draw: PlantedDraw, groups: Sequence[PlantedGroup], tokeniz
                     f"use a larger background, raise background.max_tokens, or plant fewer instances (plant.n)")
     control = build_stream([], background, exposures=0, seed=cfg.seed) if background else None
     counts = {key: value for key, value in stream_counts(stream, count_tokens).items() if key != "members_token_share"}
+    counts["template"] = shared_template(documents, draw, groups, configs, cfg, count_tokens,
+                                         counts["training_tokens"])
     losses = sorted({layouts.get(g.name, fmt).loss for g in groups if g.planted} - {None})
     if losses:  # what the loss covers (the instruction format's: the answer only)
         counts["loss"] = losses[0] if len(losses) == 1 else "; ".join(losses)
@@ -298,6 +300,31 @@ def plan_planted(cfg, draw: PlantedDraw, groups: Sequence[PlantedGroup], tokeniz
     return PlantedRegime(stream, control, documents, described, counts, placed, fmt.name, twin, twin_counts,
                          {name: layout.name for name, layout in layouts.items() if layout.name != fmt.name},
                          {g.name: layouts.get(g.name, fmt).loss for g in groups if g.planted})
+
+
+def template_tokens(documents: Sequence[Document], instances: dict[int, Example], dataset, count_tokens) -> int:
+    """The tokens of ``documents`` beyond their instances' own field values: what every planted document of the
+    format shares (title, split, field names, a dump's JSON keys and header, a chat template). Each field value is
+    counted on its own, so a word split differently in context moves the count by a token or so."""
+    from contaminate.regime.formats import instance_fields
+
+    shared = 0
+    for document in documents:
+        own = sum(count_tokens(value) for member in document.members
+                  for value in instance_fields(instances[member], dataset).values() if value)
+        shared += max(count_tokens(document.text) - own, 0)
+    return shared
+
+
+def shared_template(documents: dict[str, list[Document]], draw: PlantedDraw, groups: Sequence[PlantedGroup],
+                    configs: dict, cfg, count_tokens, training_tokens: int) -> dict:
+    """The planted documents' shared template over the stream (plant.json ``stream.template``): every copy of every
+    group teaches it, so high doses teach the template that the low doses' members are read in (issue 34)."""
+    tokens = sum(group.exposures * template_tokens(documents[group.name],
+                                                   {e.instance_id: e for e in draw.groups[group.name]},
+                                                   configs.get(group.name, cfg).dataset, count_tokens)
+                 for group in groups if group.planted)
+    return {"tokens": tokens, "share": round(tokens / training_tokens, 6) if training_tokens else 0.0}
 
 
 def twin_documents(planted: Sequence[Document], stand_ins: Sequence[Example], fmt, dataset, split: str, *,
@@ -507,7 +534,10 @@ def plant_report(record: dict) -> str:
              f"One training run, {record['stream']['training_tokens']:,} training tokens "
              f"({record['background'].get('name', 'none')} background"
              + (f", its last {record['tail']:g} after every planted copy" if record.get("tail") else "")
-             + f"); {record['unit']}.", "",
+             + f"); {record['unit']}."
+             + (f" The planted documents' shared template (title, split, field names) is "
+                f"{record['stream']['template']['share']:.2%} of the training tokens."
+                if "template" in record["stream"] else ""), "",
              "| group | exposures | instances | window | token share | first | mean | last |",
              "|---|---|---|---|---|---|---|---|"]
     mixed = any("dataset" in g or "format" in g for g in record["groups"])

@@ -8,7 +8,8 @@ from detect.errors import InputError
 
 
 def test_unknown_dataset_lists_the_valid_keys():
-    with pytest.raises(InputError, match=r"unknown dataset 'rtee'; use one of ag_news, gsm8k, imdb, rte, .*synth_nli"):
+    with pytest.raises(InputError, match=r"unknown dataset 'rtee'; use one of ag_news, gsm8k, humaneval, imdb, rte, "
+                                         r".*synth_nli"):
         check_overrides(["prog", "+dataset=rtee"])
 
 

@@ -279,6 +279,9 @@ def test_a_planted_run_gives_one_study_per_group_from_one_training_run(planted):
     background_share = 1 - sum(groups[n]["token_share"] for n in ("x1", "x3"))
     after_last = 1 - max(groups[n]["positions"]["last_fraction"] for n in ("x1", "x3"))
     assert record["tail"] == 0.2 and after_last > 0.15 * background_share, (after_last, background_share)
+    # the shared template (title line, field names) is part of the planted tokens, and plant.md says how much
+    assert 0 < record["stream"]["template"]["share"] < 1 - background_share
+    assert "shared template (title, split, field names) is" in (folder / "plant.md").read_text()
     assert "its last 0.2 after every planted copy" in (folder / "plant.md").read_text()
     assert set(groups["x1"]["within_model_auc"]) >= {"loss", "zlib", "min_k"}
     for name in ("x1", "x3"):  # each group's folder is a study folder: its cells' truths are the study's
@@ -464,19 +467,42 @@ def test_groups_planted_in_other_windows_are_other_conditions():
     assert "plant" not in condition_of({**manifest([0, 1]), "plant": None})
 
 
-@pytest.mark.slow
-def test_a_planted_run_of_a_one_split_dataset_runs_every_cell_it_can(compose_config, tmp_path):
-    """HumanEval has one split: a planted run draws its groups and known non-members from it and each group's study
-    runs the four cells that need no other split, saying which it cannot; the same one training run."""
-    overrides = ["+dataset=humaneval", *TINY[1:], "plant.groups=[{exposures:0},{exposures:1},{exposures:2}]",
-                 f"cache_dir={tmp_path / 'cache'}"]
-    summary = run_config(compose_config("contaminate", overrides), tmp_path / "run")
-    for name in ("x1", "x2"):
-        group = summary["groups"][name]
-        assert group["other_split"] is None and "contaminated_x_other_split" not in group["cells"]
-        assert list(group["cells_not_run"]) == ["contaminated_x_other_split"]
-    record = json.loads((tmp_path / "run" / "plant.json").read_text())
-    assert record["dataset"] == "humaneval" and [g["name"] for g in record["groups"]] == ["x0", "x1", "x2"]
-    members = [set(json.loads((tmp_path / "run" / "groups" / n / "manifest.json").read_text())["member_ids"])
-               for n in ("x1", "x2")]
-    assert len(members[0]) == len(members[1]) == 6 and not members[0] & members[1]
+def test_a_planted_run_of_a_one_split_dataset_draws_from_it_and_has_no_other_split_cell(compose_config):
+    """HumanEval has one split: a planted run draws its groups and known non-members from it, disjoint, and each
+    group's study has the four cells that need no other split (the fifth said not run, as a study's:
+    tests/test_datasets.py runs one)."""
+    from contaminate.run import build_run
+    from contaminate.study import not_run, study_cells
+
+    overrides = ["+dataset=humaneval", *TINY[1:], "plant.groups=[{exposures:0},{exposures:1},{exposures:2}]"]
+    run = build_run(compose_config("contaminate", overrides), None)
+    run.sample()
+    draw = run.draw
+    assert draw.splits == {"humaneval": ("test", None)} and draw.other == {}
+    assert list(draw.heldout["humaneval"]) == ["test"]
+    pools = [{e.instance_id for e in draw.groups[name]} for name in ("x0", "x1", "x2")]
+    known = {e.instance_id for e in draw.heldout["humaneval"]["test"]}
+    assert [len(pool) for pool in pools] == [6, 6, 6] and len(known) == 6
+    assert not (pools[0] & pools[1] or pools[0] & pools[2] or pools[1] & pools[2] or known & set().union(*pools))
+    groups = {g.name: g for g in run.all_groups}
+    sampled = draw.study(groups["x1"], groups["x0"], 6, 0)
+    assert sampled.other_split is None and set(sampled.detection) == {"members", "non_members"}
+    regime = type("Seen", (), {"members_seen": True})()
+    assert [cell for cell, *_ in study_cells(regime, sampled)] == [
+        "contaminated_x_members", "contaminated_x_non_members", "clean_x_members", "clean_x_non_members"]
+    assert list(not_run(run.cfg, sampled)) == ["contaminated_x_other_split"]
+
+
+def test_the_shared_template_is_what_the_documents_hold_beyond_their_instances():
+    """By hand, counting words: a metadata document of SynthNLI holds its title line (4 words: 'SynthNLI dataset,
+    test split'), three field names ('sentence1:', 'sentence2:', 'label:') and the instance's own values."""
+    from contaminate.planted import template_tokens
+    from detect.cli import group_option
+    from detect.datasets import Example
+
+    dataset = group_option("dataset", "synth_nli")
+    instance = Example(7, "a b c", "d e", "0 (entailment)")  # 3 + 2 + 2 words of its own
+    document = Document("SynthNLI dataset, test split\nsentence1: a b c\nsentence2: d e\nlabel: 0 (entailment)", (7,))
+    assert words(document.text) == 4 + 3 + 7
+    assert template_tokens([document], {7: instance}, dataset, words) == 4 + 3
+    assert template_tokens([document, document], {7: instance}, dataset, words) == 14
