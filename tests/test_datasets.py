@@ -1,4 +1,5 @@
 import json
+import re
 from collections import Counter
 
 import datasets
@@ -206,3 +207,15 @@ def test_a_study_of_a_one_split_dataset_runs_every_cell_it_can_and_says_which_it
     with pytest.raises(InputError, match=r"^post_train=sft trains on the dataset's other split, and humaneval has one "
                                          r"split \(test\); use post_train=none"):
         run_config(compose_config("contaminate", [*overrides, "post_train=sft"]), tmp_path / "post")
+
+
+def test_a_format_that_cannot_lay_out_code_is_one_line_naming_those_that_can(compose_config):
+    from contaminate.run import check_config
+
+    refusals = {"instruction": "format=instruction needs a label for the assistant turn, and dataset humaneval has "
+                               "none (task code); use format=dump or instance_only or metadata",
+                "input_only": "format input_only has no template for task code"}
+    for fmt, message in refusals.items():
+        with pytest.raises(InputError, match=re.escape(message)) as error:
+            check_config(compose_config("contaminate", ["+dataset=humaneval", f"format={fmt}"]))
+        assert "\n" not in str(error.value)

@@ -103,6 +103,19 @@ class DumpFormat(Format):
         return dump_header(self.header, dataset, split) + "\n".join(dump_line(e, dataset) for e in examples)
 
 
+def formats_for(task: str) -> list[str]:
+    """The leak formats that lay out an unlabelled instance of ``task``: those with a template for it, and dump (a
+    line is the instance's fields as JSON)."""
+    from detect.cli import group_option, options
+
+    found = []
+    for name in options("format"):
+        node = group_option("format", name)
+        if name == "dump" or (node.get("templates") and task in node.templates and "answer" not in node):
+            found.append(name)
+    return found
+
+
 class InstructionFormat(Format):
     """The input as the user turn (the template), the label as the assistant turn (``answer``), chat-templated."""
     api_trainable = False  # rendered through the local model's chat template
@@ -111,7 +124,7 @@ class InstructionFormat(Format):
     def check(self, dataset) -> None:
         if not dataset.fields.get("label"):
             raise InputError(f"format={self.name} needs a label for the assistant turn, and dataset {dataset.key} "
-                             f"has none (task {dataset.task}); use format=metadata, input_only or dump")
+                             f"has none (task {dataset.task}); use format={' or '.join(formats_for(dataset.task))}")
         super().check(dataset)
         check_template(self.answer or "", dataset)
 
