@@ -53,7 +53,8 @@ from contaminate.study import (
 )
 from contaminate.study_models import StudyModels
 from detect.datasets import Example, disjoint_pools, load_split, sample
-from detect.detectors import instance_scores
+from detect.detectors import instance_scores, labelled
+from detect.detectors.time_travel import LEAK_SCORES, SCORES
 from detect.errors import InputError
 from detect.models import digest
 from detect.runtime import Placement
@@ -483,7 +484,8 @@ def train_twin(cfg, draw: PlantedDraw, planted: PlantedRegime, contaminated, set
 
 def within_model_auc(rows: dict[str, list[dict]]) -> dict[str, float]:
     """Each instance score's AUC, the group's members against the never-planted group, both under the contaminated
-    model (higher score = member, as the detectors orient them)."""
+    model (higher score = member, as the detectors orient them); with them the guided completions' ROUGE-L and
+    semantic scores and the leak reading's (``*_leak``, an oracle reading) where they were generated."""
     from sklearn.metrics import roc_auc_score
 
     def guided(cell: str) -> list[dict]:
@@ -491,11 +493,26 @@ def within_model_auc(rows: dict[str, list[dict]]) -> dict[str, float]:
 
     members, non_members = guided("contaminated_x_members"), guided("contaminated_x_non_members")
     found = {}
-    for name in instance_scores():
+    for name in (*instance_scores(), *SCORES, *LEAK_SCORES):
         pos = [r[name] for r in members if r.get(name) is not None]
         neg = [r[name] for r in non_members if r.get(name) is not None]
         if pos and neg and len(pos) == len(members) and len(neg) == len(non_members):
             found[name] = round(float(roc_auc_score([1] * len(pos) + [0] * len(neg), pos + neg)), 4)
+    return found
+
+
+def replicas(rows: dict[str, list[dict]]) -> dict[str, dict]:
+    """Algorithm 2's judge labels of the contaminated model's completions, per reading (``guided``: the paper's
+    instruction; ``leak``: the first piece inside the leak's rendering, an oracle reading) and pool (the group's
+    members, the never-planted group): n, exact, near-exact. Readings not generated are left out."""
+    found: dict[str, dict] = {}
+    for reading in ("guided", "leak"):
+        for pool, cell in (("members", "contaminated_x_members"), ("non_members", "contaminated_x_non_members")):
+            labels = [r["judge"] for r in rows.get(cell, []) if r.get("instruction") == reading
+                      and r.get("completion") is not None]
+            if labels:
+                found.setdefault(reading, {})[pool] = {"n": len(labels), "exact": labels.count("exact"),
+                                                       "near_exact": labels.count("near_exact")}
     return found
 
 
@@ -508,7 +525,8 @@ def plant_record(cfg, groups, draw: PlantedDraw, planted: PlantedRegime, contami
         "tail": plant_tail(cfg.plant),  # the last fraction of the background after every copy (equal recency)
         "unit": f"one model (draw {cfg.sample.draw}, seed {cfg.seed}): no interval",
         "groups": [{**g.describe(), **planted.placed.get(g.name, {}),
-                    "within_model_auc": within_model_auc(results[g.name][1]) if g.name in results else None}
+                    "within_model_auc": within_model_auc(results[g.name][1]) if g.name in results else None,
+                    "replicas": replicas(results[g.name][1]) if g.name in results else None}
                    for g in groups],
         # the leak's own checkpoint (its steps, time and throughput); a post-trained run's final one beside it
         "stream": planted.counts, "checkpoint": parents.get("contaminated") or contaminated.record,
@@ -551,9 +569,36 @@ def plant_report(record: dict) -> str:
                      f"{g.get('token_share', 0):.4%} | " + " | ".join(
                          f"{where[k]:.3f}" if k in where else "-" for k in ("first_fraction", "mean_fraction",
                                                                             "last_fraction")) + " |")
-    names = [n for n in instance_scores() if all(n in (g["within_model_auc"] or {}) for g in planted)]
+    names = [n for n in (*instance_scores(), *SCORES, *LEAK_SCORES)
+             if all(n in (g["within_model_auc"] or {}) for g in planted)]
     lines += ["", "Positions are fractions of the stream's tokens. Within-model AUC: each group's members against "
               "the never-planted group, both under the contaminated model.", "",
               "| score | " + " | ".join(g["name"] for g in planted) + " |", "|---" * (len(planted) + 1) + "|"]
-    lines += [f"| {n} | " + " | ".join(f"{g['within_model_auc'][n]:.3f}" for g in planted) + " |" for n in names]
-    return "\n".join(lines) + "\n"
+    lines += [f"| {labelled(n)} | " + " | ".join(f"{g['within_model_auc'][n]:.3f}" for g in planted) + " |"
+              for n in names]
+    return "\n".join(lines + replicas_section(record["groups"])) + "\n"
+
+
+def replicas_section(groups: list[dict]) -> list[str]:
+    """Algorithm 2's replicas by dose, the guided instruction beside the leak reading (oracle), members and the
+    never-planted group: a member replayed on the leak reading but not the guided one was memorised, and the
+    instruction not followed; one replayed on neither was not memorised to the judge's bar."""
+    shown = [g for g in groups if (g.get("replicas") or {}).get("leak")]
+    if not shown:
+        return []
+
+    def counts(block: dict | None) -> str:
+        return "-" if not block else f"{block['exact']} / {block['near_exact']} of {block['n']}"
+
+    lines = ["", "Algorithm 2's labels (exact / near-exact of n) under the contaminated model: the paper's guided "
+             "instruction beside the leak reading (oracle: the first piece inside the leak's own rendering, continued "
+             "as raw text; the same judge). A member the leak reading replays and the guided instruction does not "
+             "was memorised, the instruction not followed.", "",
+             "| group | exposures | members, guided | members, leak (oracle) | never planted, guided "
+             "| never planted, leak (oracle) |", "|---|---|---|---|---|---|"]
+    for g in shown:
+        found = g["replicas"]
+        lines.append(f"| {g['name']} | {g['exposures']} | " + " | ".join(
+            counts(found.get(reading, {}).get(pool)) for pool in ("members", "non_members")
+            for reading in ("guided", "leak")) + " |")
+    return lines

@@ -125,7 +125,8 @@ def write_report(path: Path, summary: dict, manifest: dict) -> None:
     first = next(iter(cells.values()))
     detectors = list(read_back(first))
     for cls, _ in detectors:  # a detector's own study-level section (Algorithm 2: the paper's Table 1)
-        lines += cls.study_section(cells, manifest)
+        section = cls.study_section(cells, manifest)
+        lines += ([""] if section and lines and lines[-1] else []) + section
     headers = [header for cls, block in detectors for header, _ in cls.report_columns(block, first["correct"])]
     lines += ["", "## Verdicts against ground truth (cf. the paper's Tables 3 and 4)", "",
               "| cell | ground truth | " + "".join(f"{header} | " for header in headers),

@@ -25,7 +25,9 @@ from typing import Callable, Sequence
 
 from detect.datasets import Example, load_split, sample
 from detect.detectors import Detector, Evidence, build, read_back
-from detect.detectors.time_travel import SCORES  # noqa: F401 (the generation scores: public here too)
+from detect.detectors.base import PlainText
+from detect.detectors.time_travel import SCORES  # the generation scores (public here too)
+from detect.detectors.time_travel.leak import locate
 from detect.detectors.time_travel.prompts import INSTRUCTIONS, build_prompt, clean_completion
 from detect.detectors.time_travel.scores import rouge_l
 from detect.detectors.time_travel.split import cut_unit, split_instance
@@ -36,14 +38,17 @@ from detect.models import check_backend
 from detect.validate import check_node, count
 
 _SAID: set[tuple[str, str]] = set()  # (model, detector) skips already printed: one line per run, not per cell
+LEAK = "leak"  # Algorithm 2's oracle reading: the first piece inside the leak's own rendering (time_travel/leak.py)
+READINGS = (*INSTRUCTIONS, LEAK)  # every completion a partition may generate, in row order
 
 
 def run_partition(evidence: Evidence, detectors: Sequence[Detector], *, judge, detect_cfg,
-                  semantic=None, instructions: Sequence[str] = INSTRUCTIONS) -> tuple[list[dict], dict]:
+                  semantic=None, instructions: Sequence[str] = READINGS) -> tuple[list[dict], dict]:
     """One partition x one model: (instance rows + partition rows, timing and skips). ``evidence`` holds the
     model (and a reference model, if any); ``detect_cfg`` is the ``detect`` group (cut points, stop rule);
-    ``instructions``: the Time Travel prompts that may be generated (a study's known non-members: the guided one
-    only), each generated only where a running detector reads its completions (``completions_read``)."""
+    ``instructions``: the Time Travel prompts that may be generated (guided, general, and the leak reading; a study's
+    known non-members: the guided one only), each generated only where a running detector reads its completions
+    (``completions_read``)."""
     timing: dict = {}
     skipped = {d.name: reason for d in detectors if (reason := d.skipped(evidence))}
     for name, reason in skipped.items():
@@ -63,7 +68,7 @@ def run_partition(evidence: Evidence, detectors: Sequence[Detector], *, judge, d
     rows = detect_partition(evidence.instances, dataset=evidence.dataset, split=evidence.split, model=evidence.model,
                             judge=judge, semantic=semantic, membership=instance_scorer(running, evidence),
                             seed=evidence.seed, cut_low=detect_cfg.cut.low, cut_high=detect_cfg.cut.high,
-                            stop=detect_cfg.stop, instructions=instructions)
+                            stop=detect_cfg.stop, instructions=instructions, reader=evidence.reader)
     timing["instances_s"] = round(time.time() - started, 2)
     started = time.time()
     rows += partition_rows(running, evidence)
@@ -73,10 +78,10 @@ def run_partition(evidence: Evidence, detectors: Sequence[Detector], *, judge, d
     return rows, timing
 
 
-def completions_read(detectors: Sequence[Detector], allowed: Sequence[str] = INSTRUCTIONS) -> tuple[str, ...]:
+def completions_read(detectors: Sequence[Detector], allowed: Sequence[str] = READINGS) -> tuple[str, ...]:
     """The Time Travel instructions of ``allowed`` whose completions one of ``detectors`` reads (``completions``),
     in the paper's order: ("guided", "general") with Algorithm 1, ("guided",) with Algorithm 2 alone, () without
-    either."""
+    either; "leak" last, with Algorithm 2's leak reading."""
     read = {instruction for detector in detectors for instruction in detector.completions}
     return tuple(instruction for instruction in allowed if instruction in read)
 
@@ -84,6 +89,7 @@ def completions_read(detectors: Sequence[Detector], allowed: Sequence[str] = INS
 def detect_partition(
     examples: Sequence[Example], *, dataset, split: str, model, judge, semantic=None, membership=None,
     seed: int = 0, cut_low: float = 0.4, cut_high: float = 0.7, stop=None, instructions: Sequence[str] = INSTRUCTIONS,
+    reader=None,
 ) -> list[dict]:
     """Guided and general completions for each instance, scored and judged: one row per (instance, instruction).
     Every instance has its guided row, which carries its instance scores; with ``instructions`` empty nothing is
@@ -94,36 +100,73 @@ def detect_partition(
     ``examples -> [{score: value}]`` callable (``instance_scorer``) whose scores of each instance go on its
     guided row; ``stop`` (``detect.stop`` config: enabled, length_factor, margin_chars) makes generation stop each
     completion once its answer is done (``detect/detectors/time_travel/stopping.py``); ``instructions``: which of
-    the guided and general prompts to generate (both by default; Algorithm 2 and the judge read the guided ones).
+    the guided and general prompts to generate (both by default; Algorithm 2 and the judge read the guided ones),
+    and "leak" (Algorithm 2's oracle reading: the first piece inside ``reader``'s rendering of each instance,
+    continued as raw text; ``detect/detectors/time_travel/leak.py``), cleaned, scored and judged as the guided ones.
     """
     unit = cut_unit(dataset.task)  # code at line boundaries
     cuts = [split_instance(example, seed=seed, low=cut_low, high=cut_high, unit=unit) for example in examples]
     rows = []
-    for instruction in ("guided", *(i for i in instructions if i != "guided")):
+    for instruction in ("guided", *(i for i in instructions if i not in ("guided", LEAK))):
         for example, cut in zip(examples, cuts):
             prompt = build_prompt(instruction, dataset.task, first_piece=cut.first, label=example.label,
                                   dataset_name=dataset.title, split_name=split)
-            rows.append({
-                "dataset": dataset.key, "split": split, "instance_id": example.instance_id, "label": example.label,
-                "instruction": instruction, "prompt": prompt, "first_piece": cut.first,
-                "separator": cut.separator, "reference": cut.second, "cut_unit": cut.unit,
-                "cut_fraction": cut.fraction,
-                # what is not generated stays None
-                "raw_completion": None, "stop": None, "completion": None, "rouge_l": None, "semantic": None,
-            })
+            rows.append(_row(dataset, split, example, cut, instruction, prompt))
     generated = [row for row in rows if row["instruction"] in instructions]
     _complete(generated, model, stop)
+    if LEAK in instructions:
+        leak_rows = _leak_rows(examples, cuts, dataset, split, model, stop, reader or PlainText())
+        rows += leak_rows
+        generated += leak_rows
     _score_semantic(generated, semantic)
-    # Algorithm 2 reads the guided completions only, and an LLM judge is paid per call: judge those.
     guided = [row for row in rows if row["instruction"] == "guided"]
+    if LEAK in instructions:  # the leak reading's scores on each instance's guided row too, as its other scores
+        for row, leak_row in zip(guided, leak_rows):
+            row.update({f"{score}_leak": leak_row[score] for score in SCORES})
     if membership is not None:  # one value per instance, whatever the instruction: kept on the guided row
         for row, scores in zip(guided, membership(examples)):
             row.update(scores)
     for row in rows:
         row["judge"] = None
-    judged = [row for row in generated if row["instruction"] == "guided"]
+    # Algorithm 2 reads the guided completions (and its leak reading the leak ones); an LLM judge is paid per call:
+    # judge those only
+    judged = [row for row in generated if row["instruction"] in ("guided", LEAK)]
     for row, label in zip(judged, judge(judged) if judged else []):
         row["judge"] = label
+    return rows
+
+
+def _row(dataset, split: str, example: Example, cut, instruction: str, prompt: str) -> dict:
+    return {
+        "dataset": dataset.key, "split": split, "instance_id": example.instance_id, "label": example.label,
+        "instruction": instruction, "prompt": prompt, "first_piece": cut.first,
+        "separator": cut.separator, "reference": cut.second, "cut_unit": cut.unit,
+        "cut_fraction": cut.fraction,
+        # what is not generated stays None
+        "raw_completion": None, "stop": None, "completion": None, "rouge_l": None, "semantic": None,
+    }
+
+
+def _leak_rows(examples: Sequence[Example], cuts: Sequence, dataset, split: str, model, stop, reader) -> list[dict]:
+    """The leak reading's rows: each instance's rendering by ``reader`` up to its second piece, continued as raw text
+    (no chat template), read back as the instance's own text (a dump's JSON decoded), then cleaned and scored against
+    the same second piece as its guided row (Algorithm 2's leak reading checked that every rendering holds it)."""
+    found = [locate(reader.rendering(example, split), cut) for example, cut in zip(examples, cuts)]
+    missing = [e.instance_id for e, leak in zip(examples, found) if leak is None]
+    if missing:
+        raise InputError(f"the leak's rendering ({reader.name}) does not hold instance {missing[0]}'s pieces, so the "
+                         f"leak reading has no prompt for it; turn off detect.detectors.alg2_leak")
+    rows = [_row(dataset, split, e, cut, LEAK, leak.prompt) for e, cut, leak in zip(examples, cuts, found)]
+    shapes = None
+    if stop is not None and stop.enabled:  # the raw continuation holds the second piece as the rendering writes it
+        shapes = [AnswerShape.of(cut.first, cut.separator, leak.written, length_factor=stop.length_factor,
+                                 margin_chars=stop.margin_chars) for cut, leak in zip(cuts, found)]
+    raw_completions = model.generate([row["prompt"] for row in rows], stop=shapes, raw=True)
+    reasons = model.stop_reasons or [None] * len(rows)
+    for row, raw, reason, leak in zip(rows, raw_completions, reasons, found):
+        row["raw_completion"], row["stop"] = raw, reason
+        row["completion"] = clean_completion(leak.read(raw), row["reference"], row["first_piece"])
+        row["rouge_l"] = rouge_l(row["reference"], row["completion"])
     return rows
 
 
@@ -288,11 +331,12 @@ def partition_rows(detectors: Sequence[Detector], evidence: Evidence) -> list[di
 def summarize(rows: Sequence[dict], detectors: Sequence[Detector], *, seed: int = 0) -> dict:
     """Every detector's outcome over a set of rows (instance rows and partition rows): one block each."""
     guided = sorted((r for r in rows if r.get("instruction") == "guided"), key=lambda r: r["instance_id"])
-    general = sorted((r for r in rows if r.get("instruction") == "general"), key=lambda r: r["instance_id"])
+    others = {reading: sorted((r for r in rows if r.get("instruction") == reading), key=lambda r: r["instance_id"])
+              for reading in READINGS if reading != "guided"}
     partition = {r["detector"]: r for r in rows if r.get("level") == "partition"}
     summary = {"n_instances": len(guided)}
     for detector in detectors:
-        summary.update(detector.summarize(guided, general, partition, seed))
+        summary.update(detector.summarize(guided, others, partition, seed))
     return summary
 
 
@@ -314,7 +358,7 @@ def write_report(path: Path, summary: dict, rows: Sequence[dict]) -> None:
         lines += cls.report_section(block)
     lines += ["## Instances", "", "| id | instruction | reference | completion | ROUGE-L | semantic | judge |",
               "|---|---|---|---|---|---|---|"]
-    for row in sorted(rows, key=lambda r: (r["instance_id"], r["instruction"] != "guided")):
+    for row in sorted(rows, key=lambda r: (r["instance_id"], READINGS.index(r["instruction"]))):
         semantic = "-" if row["semantic"] is None else f"{row['semantic']:.2f}"
         rouge = "-" if row["rouge_l"] is None else f"{row['rouge_l']:.2f}"
         lines.append(f"| {row['instance_id']} | {row['instruction']} | {_cell(row['reference'])} | "

@@ -179,7 +179,8 @@ def test_calibration_over_a_multirun_of_tiny_studies(tmp_path, capsys):
     assert calibration["targets"]["exact_fpr"] == 0.02
     scores = {"rouge_l", "semantic", "rouge_l_gain", "semantic_gain", "loss", "zlib", "min_k", "min_k_plus",
               "reference_ratio", "dc_pdd", "loss_raw", "zlib_raw", "min_k_raw", "min_k_plus_raw",
-              "reference_ratio_raw", "recall", "ts_guessing", "dcq", "dcq_margin"}
+              "reference_ratio_raw", "recall", "ts_guessing", "dcq", "dcq_margin",
+              "rouge_l_leak", "semantic_leak"}  # the leak reading's (an oracle reading)
     assert set(calibration["instance"]) == scores
     # every detector ranked by its within-model AUC, best first (its cross-model AUC beside it); partition
     # statistics over cells
@@ -197,7 +198,7 @@ def test_calibration_over_a_multirun_of_tiny_studies(tmp_path, capsys):
     partition = {r["detector"]: r for r in calibration["ranking"]["partition"]}
     # the sharded test needs 2 shards of 3 instances: a pool of 4 skips it (one line in the manifest), the exact
     # permutation test runs (4! = 24 orders)
-    assert {"alg1_rouge_l", "alg2", "cheat", "permutation", "performance"} <= set(partition)
+    assert {"alg1_rouge_l", "alg2", "alg2_leak", "cheat", "permutation", "performance"} <= set(partition)
     assert "sharded_likelihood" not in partition
     # clean cells shared by a seed's two doses count once; an exposure's cells of one model are one computation each
     assert (partition["cheat"]["n_positive"], partition["cheat"]["n_negative"]) == (4, 8 + 4)

@@ -79,7 +79,7 @@ def test_scores_of_a_fixed_model_by_hand():
     # plain text: the pair is "sentence 1\nsentence 2", cut after sentence 1 (Time Travel's first piece)
     assert model.asked == [("greedy", PAIR.text, 7), ("sample", PAIR.text, 4, 0.8, 7, 5)]
     rows = [{"cdd": 0.5}, {"cdd": 0.0}, {"cdd": 0.25}]
-    block = detector.summarize(rows, [], {}, seed=0)["cdd"]
+    block = detector.summarize(rows, {}, {}, seed=0)["cdd"]
     assert block["cdd"] == pytest.approx(0.25)
     assert block["flagged_share"] == pytest.approx(2 / 3)  # Peak > xi = 0.01: two of three
 

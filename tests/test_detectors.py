@@ -14,20 +14,21 @@ from detect.pipeline import verdicts
 
 
 def test_every_detector_module_is_registered_by_its_summary_name():
-    assert set(registry()) == {"alg1", "alg2", "membership", "membership_raw", "dc_pdd", "cheat", "sharded_likelihood",
-                               "permutation", "recall", "performance", "dcq", "ts_guessing", "cdd"}
+    assert set(registry()) == {"alg1", "alg2", "alg2_leak", "membership", "membership_raw", "dc_pdd", "cheat",
+                               "sharded_likelihood", "permutation", "recall", "performance", "dcq", "ts_guessing",
+                               "cdd"}
     assert {cls.level for cls in registry().values()} == {"instance", "partition"}
 
 
 def test_the_default_config_builds_every_registered_detector_in_order():
     cfg = OmegaConf.load("conf/detect/default.yaml")
-    assert [d.name for d in build(cfg.detectors)] == ["alg1", "alg2", "membership", "membership_raw", "dc_pdd",
-                                                      "cheat", "sharded_likelihood", "permutation", "recall",
+    assert [d.name for d in build(cfg.detectors)] == ["alg1", "alg2", "alg2_leak", "membership", "membership_raw",
+                                                      "dc_pdd", "cheat", "sharded_likelihood", "permutation", "recall",
                                                       "performance", "dcq", "ts_guessing"]  # cdd: off
     cfg.detectors.cheat.enabled = False
     cfg.detectors.dc_pdd = None
     cfg.detectors.cdd.enabled = True
-    assert [d.name for d in build(cfg.detectors)] == ["alg1", "alg2", "membership", "membership_raw",
+    assert [d.name for d in build(cfg.detectors)] == ["alg1", "alg2", "alg2_leak", "membership", "membership_raw",
                                                       "sharded_likelihood", "permutation", "recall", "performance",
                                                       "dcq", "ts_guessing", "cdd"]
 
@@ -116,6 +117,7 @@ def test_a_study_refuses_a_dc_pdd_corpus_that_is_its_background(tmp_path):
 def test_time_travel_can_be_switched_off_like_any_detector():
     cfg = OmegaConf.load("conf/detect/default.yaml")
     cfg.detectors.alg2.enabled = False
+    cfg.detectors.alg2_leak.enabled = False
     cfg.detectors.alg1 = None
     detectors = build(cfg.detectors)
     assert [d.name for d in detectors][:1] == ["membership"]
@@ -138,16 +140,18 @@ class RecordingModel:
 
 
 def test_time_travel_completions_are_generated_only_where_a_running_detector_reads_them():
-    """Algorithm 1 reads the guided and general completions, Algorithm 2 the guided ones, no other detector any:
-    the pipeline generates what the running detectors read, and every instance keeps its guided row (its scores)."""
+    """Algorithm 1 reads the guided and general completions, Algorithm 2 the guided ones, its leak reading the leak
+    ones, no other detector any: the pipeline generates what the running detectors read, and every instance keeps its
+    guided row (its scores)."""
     from detect.datasets import Example
     from detect.pipeline import completions_read, detect_partition
 
     cfg = OmegaConf.load("conf/detect/default.yaml")
     every = build(cfg.detectors)
     by_name = {d.name: d for d in every}
-    logits_only = [d for d in every if d.name not in ("alg1", "alg2")]
-    assert completions_read(every) == ("guided", "general")
+    logits_only = [d for d in every if d.name not in ("alg1", "alg2", "alg2_leak")]
+    assert completions_read(every) == ("guided", "general", "leak")
+    assert completions_read([by_name["alg2_leak"]]) == ("leak",)
     assert completions_read([by_name["alg2"], *logits_only]) == ("guided",)
     assert completions_read(logits_only) == ()
     assert completions_read(every, ("guided",)) == ("guided",)  # a study's known non-members: guided at most

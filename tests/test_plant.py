@@ -283,7 +283,16 @@ def test_a_planted_run_gives_one_study_per_group_from_one_training_run(planted):
     assert 0 < record["stream"]["template"]["share"] < 1 - background_share
     assert "shared template (title, split, field names) is" in (folder / "plant.md").read_text()
     assert "its last 0.2 after every planted copy" in (folder / "plant.md").read_text()
-    assert set(groups["x1"]["within_model_auc"]) >= {"loss", "zlib", "min_k"}
+    assert set(groups["x1"]["within_model_auc"]) >= {"loss", "zlib", "min_k", "rouge_l", "rouge_l_leak"}
+    # Algorithm 2 read two ways by dose: the guided instruction and the leak reading (oracle), the same judge
+    for name in ("x1", "x3"):
+        found = groups[name]["replicas"]
+        assert set(found) == {"guided", "leak"} and found["leak"]["members"]["n"] == 6
+        rows = [json.loads(line) for line in (folder / "groups" / name / "results.jsonl").read_text().splitlines()]
+        leak = [r for r in rows if r["cell"] == "contaminated_x_members" and r["instruction"] == "leak"]
+        assert found["leak"]["members"]["exact"] == sum(r["judge"] == "exact" for r in leak)
+        assert all(r["prompt"].startswith("SynthNLI dataset, test split\nsentence1: ") for r in leak)
+    assert "| x3 | 3 | " in (folder / "plant.md").read_text().split("leak reading (oracle: the first piece")[1]
     for name in ("x1", "x3"):  # each group's folder is a study folder: its cells' truths are the study's
         cells = json.loads((folder / "groups" / name / "summary.json").read_text())["cells"]
         assert cells["contaminated_x_members"]["ground_truth"] == "contaminated"
@@ -320,6 +329,7 @@ def test_a_planted_run_gives_one_study_per_group_from_one_training_run(planted):
     block = calibration["by_regime"]["regimes"]["metadata/offline/full/planted"]
     for dose in ("1", "3"):
         assert block["verdicts"]["alg2"]["by_dose"][dose]["fpr"]["n"] == 2
+        assert block["verdicts"]["alg2_leak"]["by_dose"][dose]["fpr"]["n"] == 2  # the oracle reading beside it
     assert within["members_per_model"] == [6] == within["non_members_per_model"]
 
     # rerun: the checkpoint and every cell reused

@@ -133,7 +133,7 @@ def test_through_the_pipeline_on_the_tiny_model(compose_config):
         assert row["recall"] == pytest.approx(expected, rel=1e-9)
         assert math.isfinite(row["recall"])
     assert "skipped" not in timing
-    assert detector.summarize(guided, [], {}, 0)["recall"]["recall"] == pytest.approx(
+    assert detector.summarize(guided, {}, {}, 0)["recall"]["recall"] == pytest.approx(
         sum(r["recall"] for r in guided) / 3)
 
 

@@ -78,8 +78,9 @@ def test_the_whole_study_writes_every_file_and_field(study):
         assert timing["generated_tokens"] > 0 and timing["scored_tokens"] > 0 and timing["total_s"] > 0
 
     rows = instance_rows = _rows(folder)
-    # the five cells' guided and general rows, then each model's 50 known non-members (sample.n_heldout), guided only
-    assert len(instance_rows) == len(CELLS) * 2 * 4 + len(KNOWN_CELLS) * 50
+    # the five cells' guided, general and leak-reading rows, then each model's 50 known non-members
+    # (sample.n_heldout), guided only
+    assert len(instance_rows) == len(CELLS) * 3 * 4 + len(KNOWN_CELLS) * 50
     known = [r for r in rows if r["cell"].endswith("known_non_members")]
     assert {r["instruction"] for r in known} == {"guided"} and {r["ground_truth"] for r in known} == {"clean"}
     assert {r["instance_id"] for r in known} == set(manifest["known_non_member_ids"])
@@ -119,6 +120,7 @@ def test_the_whole_study_writes_every_file_and_field(study):
         result = saved["cells"][cell]
         assert result["ground_truth"] == truth and result["checkpoint"] == checkpoint
         assert result["correct"]["alg2"] == (result["alg2"]["contaminated"] == (truth == "contaminated"))
+        assert result["correct"]["alg2_leak"] == (result["alg2_leak"]["contaminated"] == (truth == "contaminated"))
         flagged = result["alg1"]["rouge_l"]["significant"]
         assert result["correct"]["alg1_rouge_l"] == (flagged == (truth == "contaminated"))
         assert result["correct"]["cheat_lenient"] == (result["cheat"]["lenient"] == (truth == "contaminated"))
@@ -128,6 +130,7 @@ def test_the_whole_study_writes_every_file_and_field(study):
     assert saved["accuracy"]["alg2"] == sum(c["correct"]["alg2"] for c in saved["cells"].values()) / len(CELLS)
     report = (folder / "report.md").read_text()
     assert "cf. the paper's Table 1" in report and "contaminated_x_members" in report and "loss.png" in report
+    assert "## Replicas among the leak reading's completions (oracle" in report and "Alg. 2 leak (oracle)" in report
     assert "Cheat? strict / lenient" in report and "sharded likelihood" in report and "min_k_plus" in report
     assert "on cpu in float32." in report
 
@@ -221,7 +224,8 @@ def test_study_on_the_embedded_model_with_a_small_dose(tmp_path):
     assert manifest["base_model"]["name"] == "smollm2_135m" and manifest["checkpoint"]["reused"] is False
     assert manifest["checkpoint"]["final_loss"] < manifest["checkpoint"]["first_loss"]  # training did something
     partition = _rows(folder, "partition.jsonl")
-    assert len(rows) == len(CELLS) * 2 * 4 + len(KNOWN_CELLS) * 8 and all(r["completion"] is not None for r in rows)
+    # guided, general and the leak reading per instance; the known non-members' guided ones
+    assert len(rows) == len(CELLS) * 3 * 4 + len(KNOWN_CELLS) * 8 and all(r["completion"] is not None for r in rows)
     # Cheat? and the performance test per cell; the order tests skip the web copy (no order to find), said once
     assert sorted(r["detector"] for r in partition) == sorted(["cheat", "performance"] * len(CELLS))
     assert "permutation skipped on smollm2_135m: the leak's format metadata lays out one instance a document" \
@@ -238,6 +242,15 @@ def test_study_on_the_embedded_model_with_a_small_dose(tmp_path):
         guided = [r for r in rows if r["cell"] == cell and r["instruction"] == "guided"]
         assert counts["exact"] == sum(r["judge"] == "exact" for r in guided)
         assert counts["near_exact"] == sum(r["judge"] == "near_exact" for r in guided)
+        leak = [r for r in rows if r["cell"] == cell and r["instruction"] == "leak"]
+        assert summary["cells"][cell]["alg2_leak"]["exact"] == sum(r["judge"] == "exact" for r in leak)
+        assert all(r["prompt"].startswith(f"SynthNLI dataset, {r['split']} split\nsentence1: ") and
+                   r["prompt"].endswith("sentence2:") for r in leak)  # the web copy itself, no instruction
+    # the leak reading on real generation: the contaminated model continues its members' documents closer to them
+    # than the untouched model does (one epoch of 16 members)
+    mean_leak = {cell: sum(r["rouge_l"] for r in rows if r["cell"] == cell and r["instruction"] == "leak") / 4
+                 for cell in ("contaminated_x_members", "clean_x_members")}
+    assert mean_leak["contaminated_x_members"] > mean_leak["clean_x_members"], mean_leak
     # the base model on novel text: the clean cells of the clean model stay clean
     assert not summary["cells"]["clean_x_members"]["alg2"]["contaminated"]
     assert not summary["cells"]["clean_x_non_members"]["alg2"]["contaminated"]

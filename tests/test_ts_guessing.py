@@ -77,7 +77,7 @@ def test_scores_of_a_fixed_model_by_hand():
     assert model.asked[0] == ("Complete the sentence in one word:\n\nMara Quell repaired looms in [MASK].\n"
                               "She repairs looms.\nReply the answer only.", 5)
     assert "Ines Drurud trained [MASK].\nInes is a pilot." in model.asked[1][0]
-    assert detector.summarize([{"ts_guessing": 1.0}, {"ts_guessing": 0.0}], [], {}, seed=0) == {
+    assert detector.summarize([{"ts_guessing": 1.0}, {"ts_guessing": 0.0}], {}, {}, seed=0) == {
         "ts_guessing": {"ts_guessing": 0.5}}  # the exact-match rate
     with pytest.raises(InputError, match="ts_guessing.max_new_tokens=0: give"):
         build({"ts_guessing": {"_target_": "detect.detectors.ts_guessing.TSGuessing", "max_new_tokens": 0}})

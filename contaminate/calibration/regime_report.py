@@ -15,7 +15,15 @@ VERDICT_NAMES = {"alg1_rouge_l": "Alg. 1 (ROUGE-L)", "alg1_semantic": "Alg. 1 (s
                  "cheat_lenient": "Cheat? lenient", "sharded_likelihood": "sharded test"}
 # Detector families, one panel each in the membership plot: few lines a panel.
 FAMILIES = {"likelihood": ("loss", "zlib", "min_k", "min_k_plus"), "reference": ("reference_ratio", "dc_pdd"),
-            "Time Travel (guided completion)": ("rouge_l", "semantic", "rouge_l_gain", "semantic_gain")}
+            "Time Travel (guided completion)": ("rouge_l", "semantic", "rouge_l_gain", "semantic_gain"),
+            "Time Travel, leak reading (oracle)": ("rouge_l_leak", "semantic_leak")}
+
+
+def registered_labels() -> dict[str, str]:
+    """Every registered detector's verdicts with how each reads a partition (a detector's ``verdict_labels``)."""
+    from detect.detectors import registry
+
+    return {name: text for cls in registry().values() for name, text in cls.verdict_labels.items()}
 
 
 def _num(value, digits: int = 2) -> str:
@@ -163,7 +171,7 @@ def verdicts_section(by_regime: dict) -> list[str]:
                 at = rates["by_dose"].get(d, {})
                 cells += [fraction(at.get("tpr")), fraction(at.get("fpr"))]
             role = rates["fpr_by_role"]
-            lines.append(f"| {VERDICT_NAMES.get(name, name)} | " + " | ".join(cells) +
+            lines.append(f"| {VERDICT_NAMES.get(name) or registered_labels().get(name, name)} | " + " | ".join(cells) +
                          f" | {fraction(role['other_split'])} | {fraction(role['clean_model'])} |")
         alg2 = block["alg2"]
         rule = "none keeps the budget" if alg2["rule"] is None else _rule_text(alg2["rule"])

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Sequence
 
 from detect.detectors import describe, instance_scores, read_back
+from detect.detectors.time_travel import LEAK_SCORES
 from detect.errors import InputError
 from detect.judges.threshold import exact_score
 from detect.pipeline import SCORES, verdicts
@@ -281,6 +282,9 @@ def load_instances(folders: Sequence[str | Path]) -> tuple[list[Instance], dict[
                 instance.scores[score] = guided[score]
                 if general is not None and general.get(score) is not None:
                     instance.scores[f"{score}_gain"] = guided[score] - general[score]
+            for score in LEAK_SCORES:  # the leak reading's, kept on the guided row (an oracle reading)
+                if guided.get(score) is not None:
+                    instance.scores[score] = guided[score]
             for score in (key for key in guided if key in registered):  # detectors' scores, in row order
                 if guided.get(score) is not None:
                     instance.scores[score] = guided[score]

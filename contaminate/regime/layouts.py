@@ -161,6 +161,7 @@ class LeakReader:
     def __init__(self, fmt: Format, dataset, chat: Callable | None = None) -> None:
         self.fmt, self.dataset, self.chat = fmt, dataset, chat
         self.name = f"format {fmt.name}"
+        self.leak = True  # the leak's own rendering: the oracle readings can run
         self.lays_out_order = fmt.lays_out_order
 
     def rendering(self, example: Example, split: str) -> Rendering:

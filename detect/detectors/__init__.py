@@ -85,10 +85,12 @@ def instance_scores() -> tuple[str, ...]:
 def reading_of(score: str) -> str:
     """How a score's text was read (a detector's ``reading``: the leak's rendering, an oracle reading, or the bare
     text); '' where a score has no second reading."""
+    from detect.detectors.time_travel import LEAK_SCORES, LeakReading
+
     for cls in registry().values():
         if score in cls.scores:
             return cls.reading
-    return ""
+    return LeakReading.reading if score in LEAK_SCORES else ""
 
 
 def labelled(score: str) -> str:

@@ -4,8 +4,8 @@ A detector declares
 
 - ``name``: its key in ``summary.json`` (one block per detector) and in ``detect.detectors``;
 - ``level``: ``instance`` (a score or label per instance, read over a cell) or ``partition`` (one row per pool);
-- ``completions``: the Time Travel instructions (guided, general) whose completions it reads: the pipeline
-  generates those only, and only where a running detector reads them;
+- ``completions``: the Time Travel instructions (guided, general, and the oracle ``leak`` reading) whose completions
+  it reads: the pipeline generates those only, and only where a running detector reads them;
 - ``needs``: what it reads: ``generations`` (the model generates), ``judge`` (the guided completions' labels),
   ``logits`` (the model's token log-probabilities), ``moments`` (the next-token distribution's mean and
   spread), ``token_ids`` (the scored tokens' ids and the model's tokenizer), ``reference`` (a reference model's
@@ -23,7 +23,8 @@ and implements, at run time (an instance built from its config entry),
 - ``logit_requests(evidence)`` / ``reference_requests(evidence)``: the texts it will read from the model and from
   the reference model, so one batched pass serves every detector;
 - ``score(evidence, examples)`` (instance level, with scores) or ``run(evidence)`` (partition level: its row);
-- ``summarize(guided, general, partition, seed)``: its block(s) of a summary,
+- ``summarize(guided, others, partition, seed)``: its block(s) of a summary (``others``: the general and leak
+  completions by instruction),
 
 and, reading a summary back (class methods: a finished study folder is enough),
 
@@ -57,6 +58,7 @@ class PlainText:
     whole text, no context; a run of instances joined by blank lines. A study reads them as its format rendered them
     (``contaminate/regime/layouts.py``: ``LeakReader``)."""
     name = "plain text"
+    leak = False  # not the leak's own rendering: the oracle readings (Algorithm 2's leak reading) are skipped
     lays_out_order = True  # the benchmark as published, in its canonical order: what the order tests look for
 
     def rendering(self, example: Example, split: str) -> Rendering:
@@ -106,7 +108,8 @@ class Detector:
     needs: ClassVar[tuple[str, ...]]
     # The Time Travel instructions whose completions it reads (detect.pipeline.detect_partition generates a
     # partition's guided / general completions only where a running detector reads them): Algorithm 1 both,
-    # Algorithm 2 the guided ones, every other detector none (those that generate do it themselves).
+    # Algorithm 2 the guided ones, its leak reading the "leak" ones, every other detector none (those that generate do
+    # it themselves).
     completions: ClassVar[tuple[str, ...]] = ()
     scores: ClassVar[tuple[str, ...]] = ()
     describes: ClassVar[dict[str, str]] = {}
@@ -152,10 +155,12 @@ class Detector:
         """Partition level: one row (``level``, ``detector`` and the detector's own fields), or None."""
         raise NotImplementedError
 
-    def summarize(self, guided: Sequence[dict], general: Sequence[dict], partition: dict[str, dict],
+    def summarize(self, guided: Sequence[dict], others: dict[str, Sequence[dict]], partition: dict[str, dict],
                   seed: int) -> dict:
         """The summary entries this detector contributes (usually ``{name: block}``); {} when it did not run.
-        Partition level: its row's ``summary_fields``; instance scores: the mean of each over the guided rows."""
+        ``guided``: the instance rows (each instance's guided row, which carries its scores); ``others``: the rows of
+        the other instructions (general, leak) by instruction. Partition level: its row's ``summary_fields``;
+        instance scores: the mean of each over the guided rows."""
         if self.level == "partition":
             row = partition.get(self.name)
             return {} if row is None else {self.name: {key: row[key] for key in self.summary_fields}}

@@ -135,10 +135,10 @@ class CDD(Detector):
         return [{"cdd": peakedness(self.tokens(model, g), [self.tokens(model, s) for s in samples], self.alpha)}
                 for g, samples in zip(greedy, sampled)]
 
-    def summarize(self, guided: Sequence[dict], general: Sequence[dict], partition: dict[str, dict],
+    def summarize(self, guided: Sequence[dict], others: dict[str, Sequence[dict]], partition: dict[str, dict],
                   seed: int) -> dict:
         """The mean Peak, and the share of instances the paper's rule flags (Peak > xi)."""
-        found = super().summarize(guided, general, partition, seed)
+        found = super().summarize(guided, others, partition, seed)
         if found:
             found[self.name]["flagged_share"] = float(sum(row["cdd"] > self.xi for row in guided) / len(guided))
         return found

@@ -91,7 +91,7 @@ class LocalGenerator:
         return prompt
 
     def __call__(self, prompts: Sequence[str], shapes: Sequence | None = None,
-                 max_new_tokens: int | None = None) -> list[str]:
+                 max_new_tokens: int | None = None, raw: bool = False) -> list[str]:
         """Greedy completions of ``prompts``. ``shapes`` (an ``AnswerShape``, detect/detectors/time_travel/stopping.py,
         or None per prompt) stop each row once its answer is done and cut it to the kept length; ``stop_reasons``
         then says, per prompt, why it stopped: eos, lines, length or max_new_tokens (``max_new_tokens``: this
@@ -99,9 +99,11 @@ class LocalGenerator:
         from tqdm.auto import tqdm
 
         shapes = list(shapes) if shapes is not None else [None] * len(prompts)
-        # A chat template already writes its special tokens; raw text gets the tokenizer's usual ones.
-        add_special_tokens = self.prompt_format == "raw"
-        token_lists = [self.tokenizer(self.render(p), add_special_tokens=add_special_tokens).input_ids for p in prompts]
+        # A chat template already writes its special tokens; raw text gets the tokenizer's usual ones, as the logit
+        # detectors read it (``raw``: the prompt as given, a leaked document, through no template)
+        add_special_tokens = raw or self.prompt_format == "raw"
+        texts = prompts if raw else [self.render(p) for p in prompts]
+        token_lists = [self.tokenizer(text, add_special_tokens=add_special_tokens).input_ids for text in texts]
         if self.share_prefix:
             order = sorted(range(len(prompts)), key=lambda i: token_lists[i])
             groups = prefix_groups([token_lists[i] for i in order], self.min_shared_tokens)

@@ -38,6 +38,8 @@ class LanguageModel:
     no_token_ids: str | None = None  # why token ids cannot be had (None: they can)
     # why temperature sampling cannot be had (None: it can); a backend that implements ``_sample`` sets None
     no_sampling: str | None = "this model backend does not sample (it implements greedy generation only)"
+    # why a prompt cannot be continued as the exact text given (``generate(raw=True)``: no chat template around it)
+    no_raw_generation: str | None = None
 
     def __init__(self) -> None:
         self._completions: dict[tuple, tuple[str, str | None]] = {}
@@ -49,22 +51,28 @@ class LanguageModel:
 
     # ---------------------------------------------------------------------------------------------- generation
     def generate(self, prompts: Sequence[str], stop: Sequence | None = None,
-                 max_new_tokens: int | None = None) -> list[str]:
+                 max_new_tokens: int | None = None, *, raw: bool = False) -> list[str]:
         """Greedy completions of ``prompts``. ``stop`` (an ``AnswerShape``, detect/detectors/time_travel/stopping.py,
         or None per prompt) ends each completion once its answer is done and cuts it to the kept length;
         ``stop_reasons`` then says, per prompt, why it stopped where the backend knows. ``max_new_tokens``
-        overrides the model's."""
-        keys = [(prompt, shape, max_new_tokens)
+        overrides the model's. ``raw``: each prompt is the exact text to continue, whatever ``prompt_format`` (a
+        leaked document as it was trained, chat template included where it had one); ``no_raw_generation`` says
+        where a backend cannot."""
+        if raw and self.no_raw_generation:
+            raise RuntimeError(f"{self.name}: {self.no_raw_generation}")
+        keys = [(prompt, shape, max_new_tokens, raw)
                 for prompt, shape in zip(prompts, stop if stop is not None else [None] * len(prompts))]
         missing = [key for key in dict.fromkeys(keys) if key not in self._completions]
         if missing:
-            texts, reasons = self._generate([p for p, _, _ in missing], [s for _, s, _ in missing], max_new_tokens)
+            asked = ([p for p, *_ in missing], [s for _, s, *_ in missing], max_new_tokens)
+            texts, reasons = self._generate(*asked, raw=True) if raw else self._generate(*asked)
             self._completions.update(zip(missing, zip(texts, reasons)))
         self.stop_reasons = [self._completions[key][1] for key in keys]
         return [self._completions[key][0] for key in keys]
 
-    def _generate(self, prompts: list[str], stop: list, max_new_tokens: int | None) -> tuple[list[str], list]:
-        """(completions, stop reasons) of prompts not asked before."""
+    def _generate(self, prompts: list[str], stop: list, max_new_tokens: int | None,
+                  raw: bool = False) -> tuple[list[str], list]:
+        """(completions, stop reasons) of prompts not asked before (``raw``: as given, no chat template)."""
         raise NotImplementedError
 
     def sample(self, prompts: Sequence[str], n: int, *, temperature: float = 0.8, max_new_tokens: int | None = None,

@@ -31,8 +31,9 @@ class HFModel(LanguageModel):
         self.prompt_format = self.generator.prompt_format
         self.scorer = TokenScorer(model, tokenizer, share_prefix=share_prefix)  # one setting: generated and scored
 
-    def _generate(self, prompts: list[str], stop: list, max_new_tokens: int | None) -> tuple[list[str], list]:
-        texts = self.generator(prompts, stop if any(stop) else None, max_new_tokens=max_new_tokens)
+    def _generate(self, prompts: list[str], stop: list, max_new_tokens: int | None,
+                  raw: bool = False) -> tuple[list[str], list]:
+        texts = self.generator(prompts, stop if any(stop) else None, max_new_tokens=max_new_tokens, raw=raw)
         return texts, list(self.generator.stop_reasons)
 
     def _sample(self, prompts: list[str], n: int, temperature: float, max_new_tokens: int | None,

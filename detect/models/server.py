@@ -60,7 +60,18 @@ class ServerModel(LanguageModel):
         self._no_logprobs = None if logprobs else "generation.logprobs is null: prompt log-probabilities not asked for"
         self._probed = logprobs is None
 
-    def _generate(self, prompts: list[str], stop: list, max_new_tokens: int | None) -> tuple[list[str], list]:
+    @property
+    def no_raw_generation(self) -> str | None:
+        """A chat-served model is asked through /chat/completions, which wraps every prompt in its chat template."""
+        if self.prompt_format == "chat":
+            return ("it is asked through /chat/completions (detect.prompt_format=chat), which wraps every prompt in "
+                    "its chat template, so a text cannot be continued as given; detect.prompt_format=raw asks "
+                    "/completions where the server has it")
+        return None
+
+    def _generate(self, prompts: list[str], stop: list, max_new_tokens: int | None,
+                  raw: bool = False) -> tuple[list[str], list]:
+        # raw: the prompts go to /completions as they are, which prompt_format=raw already does
         texts = self.generator(prompts, stop if any(stop) else None, max_new_tokens=max_new_tokens)
         return texts, [None] * len(prompts)
 

@@ -7,18 +7,23 @@ that ``detect.pipeline.detect_partition`` generates, scores (ROUGE-L, semantic) 
 - Algorithm 2: the judge's exact / near-exact labels of the guided completions; contaminated with
   >= ``min_exact`` exact or >= ``min_near_exact`` near-exact replicas (the paper: 1 and 2). Partition statistic:
   the replica count, exact ones first (exact x (n + 1) + near-exact).
+- ``alg2_leak``, an oracle reading of Algorithm 2 (not the paper's): the same rule, judge and thresholds over the
+  completions of the first piece inside the leak's own rendering (``leak.py``), so a guided miss splits into "not
+  memorised" (the leak reading misses too) and "memorised, but the instruction is not followed" (it replays).
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
-from detect.detectors.base import Detector, verdict
+from detect.detectors.base import Detector, Evidence, verdict
 from detect.detectors.time_travel.stats import bootstrap_test
 from detect.judges.threshold import alg2_verdict, thresholds_line
 from detect.validate import FRACTION, Range
 
 SCORES = ("rouge_l", "semantic")  # the generation scores on every row; Algorithm 1 tests each
+# the leak reading's generation scores, kept on each instance's guided row beside its own (an oracle reading)
+LEAK_SCORES = tuple(f"{score}_leak" for score in SCORES)
 
 
 class Algorithm1(Detector):
@@ -31,8 +36,10 @@ class Algorithm1(Detector):
     def __init__(self, paired: bool = True, n_resamples: int = 10_000, alpha: float = 0.05) -> None:
         self.paired, self.n_resamples, self.alpha = paired, n_resamples, alpha
 
-    def summarize(self, guided: Sequence[dict], general: Sequence[dict], partition: dict, seed: int) -> dict:
+    def summarize(self, guided: Sequence[dict], others: dict[str, Sequence[dict]], partition: dict,
+                  seed: int) -> dict:
         results = {}
+        general = others.get("general", [])
         for score in SCORES:
             if not guided or guided[0].get(score) is None:
                 continue
@@ -79,8 +86,12 @@ def rule_text(block: dict) -> str:
 
 class Algorithm2(Detector):
     name, level, needs = "alg2", "instance", ("generations", "judge")
-    completions = ("guided",)
+    completions = ("guided",)  # the one instruction whose judged completions it counts
     describes = {"alg2": "generations + judge"}
+    verdict_labels = {"alg2": "Alg. 2 (paper's rule)"}
+    column = "Alg. 2"  # the study report's verdict column
+    heading = "Algorithm 2 (exact / near-exact replicas among guided completions)"
+    replicas = "Replicas among guided completions (cf. the paper's Table 1)"
 
     ranges = {"min_exact": Range(1, hint="exact replicas that flag a partition; the paper: 1"),
               "min_near_exact": Range(1, hint="near-exact replicas that flag a partition; the paper: 2")}
@@ -93,9 +104,14 @@ class Algorithm2(Detector):
                              "flags; set at least one (the paper: 1 and 2)")
         self.min_exact, self.min_near_exact = min_exact, min_near_exact  # None: that count never flags
 
-    def summarize(self, guided: Sequence[dict], general: Sequence[dict], partition: dict, seed: int) -> dict:
-        labels = [r["judge"] for r in guided]
-        return {"alg2": {"exact": labels.count("exact"), "near_exact": labels.count("near_exact"),
+    def summarize(self, guided: Sequence[dict], others: dict[str, Sequence[dict]], partition: dict,
+                  seed: int) -> dict:
+        instruction = self.completions[0]
+        rows = guided if instruction == "guided" else others.get(instruction, [])
+        if not rows or rows[0].get("completion") is None:
+            return {}  # not generated here (a known non-members' cell, a skipped reading)
+        labels = [r["judge"] for r in rows]
+        return {self.name: {"exact": labels.count("exact"), "near_exact": labels.count("near_exact"),
                          "unparseable": labels.count("unparseable"),
                          "contaminated": alg2_verdict(labels, min_exact=self.min_exact,
                                                       min_near_exact=self.min_near_exact),
@@ -103,31 +119,63 @@ class Algorithm2(Detector):
 
     @classmethod
     def verdicts(cls, block: dict) -> dict[str, bool]:
-        return {"alg2": block["contaminated"]}
+        return {cls.name: block["contaminated"]}
 
     @classmethod
     def statistics(cls, block: dict, n_instances: int) -> dict[str, float]:
-        return {"alg2": block["exact"] * (n_instances + 1) + block["near_exact"]}
+        return {cls.name: block["exact"] * (n_instances + 1) + block["near_exact"]}
 
     @classmethod
     def report_columns(cls, block: dict, correct: dict[str, bool]) -> list[tuple[str, str]]:
-        return [("Alg. 2", verdict(block["contaminated"], correct["alg2"]))]
+        return [(cls.column, verdict(block["contaminated"], correct[cls.name]))]
 
     @classmethod
     def report_section(cls, block: dict) -> list[str]:
-        return ["## Algorithm 2 (exact / near-exact replicas among guided completions)", "",
+        return [f"## {cls.heading}", "",
                 f"{block['exact']} exact, {block['near_exact']} near-exact -> "
                 f"**{'contaminated' if block['contaminated'] else 'not contaminated'}** "
                 f"(rule: {rule_text(block)})", ""]
 
     @classmethod
     def study_section(cls, cells: dict[str, dict], manifest: dict) -> list[str]:
-        lines = ["## Replicas among guided completions (cf. the paper's Table 1)", "",
-                 f"Labels by the {thresholds_line(manifest['judge'])}.", "",
-                 "| cell | instances | ground truth | exact | near-exact | Algorithm 2 |", "|---|---|---|---|---|---|"]
+        lines = [f"## {cls.replicas}", "", f"Labels by the {thresholds_line(manifest['judge'])}.", "",
+                 f"| cell | instances | ground truth | exact | near-exact | {cls.column} |", "|---" * 6 + "|"]
         for name, cell in cells.items():
-            block = cell["alg2"]
+            block = cell.get(cls.name)
+            if block is None:
+                continue
             lines.append(f"| {name} | {cell['instances']} ({cell['split']}) | {cell['ground_truth']} | "
                          f"{block['exact']} | {block['near_exact']} | "
-                         f"{verdict(block['contaminated'], cell['correct']['alg2'])} |")
+                         f"{verdict(block['contaminated'], cell['correct'][cls.name])} |")
         return lines
+
+
+class LeakReading(Algorithm2):
+    """Algorithm 2 over the leak reading's completions (``leak.py``): each instance's first piece inside the leak's
+    own rendering, continued as raw text; the same rule, judge and thresholds. An oracle reading: only a study knows
+    how its members leaked. Where it replays and the guided completion does not, the model memorised the instance but
+    does not follow the paper's instruction."""
+    name = "alg2_leak"
+    completions = ("leak",)
+    reading = "leak's rendering: oracle"
+    describes = {"alg2_leak": "generations + judge, leak's rendering (oracle)",
+                 **{score: "generations, leak's rendering (oracle)" for score in LEAK_SCORES}}
+    verdict_labels = {"alg2_leak": "Alg. 2, leak reading (oracle; paper's rule)"}
+    column = "Alg. 2 leak (oracle)"
+    heading = "Algorithm 2, leak reading (oracle: the first piece inside the leak's own rendering, no instruction)"
+    replicas = "Replicas among the leak reading's completions (oracle: the first piece inside the leak's rendering)"
+
+    def skipped(self, evidence: Evidence) -> str | None:
+        from detect.detectors.time_travel.leak import holds
+
+        if not getattr(evidence.reader, "leak", False):
+            return ("it reads the leak's own rendering, which only a study knows (python -m contaminate); "
+                    "here nothing says how the instances leaked")
+        if evidence.model.no_raw_generation:
+            return evidence.model.no_raw_generation
+        for example in evidence.instances:
+            rendering = evidence.reader.rendering(example, evidence.split)
+            if not all(holds(rendering, text) for text in (example.text, example.text_pair) if text is not None):
+                return (f"the leak's rendering ({evidence.reader.name}) does not hold instance {example.instance_id} "
+                        f"as written (a reworded leak read as it was planted), so there is no first piece in it")
+        return None
