@@ -441,6 +441,14 @@ def test_a_dump_twin_has_the_planted_groups_documents_line_for_line():
     assert [i for d in twin for i in d.members] == list(range(100, 110))
 
 
+def test_the_doubling_ladder_is_issue_34s_dose_range_diluted_as_the_dose_ladder(compose_config):
+    cfg = compose_config("contaminate", ["+dataset=humaneval", "plant=doubling"])
+    ladder = compose_config("contaminate", ["+dataset=humaneval", "plant=dose_ladder"])
+    assert [g.exposures for g in plant_groups(cfg.plant)] == [0, 1, 2, 4, 8, 16]
+    assert (cfg.plant.n, cfg.plant.tail) == (16, 0.2)  # six groups of HumanEval's 164, every copy before the tail
+    assert (cfg.background, cfg.contaminate) == (ladder.background, ladder.contaminate)
+
+
 def test_the_dose_ladder_dilutes_like_pretraining_by_default(compose_config):
     cfg = compose_config("contaminate", ["+dataset=synth_nli", "plant=dose_ladder"])
     assert cfg.background.name == "package_docs" and cfg.background.max_tokens is None  # the whole of it
