@@ -157,16 +157,7 @@ def _leak_rows(examples: Sequence[Example], cuts: Sequence, dataset, split: str,
         raise InputError(f"the leak's rendering ({reader.name}) does not hold instance {missing[0]}'s pieces, so the "
                          f"leak reading has no prompt for it; turn off detect.detectors.alg2_leak")
     rows = [_row(dataset, split, e, cut, LEAK, leak.prompt) for e, cut, leak in zip(examples, cuts, found)]
-    shapes = None
-    if stop is not None and stop.enabled:  # the raw continuation holds the second piece as the rendering writes it
-        shapes = [AnswerShape.of(cut.first, cut.separator, leak.written, length_factor=stop.length_factor,
-                                 margin_chars=stop.margin_chars) for cut, leak in zip(cuts, found)]
-    raw_completions = model.generate([row["prompt"] for row in rows], stop=shapes, raw=True)
-    reasons = model.stop_reasons or [None] * len(rows)
-    for row, raw, reason, leak in zip(rows, raw_completions, reasons, found):
-        row["raw_completion"], row["stop"] = raw, reason
-        row["completion"] = clean_completion(leak.read(raw), row["reference"], row["first_piece"])
-        row["rouge_l"] = rouge_l(row["reference"], row["completion"])
+    _complete(rows, model, stop, leaks=found)
     return rows
 
 
@@ -175,21 +166,26 @@ def unjudged(guided: Sequence[dict]) -> list[None]:
     return [None] * len(guided)
 
 
-def _complete(rows: list[dict], model, stop) -> None:
-    """Each row's completion of its prompt (cut at its answer's end where ``stop`` is on), cleaned and scored."""
+def _complete(rows: list[dict], model, stop, leaks: Sequence | None = None) -> None:
+    """Each row's completion of its prompt (cut at its answer's end where ``stop`` is on), cleaned and scored.
+    ``leaks``: the leak reading's ``LeakCut`` per row: each prompt continued as raw text, its answer's shape that of
+    the second piece as the rendering writes it, the continuation read back as the instance's own text."""
     if not rows:
         return
     prompts = [row["prompt"] for row in rows]
+    written = [row["reference"] for row in rows] if leaks is None else [leak.written for leak in leaks]
+    options = {} if leaks is None else {"raw": True}
     if stop is not None and stop.enabled:
-        shapes = [AnswerShape.of(r["first_piece"], r["separator"], r["reference"], length_factor=stop.length_factor,
-                                 margin_chars=stop.margin_chars) for r in rows]
-        raw_completions = model.generate(prompts, stop=shapes)
+        shapes = [AnswerShape.of(r["first_piece"], r["separator"], answer, length_factor=stop.length_factor,
+                                 margin_chars=stop.margin_chars) for r, answer in zip(rows, written)]
+        raw_completions = model.generate(prompts, stop=shapes, **options)
     else:
-        raw_completions = model.generate(prompts)
+        raw_completions = model.generate(prompts, **options)
     reasons = model.stop_reasons or [None] * len(rows)
-    for row, raw, reason in zip(rows, raw_completions, reasons):
+    for row, raw, reason, leak in zip(rows, raw_completions, reasons, leaks or [None] * len(rows)):
         row["raw_completion"], row["stop"] = raw, reason
-        row["completion"] = clean_completion(raw, row["reference"], row["first_piece"])
+        row["completion"] = clean_completion(raw if leak is None else leak.read(raw), row["reference"],
+                                             row["first_piece"])
         row["rouge_l"] = rouge_l(row["reference"], row["completion"])
 
 

@@ -160,6 +160,7 @@ def verdicts_section(by_regime: dict) -> list[str]:
              "Each partition-level verdict as the studies ran it on their 10-instance cells: k of n models flagged "
              "with exact (Clopper-Pearson) 95% intervals; TPR on the member cells, FPR on the same models' "
              "non-member cells per dose, then over every other-split cell and every clean model's cell.", ""]
+    names = {**registered_labels(), **VERDICT_NAMES}  # the table's own short names first, then each detector's
     for regime, block in by_regime["regimes"].items():
         doses = _doses(block)
         lines += [f"### {regime}", "", f"Rests on {block['unit']}.", "",
@@ -171,7 +172,7 @@ def verdicts_section(by_regime: dict) -> list[str]:
                 at = rates["by_dose"].get(d, {})
                 cells += [fraction(at.get("tpr")), fraction(at.get("fpr"))]
             role = rates["fpr_by_role"]
-            lines.append(f"| {VERDICT_NAMES.get(name) or registered_labels().get(name, name)} | " + " | ".join(cells) +
+            lines.append(f"| {names.get(name, name)} | " + " | ".join(cells) +
                          f" | {fraction(role['other_split'])} | {fraction(role['clean_model'])} |")
         alg2 = block["alg2"]
         rule = "none keeps the budget" if alg2["rule"] is None else _rule_text(alg2["rule"])
