@@ -131,6 +131,20 @@ def test_bad_regimes_are_one_line_errors_before_training(study, tmp_path, overri
     assert not (tmp_path / "cache" / "checkpoints").exists()  # nothing trained, nothing lost
 
 
+def test_member_documents_cut_by_max_length_are_said_in_one_line(capsys):
+    from contaminate.regime import check_fits
+    from contaminate.regime.stream import Document
+
+    words = lambda text: len(text.split())  # noqa: E731 (a token is a word here)
+    documents = [Document(text, ()) for text in ("a b", "a b c", "a b c d e")]
+    check_fits(documents, words, 3)  # 2 and 3 words fit, 5 do not: trained cut, and said so
+    said = capsys.readouterr().err
+    assert said.count("\n") == 1
+    assert "contaminate.max_length=3 cuts 1 of the 3 member documents" in said and "max_length=5" in said
+    check_fits(documents, words, 5)
+    assert capsys.readouterr().err == ""
+
+
 def test_an_unreachable_hub_background_names_the_offline_default(compose_config):
     from contaminate.regime.background import HubBackground
 

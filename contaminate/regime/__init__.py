@@ -17,6 +17,7 @@ the control is trained exactly like the contaminated model minus the members (ex
 from __future__ import annotations
 
 import functools
+import sys
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -116,6 +117,11 @@ def check_fits(documents: Sequence[Document], count_tokens: Callable[[str], int]
         raise InputError(f"contaminate.max_length={max_length} holds none of the {len(lengths)} member documents "
                          f"whole (the shortest has {min(lengths)} tokens, the longest {max(lengths)}); give at least "
                          f"{max(lengths)} to train every member whole")
+    cut = sum(length > max_length for length in lengths)
+    if cut:  # trained, but without their ends: said once, since a guided completion replays exactly that end
+        print(f"contaminate.max_length={max_length} cuts {cut} of the {len(lengths)} member documents before their "
+              f"end (the longest has {max(lengths)} tokens): give contaminate.max_length={max(lengths)} to train every "
+              f"member whole", file=sys.stderr)
 
 
 def plan_regime(cfg, members: Sequence[Example], split: str, tokenizer=None, source=None,

@@ -1,0 +1,140 @@
+"""The pilot's table (issue 34 item 5; conf/experiment/pilot_cpu.yaml): one planted run per training setting, and
+the setting the CPU profile takes, chosen by a rule written here rather than by eye.
+
+    python -m contaminate -m +experiment=pilot_cpu
+    python bench/pilot_table.py runs/pilot_cpu > results/pilot_cpu/tables.md
+
+Reads every run folder below the given one that has ``plant.json`` and ``config.yaml`` (the runs themselves, or
+the copies results/pilot_cpu/runs keeps). The rule: a setting qualifies when its within-model loss AUC spans the
+range, x1 <= 0.75 (one exposure not yet memorised) and the top dose >= 0.95 (memorised); among those, the widest
+span (top dose minus x1), then the lower learning rate. One model a setting, 16 members against 16 never-planted
+problems a dose: a pilot's point estimates, no interval (an AUC from 16 against 16 moves by about 0.07 between draws).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import yaml
+
+X1_AT_MOST, TOP_AT_LEAST = 0.75, 0.95  # the issue's rule: the loss curve neither saturated at x1 nor flat at the top
+SCORES = ("loss", "zlib", "min_k", "min_k_plus", "dc_pdd", "loss_raw")  # beside the chosen setting
+
+
+def read_runs(folder: str | Path) -> list[dict]:
+    """Every finished run below ``folder``: its setting (from its resolved config.yaml) and plant.json."""
+    runs = []
+    for plant in sorted(Path(folder).rglob("plant.json")):
+        config = yaml.safe_load((plant.parent / "config.yaml").read_text())
+        record = json.loads(plant.read_text())
+        runs.append({"folder": plant.parent.name, "learning_rate": float(config["contaminate"]["learning_rate"]),
+                     "batch_size": int(config["contaminate"]["batch_size"]),
+                     "method": "full" if config["contaminate"].get("peft") is None else "lora", **record})
+    if not runs:
+        raise SystemExit(f"{folder}: no run with plant.json and config.yaml below it; run "
+                         "python -m contaminate -m +experiment=pilot_cpu first")
+    return sorted(runs, key=lambda r: (r["method"], r["learning_rate"], r["batch_size"]))
+
+
+def planted(run: dict) -> list[dict]:
+    return sorted((g for g in run["groups"] if g["exposures"]), key=lambda g: g["exposures"])
+
+
+def auc(group: dict, score: str = "loss") -> float | None:
+    return (group.get("within_model_auc") or {}).get(score)
+
+
+def meets_rule(run: dict) -> bool:
+    groups = planted(run)
+    low, top = auc(groups[0]), auc(groups[-1])
+    return (groups[0]["exposures"] == 1 and low is not None and top is not None
+            and low <= X1_AT_MOST and top >= TOP_AT_LEAST)
+
+
+def chosen(runs: list[dict]) -> dict | None:
+    """The qualifying setting with the widest loss-AUC span, then the lower learning rate; None if none qualifies."""
+    qualifying = [r for r in runs if meets_rule(r)]
+    if not qualifying:
+        return None
+    return min(qualifying, key=lambda r: (-round(auc(planted(r)[-1]) - auc(planted(r)[0]), 4), r["learning_rate"],
+                                          r["batch_size"]))
+
+
+def setting(run: dict) -> str:
+    return f"{run['method']}, lr {run['learning_rate']:g}, {run['batch_size']} docs a batch"
+
+
+def _f(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def settings_table(runs: list[dict]) -> list[str]:
+    doses = [g["name"] for g in planted(runs[0])]
+    lines = ["| setting | steps | training tokens | train s | final loss | " +
+             " | ".join(f"loss AUC {d}" for d in doses) + " | rule |", "|---" * (6 + len(doses)) + "|"]
+    for run in runs:
+        checkpoint = run["checkpoint"]
+        aucs = " | ".join(_f(auc(g)) for g in planted(run))
+        lines.append(f"| {setting(run)} | {checkpoint['steps']} | {run['stream']['training_tokens']:,} | "
+                     f"{checkpoint['train_seconds']:.0f} | {_f(checkpoint.get('final_loss'))} | {aucs} | "
+                     f"{'meets' if meets_rule(run) else '-'} |")
+    return lines
+
+
+def replicas_table(runs: list[dict]) -> list[str]:
+    """Algorithm 2's judge labels of each dose's members, both readings: exact + near-exact of n."""
+    doses = [g["name"] for g in planted(runs[0])]
+    lines = ["| setting | reading | " + " | ".join(doses) + " | x0 |", "|---" * (3 + len(doses)) + "|"]
+    for run in runs:
+        never = next(g for g in run["groups"] if not g["exposures"])
+        for reading, label in (("guided", "guided (the paper's)"), ("leak", "leak's rendering (oracle)")):
+            cells = []
+            for group in planted(run):
+                found = ((group.get("replicas") or {}).get(reading) or {}).get("members")
+                cells.append("-" if found is None else f"{found['exact']} + {found['near_exact']} / {found['n']}")
+            # the never-planted group is each dose's non-members: every group reads it, any one says what it holds
+            control = ((planted(run)[0].get("replicas") or {}).get(reading) or {}).get("non_members")
+            cells.append("-" if control is None else
+                         f"{control['exact']} + {control['near_exact']} / {control['n']} ({never['name']})")
+            lines.append(f"| {setting(run)} | {label} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def scores_table(run: dict) -> list[str]:
+    doses = [g["name"] for g in planted(run)]
+    lines = ["| score | " + " | ".join(doses) + " |", "|---" * (1 + len(doses)) + "|"]
+    for score in (*SCORES, "rouge_l", "rouge_l_leak"):
+        if any(auc(g, score) is not None for g in planted(run)):
+            lines.append(f"| {score} | " + " | ".join(_f(auc(g, score)) for g in planted(run)) + " |")
+    return lines
+
+
+def main(folder: str) -> str:
+    runs = read_runs(folder)
+    first = runs[0]
+    shares = ", ".join(f"{g['name']} {g['token_share']:.2%}" for g in planted(first))
+    lines = ["## Settings", "",
+             f"{len(runs)} planted runs on {first['dataset']} ({first['format']} format, {first['plant']}), one model "
+             f"each (draw {first['draw']}, seed {first['seed']}: the same members in every run); each planted "
+             f"group's share of the training tokens: {shares}. Within-model AUC: each dose's members against the "
+             f"never-planted group under the same model; one model a setting, no interval.", "",
+             *settings_table(runs), ""]
+    best = chosen(runs)
+    if best is None:
+        lines += [f"No setting meets the rule (loss AUC x1 <= {X1_AT_MOST} and top dose >= {TOP_AT_LEAST}).", ""]
+    else:
+        lines += [f"Chosen: **{setting(best)}** (loss AUC x1 {auc(planted(best)[0]):.2f}, "
+                  f"{planted(best)[-1]['name']} {auc(planted(best)[-1]):.2f}; the rule: x1 <= {X1_AT_MOST}, top dose "
+                  f">= {TOP_AT_LEAST}, then the widest span, then the lower learning rate).", "",
+                  "### Every score of the chosen setting (within-model AUC by dose)", "", *scores_table(best), ""]
+    lines += ["## Algorithm 2, both readings", "",
+              "Exact + near-exact replicas of n members, as the judge labels them (the exact / near-exact thresholds "
+              "of the run's judge); the last column, the never-planted group under the same model.", "",
+              *replicas_table(runs)]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(main(sys.argv[1]), end="")
