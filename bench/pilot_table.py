@@ -7,8 +7,9 @@ the setting the CPU profile takes, chosen by a rule written here rather than by 
 Reads every run folder below the given one that has ``plant.json`` and ``config.yaml`` (the runs themselves, or
 the copies results/pilot_cpu/runs keeps). The rule: a setting qualifies when its within-model loss AUC spans the
 range, x1 <= 0.75 (one exposure not yet memorised) and the top dose >= 0.95 (memorised); among those, the widest
-span (top dose minus x1), then the lower learning rate. One model a setting, 16 members against 16 never-planted
-problems a dose: a pilot's point estimates, no interval (an AUC from 16 against 16 moves by about 0.07 between draws).
+span (top dose minus x1), then the lower learning rate. One model a setting, 8 members against 8 never-planted
+problems a dose: a pilot's point estimates, no interval (an AUC from 8 against 8 has a standard error near 0.1).
+Algorithm 2's two readings are shown for the runs that generated them (the pilot runs them on the chosen setting).
 """
 
 from __future__ import annotations
@@ -88,6 +89,8 @@ def replicas_table(runs: list[dict]) -> list[str]:
     doses = [g["name"] for g in planted(runs[0])]
     lines = ["| setting | reading | " + " | ".join(doses) + " | x0 |", "|---" * (3 + len(doses)) + "|"]
     for run in runs:
+        if not any(g.get("replicas") for g in planted(run)):
+            continue  # Algorithm 2 not run on this setting
         never = next(g for g in run["groups"] if not g["exposures"])
         for reading, label in (("guided", "guided (the paper's)"), ("leak", "leak's rendering (oracle)")):
             cells = []
@@ -129,10 +132,11 @@ def main(folder: str) -> str:
                   f"{planted(best)[-1]['name']} {auc(planted(best)[-1]):.2f}; the rule: x1 <= {X1_AT_MOST}, top dose "
                   f">= {TOP_AT_LEAST}, then the widest span, then the lower learning rate).", "",
                   "### Every score of the chosen setting (within-model AUC by dose)", "", *scores_table(best), ""]
-    lines += ["## Algorithm 2, both readings", "",
-              "Exact + near-exact replicas of n members, as the judge labels them (the exact / near-exact thresholds "
-              "of the run's judge); the last column, the never-planted group under the same model.", "",
-              *replicas_table(runs)]
+    replicas = replicas_table(runs)
+    lines += ["## Algorithm 2, both readings", ""]
+    lines += (["Exact + near-exact replicas of n members, as the judge labels them (the exact / near-exact "
+               "thresholds of the run's judge); the last column, the never-planted group under the same model.", "",
+               *replicas] if len(replicas) > 2 else ["Not run on any setting yet."])
     return "\n".join(lines) + "\n"
 
 

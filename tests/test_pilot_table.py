@@ -55,8 +55,10 @@ def test_the_rule_takes_the_widest_span_that_is_neither_saturated_at_x1_nor_flat
 
 
 def test_no_qualifying_setting_is_said_not_forced(tmp_path):
-    write_run(tmp_path / "a", 3e-4, 4, record({1: 0.90, 16: 1.00}))
+    saturated = record({1: 0.90, 16: 1.00})
+    write_run(tmp_path / "a", 3e-4, 4, {**saturated, "groups": [{**g, "replicas": None} for g in saturated["groups"]]})
     assert pilot_table.chosen(pilot_table.read_runs(tmp_path)) is None
+    assert "## Algorithm 2, both readings\n\nNot run on any setting yet." in pilot_table.main(str(tmp_path))
     assert "No setting meets the rule (loss AUC x1 <= 0.75 and top dose >= 0.95)." in pilot_table.main(str(tmp_path))
     with pytest.raises(SystemExit, match="no run with plant.json"):
         pilot_table.read_runs(tmp_path / "empty")
