@@ -4,6 +4,8 @@
     python -m detect +dataset=humaneval sample.n_detect=164 hydra.run.dir=runs/humaneval_dose0
     python bench/dose0_table.py runs/humaneval_dose0 > results/humaneval_dose0/table.md
 
+The folder needs ``summary.json`` and ``results.jsonl`` (or the ``results.jsonl.gz`` a results folder keeps).
+
 There is no ground truth here: whether the model's own pretraining held the benchmark is unknown, so a flag is
 either that contamination or a false positive, and these numbers are readings, not error rates. One model, one
 reading of each instance: no interval. Algorithm 2's rule is stated for the paper's 10 instances; over the whole
@@ -13,6 +15,7 @@ order; a remainder under 10 left out).
 
 from __future__ import annotations
 
+import gzip
 import json
 import statistics
 import sys
@@ -26,7 +29,10 @@ def read_run(folder: str | Path) -> tuple[dict, list[dict]]:
     root = Path(folder)
     if not (root / "summary.json").is_file():
         raise SystemExit(f"{folder}: no summary.json; run python -m detect +dataset=<key> hydra.run.dir={folder} first")
-    rows = [json.loads(line) for line in (root / "results.jsonl").read_text().splitlines()]
+    results = root / "results.jsonl"  # the run's, or the gzipped copy a results folder keeps
+    text = (results.read_text() if results.is_file() else
+            gzip.decompress((root / "results.jsonl.gz").read_bytes()).decode())
+    rows = [json.loads(line) for line in text.splitlines()]
     return json.loads((root / "summary.json").read_text()), rows
 
 
@@ -66,14 +72,14 @@ def verdict_rows(summary: dict, rows: list[dict]) -> list[str]:
         labels = [r["judge"] for r in of(rows, "guided")]
         flagged, chunks = flagged_partitions(labels, block)
         lines += [f"| Time Travel, Algorithm 2 | {n} guided completions, the judge's labels | {block['exact']} exact, "
-                  f"{block['near_exact']} near-exact | {verdict(block['contaminated'])} ({rule(block)} of {n}) |",
+                  f"{block['near_exact']} near-exact | {verdict(block['contaminated'])} (rule: {rule(block)} of {n}) |",
                   f"| the same, at the paper's sample size | {chunks} disjoint partitions of {PARTITION} (id order) | "
-                  f"{flagged} of {chunks} flagged | ({rule(block)} of {PARTITION}) |"]
+                  f"{flagged} of {chunks} flagged | (rule: {rule(block)} of {PARTITION}) |"]
     for score, result in summary.get("alg1", {}).items():
         lines.append(f"| Time Travel, Algorithm 1, {score} | guided against general completions, "
                      f"{'paired' if summary['bootstrap']['paired'] else 'unpaired'} bootstrap | "
                      f"{result['guided_mean']:.3f} against {result['general_mean']:.3f}, p {result['p_value']:.3f} | "
-                     f"{verdict(result['significant'])} (p <= {summary['bootstrap']['alpha']}) |")
+                     f"{verdict(result['significant'])} (flagged at p <= {summary['bootstrap']['alpha']}) |")
     if "cheat" in summary:
         block = summary["cheat"]
         lines.append(f"| ChatGPT-Cheat? | one request for the split's first instances, searched in its "
@@ -104,13 +110,20 @@ def completion_rows(rows: list[dict]) -> list[str]:
 def logit_rows(summary: dict, rows: list[dict]) -> list[str]:
     guided = of(rows, "guided")
     lines = ["| score | n | 10th pct | median | 90th pct | mean |", "|---|---|---|---|---|---|"]
+    same = []
     for block in LOGIT_BLOCKS:
         for score in summary.get(block, {}):
             values = [r[score] for r in guided if r.get(score) is not None]
+            if score.endswith("_raw") and values == [r.get(score[:-4]) for r in guided]:
+                same.append(score)  # without a leak's format the bare text is the rendering: the same numbers
+                continue
             if len(values) >= 2:
                 low, mid, high = quantiles(values)
-                lines.append(f"| {score} | {len(values)} | {low:.3f} | {mid:.3f} | {high:.3f} | "
-                             f"{statistics.fmean(values):.3f} |")
+                lines.append(f"| {score} | {len(values)} | {low:.4g} | {mid:.4g} | {high:.4g} | "
+                             f"{statistics.fmean(values):.4g} |")
+    if same:
+        lines += ["", f"{', '.join(same)}: the same values as without `_raw` (no leak format here: the bare text is "
+                      f"what was scored)."]
     return lines
 
 

@@ -194,6 +194,19 @@ def test_the_readme_study_table_is_the_scripts_output():
             f"python bench/study_table.py {name} > {name}/table.md"
 
 
+def test_the_dose0_table_is_the_scripts_output():
+    """results/humaneval_dose0/table.md (included in its README) as bench/dose0_table.py prints it from the committed
+    summary and rows of the base model's run on all of HumanEval (issue 34 item 3)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import dose0_table
+
+    folder = ROOT / "results" / "humaneval_dose0"
+    assert dose0_table.main(str(folder)) == (folder / "table.md").read_text(), \
+        "python bench/dose0_table.py results/humaneval_dose0 > results/humaneval_dose0/table.md"
+
+
 def test_the_gpu_tables_are_the_scripts_output():
     """results/gpu_h200*/table.md (included in docs/gpu.md) as bench/gpu_table.py prints them from the committed bench
     JSON and planted runs' records of the two H200 sessions."""
