@@ -21,6 +21,7 @@ from pathlib import Path
 import yaml
 
 X1_AT_MOST, TOP_AT_LEAST = 0.75, 0.95  # the issue's rule: the loss curve neither saturated at x1 nor flat at the top
+EXPERIMENT = Path(__file__).resolve().parents[1] / "conf" / "experiment" / "pilot_cpu.yaml"
 SCORES = ("loss", "zlib", "min_k", "min_k_plus", "dc_pdd", "loss_raw")  # beside the chosen setting
 
 
@@ -37,6 +38,18 @@ def read_runs(folder: str | Path) -> list[dict]:
         raise SystemExit(f"{folder}: no run with plant.json and config.yaml below it; run "
                          "python -m contaminate -m +experiment=pilot_cpu first")
     return sorted(runs, key=lambda r: (r["method"], r["learning_rate"], r["batch_size"]))
+
+
+def swept(experiment: Path = EXPERIMENT) -> list[tuple[float, int]]:
+    """The (learning rate, documents a batch) settings the pilot's sweep runs."""
+    params = yaml.safe_load(experiment.read_text())["hydra"]["sweeper"]["params"]
+    return [(float(lr), int(batch)) for lr in str(params["contaminate.learning_rate"]).split(",")
+            for batch in str(params["contaminate.batch_size"]).split(",")]
+
+
+def missing(runs: list[dict], experiment: Path = EXPERIMENT) -> list[tuple[float, int]]:
+    have = {(r["learning_rate"], r["batch_size"]) for r in runs}
+    return [setting for setting in swept(experiment) if setting not in have]
 
 
 def planted(run: dict) -> list[dict]:
@@ -125,7 +138,11 @@ def main(folder: str) -> str:
              f"never-planted group under the same model; one model a setting, no interval.", "",
              *settings_table(runs), ""]
     best = chosen(runs)
-    if best is None:
+    left = missing(runs)
+    if left:  # a choice among some of the settings is not the pilot's choice
+        lines += [f"Not chosen yet: {len(runs)} of {len(swept())} settings run; to run: "
+                  + ", ".join(f"lr {lr:g}, {batch} docs a batch" for lr, batch in left) + ".", ""]
+    elif best is None:
         lines += [f"No setting meets the rule (loss AUC x1 <= {X1_AT_MOST} and top dose >= {TOP_AT_LEAST}).", ""]
     else:
         lines += [f"Chosen: **{setting(best)}** (loss AUC x1 {auc(planted(best)[0]):.2f}, "

@@ -37,12 +37,15 @@ def write_run(folder: Path, lr: float, batch: int, plant: dict) -> None:
 
 
 def test_the_rule_takes_the_widest_span_that_is_neither_saturated_at_x1_nor_flat_at_the_top(tmp_path):
+    assert pilot_table.swept() == [(3e-5, 4), (3e-5, 16), (1e-4, 4), (1e-4, 16), (3e-4, 4), (3e-4, 16)]
     write_run(tmp_path / "a", 3e-4, 4, record({1: 0.90, 16: 1.00}))               # saturated at x1: out
+    write_run(tmp_path / "f", 3e-4, 16, record({1: 0.85, 16: 1.00}))              # saturated at x1: out
     write_run(tmp_path / "b", 3e-5, 4, record({1: 0.55, 16: 0.80}))               # flat at the top: out
+    write_run(tmp_path / "e", 3e-5, 16, record({1: 0.50, 16: 0.85}))              # flat at the top: out
     write_run(tmp_path / "c", 1e-4, 16, record({1: 0.70, 16: 0.96}))              # meets, span 0.26
     write_run(tmp_path / "d", 1e-4, 4, record({1: 0.60, 16: 1.00}, {16: (2, 3)}))  # meets, span 0.40: chosen
     runs = pilot_table.read_runs(tmp_path)
-    assert [pilot_table.meets_rule(r) for r in runs] == [False, True, True, False]  # b, d, c, a: by lr, then batch
+    assert [pilot_table.meets_rule(r) for r in runs] == [False, False, True, True, False, False]  # by lr, batch
     assert pilot_table.setting(pilot_table.chosen(runs)) == "full, lr 0.0001, 4 docs a batch"
     table = pilot_table.main(str(tmp_path))
     assert "Chosen: **full, lr 0.0001, 4 docs a batch** (loss AUC x1 0.60, x16 1.00" in table
@@ -50,15 +53,22 @@ def test_the_rule_takes_the_widest_span_that_is_neither_saturated_at_x1_nor_flat
            in table
     assert "| zlib | 0.59 | 0.99 |" in table  # the chosen setting's other scores beside it
     # a tie in span goes to the lower learning rate (fewer changes to the model for the same range)
-    write_run(tmp_path / "e", 3e-5, 16, record({1: 0.55, 16: 0.95}))
+    (tmp_path / "e" / "plant.json").write_text(json.dumps(record({1: 0.55, 16: 0.95})))
     assert pilot_table.setting(pilot_table.chosen(pilot_table.read_runs(tmp_path))) == "full, lr 3e-05, 16 docs a batch"
 
 
-def test_no_qualifying_setting_is_said_not_forced(tmp_path):
+def test_no_choice_among_some_settings_and_none_where_none_qualifies(tmp_path):
     saturated = record({1: 0.90, 16: 1.00})
     write_run(tmp_path / "a", 3e-4, 4, {**saturated, "groups": [{**g, "replicas": None} for g in saturated["groups"]]})
+    table = pilot_table.main(str(tmp_path))
+    assert "Not chosen yet: 1 of 6 settings run; to run: lr 3e-05, 4 docs a batch, lr 3e-05, 16 docs a batch, " in table
+    assert "## Algorithm 2, both readings\n\nNot run on any setting yet." in table
+    for lr, batch in pilot_table.swept()[:-1]:
+        if (lr, batch) != (3e-4, 4):
+            write_run(tmp_path / f"{lr}_{batch}", lr, batch, saturated)
+    assert "Not chosen yet: 5 of 6 settings run; to run: lr 0.0003, 16 docs a batch." in pilot_table.main(str(tmp_path))
+    write_run(tmp_path / "last", 3e-4, 16, saturated)
     assert pilot_table.chosen(pilot_table.read_runs(tmp_path)) is None
-    assert "## Algorithm 2, both readings\n\nNot run on any setting yet." in pilot_table.main(str(tmp_path))
     assert "No setting meets the rule (loss AUC x1 <= 0.75 and top dose >= 0.95)." in pilot_table.main(str(tmp_path))
     with pytest.raises(SystemExit, match="no run with plant.json"):
         pilot_table.read_runs(tmp_path / "empty")
