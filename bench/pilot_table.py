@@ -2,7 +2,8 @@
 the setting the CPU profile takes, chosen by a rule written here rather than by eye.
 
     python -m contaminate -m +experiment=pilot_cpu
-    python bench/pilot_table.py runs/pilot_cpu > results/pilot_cpu/tables.md
+    python bench/pilot_table.py --keep runs/pilot_cpu results/pilot_cpu/runs   # the records a results folder keeps
+    python bench/pilot_table.py results/pilot_cpu/runs > results/pilot_cpu/tables.md
 
 Reads every run folder below the given one that has ``plant.json`` and ``config.yaml`` (the runs themselves, or
 the copies results/pilot_cpu/runs keeps). The rule: a setting qualifies when its within-model loss AUC spans the
@@ -14,7 +15,9 @@ Algorithm 2's two readings are shown for the runs that generated them (the pilot
 
 from __future__ import annotations
 
+import gzip
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -23,6 +26,46 @@ import yaml
 X1_AT_MOST, TOP_AT_LEAST = 0.75, 0.95  # the issue's rule: the loss curve neither saturated at x1 nor flat at the top
 EXPERIMENT = Path(__file__).resolve().parents[1] / "conf" / "experiment" / "pilot_cpu.yaml"
 SCORES = ("loss", "zlib", "min_k", "min_k_plus", "dc_pdd", "loss_raw")  # beside the chosen setting
+KEPT = ("plant.json", "plant.md", "config.yaml")
+BASE_CELLS = ("clean_x_members", "clean_x_non_members")  # plant.control=base: the untouched model's readings
+
+
+def keep(runs_folder: str | Path, out: str | Path) -> list[str]:
+    """Copy each finished run's records into ``out/<run>/``, with ``base_scores.jsonl.gz``: the untouched base
+    model's loss of each group's members and of the never-planted group (the study's clean cells), so that the
+    table can show how far apart the same groups are before any training (chance, up to the noise of 8 against 8)."""
+    kept = []
+    for plant in sorted(Path(runs_folder).rglob("plant.json")):
+        run, target = plant.parent, Path(out) / plant.parent.name
+        target.mkdir(parents=True, exist_ok=True)
+        for name in KEPT:
+            shutil.copy(run / name, target / name)
+        rows = [{"group": group.name, "cell": row["cell"], "instance_id": row["instance_id"], "loss": row["loss"]}
+                for group in sorted((run / "groups").iterdir())
+                for row in map(json.loads, (group / "results.jsonl").read_text().splitlines())
+                if row["cell"] in BASE_CELLS and row.get("instruction") == "guided" and row.get("loss") is not None]
+        if rows:
+            text = "".join(json.dumps(row) + "\n" for row in rows)
+            (target / "base_scores.jsonl.gz").write_bytes(gzip.compress(text.encode(), mtime=0))
+        kept.append(run.name)
+    return kept
+
+
+def base_aucs(folder: Path) -> dict[str, float]:
+    """Each group's loss AUC under the untouched base model (its members against the never-planted group)."""
+    from sklearn.metrics import roc_auc_score
+
+    path = folder / "base_scores.jsonl.gz"
+    if not path.is_file():
+        return {}
+    rows = [json.loads(line) for line in gzip.decompress(path.read_bytes()).decode().splitlines()]
+    found = {}
+    for group in sorted({r["group"] for r in rows}):
+        pos = [r["loss"] for r in rows if r["group"] == group and r["cell"] == "clean_x_members"]
+        neg = [r["loss"] for r in rows if r["group"] == group and r["cell"] == "clean_x_non_members"]
+        if pos and neg:
+            found[group] = round(float(roc_auc_score([1] * len(pos) + [0] * len(neg), pos + neg)), 4)
+    return found
 
 
 def read_runs(folder: str | Path) -> list[dict]:
@@ -31,7 +74,8 @@ def read_runs(folder: str | Path) -> list[dict]:
     for plant in sorted(Path(folder).rglob("plant.json")):
         config = yaml.safe_load((plant.parent / "config.yaml").read_text())
         record = json.loads(plant.read_text())
-        runs.append({"folder": plant.parent.name, "learning_rate": float(config["contaminate"]["learning_rate"]),
+        runs.append({"folder": plant.parent.name, "base_auc": base_aucs(plant.parent),
+                     "learning_rate": float(config["contaminate"]["learning_rate"]),
                      "batch_size": int(config["contaminate"]["batch_size"]),
                      "method": "full" if config["contaminate"].get("peft") is None else "lora", **record})
     if not runs:
@@ -94,6 +138,10 @@ def settings_table(runs: list[dict]) -> list[str]:
         lines.append(f"| {setting(run)} | {checkpoint['steps']} | {run['stream']['training_tokens']:,} | "
                      f"{checkpoint['train_seconds']:.0f} | {_f(checkpoint.get('final_loss'))} | {aucs} | "
                      f"{'meets' if meets_rule(run) else '-'} |")
+    base = next((run for run in runs if run["base_auc"]), None)
+    if base is not None:  # every run reads the same groups (one draw): the untouched model's AUC is one row
+        aucs = " | ".join(_f(base["base_auc"].get(g["name"])) for g in planted(base))
+        lines.append(f"| untouched base model, the same groups | - | - | - | - | {aucs} | - |")
     return lines
 
 
@@ -158,4 +206,7 @@ def main(folder: str) -> str:
 
 
 if __name__ == "__main__":
-    print(main(sys.argv[1]), end="")
+    if sys.argv[1] == "--keep":
+        print("kept:", ", ".join(keep(sys.argv[2], sys.argv[3])))
+    else:
+        print(main(sys.argv[1]), end="")

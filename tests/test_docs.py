@@ -207,6 +207,19 @@ def test_the_dose0_table_is_the_scripts_output():
         "python bench/dose0_table.py results/humaneval_dose0 > results/humaneval_dose0/table.md"
 
 
+def test_the_pilot_tables_are_the_scripts_output():
+    """results/pilot_cpu/tables.md (included in its README) as bench/pilot_table.py prints it from the committed
+    runs' plant.json and config.yaml (issue 34 item 5)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import pilot_table
+
+    folder = ROOT / "results" / "pilot_cpu"
+    assert pilot_table.main(str(folder / "runs")) == (folder / "tables.md").read_text(), \
+        "python bench/pilot_table.py results/pilot_cpu/runs > results/pilot_cpu/tables.md"
+
+
 def test_the_gpu_tables_are_the_scripts_output():
     """results/gpu_h200*/table.md (included in docs/gpu.md) as bench/gpu_table.py prints them from the committed bench
     JSON and planted runs' records of the two H200 sessions."""

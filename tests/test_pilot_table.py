@@ -74,6 +74,27 @@ def test_no_choice_among_some_settings_and_none_where_none_qualifies(tmp_path):
         pilot_table.read_runs(tmp_path / "empty")
 
 
+def test_kept_records_give_the_untouched_models_auc_of_the_same_groups(tmp_path):
+    """--keep copies a run's records and the base model's losses of its groups (the clean cells of
+    plant.control=base); the table's base row is their AUC: members [-1, -2] against [-1.5, -3] -> 3 of 4 pairs."""
+    run = tmp_path / "runs" / "lr1e-4_bs4"
+    write_run(run, 1e-4, 4, record({1: 0.60, 16: 1.00}))
+    (run / "plant.md").write_text("plant\n")
+    rows = [("clean_x_members", 1, -1.0), ("clean_x_members", 2, -2.0), ("clean_x_non_members", 3, -1.5),
+            ("clean_x_non_members", 4, -3.0), ("contaminated_x_members", 1, 9.0)]  # the trained model's: not read
+    (run / "groups" / "x1").mkdir(parents=True)
+    (run / "groups" / "x1" / "results.jsonl").write_text("".join(
+        json.dumps({"cell": cell, "instance_id": i, "instruction": "guided", "loss": loss}) + "\n"
+        for cell, i, loss in rows) + json.dumps({"cell": "clean_x_members", "instance_id": 1,
+                                                 "instruction": "general", "loss": None}) + "\n")
+    assert pilot_table.keep(tmp_path / "runs", tmp_path / "kept") == ["lr1e-4_bs4"]
+    kept = tmp_path / "kept" / "lr1e-4_bs4"
+    assert sorted(p.name for p in kept.iterdir()) == ["base_scores.jsonl.gz", "config.yaml", "plant.json", "plant.md"]
+    assert pilot_table.base_aucs(kept) == {"x1": 0.75}
+    assert "| untouched base model, the same groups | - | - | - | - | 0.75 | - | - |" in pilot_table.main(
+        str(tmp_path / "kept"))
+
+
 @pytest.mark.slow
 def test_the_table_reads_real_planted_runs_of_humaneval(compose_config, tmp_path):
     """Two settings of the pilot's sweep on the tiny model (HumanEval, doses 0/1/2): the table reads each
