@@ -47,6 +47,8 @@ def test_the_table_reads_a_detect_run_on_humaneval(compose_config, tmp_path):
     assert "| the same, at the paper's sample size | 1 disjoint partitions of 10 (id order) |" in table
     assert "| ChatGPT-Cheat? | one request for the split's first instances, searched in its 164 |" in table
     assert "| guided | 12 |" in table and "| general | 12 |" in table
-    for score in ("loss", "zlib", "min_k", "min_k_plus", "loss_raw"):
+    for score in ("loss", "zlib", "min_k", "min_k_plus"):
         assert f"| {score} | 12 |" in table
+    # python -m detect knows no leak format: the bare text is what was scored, so the raw variants are not repeated
+    assert "| loss_raw |" not in table and "loss_raw, zlib_raw, min_k_raw, min_k_plus_raw: the same values" in table
     assert "No ground truth" in table
