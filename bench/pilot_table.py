@@ -2,11 +2,11 @@
 the setting the CPU profile takes, chosen by a rule written here rather than by eye.
 
     python -m contaminate -m +experiment=pilot_cpu
-    python bench/pilot_table.py --keep runs/pilot_cpu results/pilot_cpu/runs   # the records a results folder keeps
-    python bench/pilot_table.py results/pilot_cpu/runs > results/pilot_cpu/tables.md
+    python bench/pilot_table.py --keep runs/pilot_cpu results/pilot_cpu/studies   # the records a results folder keeps
+    python bench/pilot_table.py results/pilot_cpu/studies > results/pilot_cpu/tables.md
 
 Reads every run folder below the given one that has ``plant.json`` and ``config.yaml`` (the runs themselves, or
-the copies results/pilot_cpu/runs keeps). The rule: a setting qualifies when its within-model loss AUC spans the
+the copies results/pilot_cpu/studies keeps). The rule: a setting qualifies when its within-model loss AUC spans the
 range, x1 <= 0.75 (one exposure not yet memorised) and the top dose >= 0.95 (memorised); among those, the widest
 span (top dose minus x1), then the lower learning rate. One model a setting, 8 members against 8 never-planted
 problems a dose: a pilot's point estimates, no interval (an AUC from 8 against 8 has a standard error near 0.1).

@@ -216,8 +216,8 @@ def test_the_pilot_tables_are_the_scripts_output():
     import pilot_table
 
     folder = ROOT / "results" / "pilot_cpu"
-    assert pilot_table.main(str(folder / "runs")) == (folder / "tables.md").read_text(), \
-        "python bench/pilot_table.py results/pilot_cpu/runs > results/pilot_cpu/tables.md"
+    assert pilot_table.main(str(folder / "studies")) == (folder / "tables.md").read_text(), \
+        "python bench/pilot_table.py results/pilot_cpu/studies > results/pilot_cpu/tables.md"
 
 
 def test_the_gpu_tables_are_the_scripts_output():
