@@ -21,6 +21,10 @@ import statistics
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from detect.detectors.time_travel import rule_text  # noqa: E402
+from detect.judges.threshold import alg2_verdict  # noqa: E402
+
 PARTITION = 10  # the paper's sample: 10 instances a partition
 LOGIT_BLOCKS = ("membership", "membership_raw", "dc_pdd")  # instance scores, higher = more likely seen
 
@@ -40,18 +44,11 @@ def of(rows: list[dict], instruction: str) -> list[dict]:
     return sorted((r for r in rows if r["instruction"] == instruction), key=lambda r: r["instance_id"])
 
 
-def rule(block: dict) -> str:
-    parts = [f">= {block[key]} {kind}" for key, kind in (("min_exact", "exact"), ("min_near_exact", "near-exact"))
-             if block.get(key) is not None]
-    return " or ".join(parts)
-
-
 def flagged_partitions(labels: list[str], block: dict) -> tuple[int, int]:
-    """(flagged, partitions): the rule applied to each disjoint run of PARTITION labels."""
+    """(flagged, partitions): Algorithm 2's rule applied to each disjoint run of PARTITION labels."""
     chunks = [labels[i:i + PARTITION] for i in range(0, len(labels) - PARTITION + 1, PARTITION)]
-    flagged = sum((block.get("min_exact") is not None and c.count("exact") >= block["min_exact"]) or
-                  (block.get("min_near_exact") is not None and c.count("near_exact") >= block["min_near_exact"])
-                  for c in chunks)
+    flagged = sum(alg2_verdict(chunk, min_exact=block.get("min_exact"), min_near_exact=block.get("min_near_exact"))
+                  for chunk in chunks)
     return flagged, len(chunks)
 
 
@@ -72,9 +69,10 @@ def verdict_rows(summary: dict, rows: list[dict]) -> list[str]:
         labels = [r["judge"] for r in of(rows, "guided")]
         flagged, chunks = flagged_partitions(labels, block)
         lines += [f"| Time Travel, Algorithm 2 | {n} guided completions, the judge's labels | {block['exact']} exact, "
-                  f"{block['near_exact']} near-exact | {verdict(block['contaminated'])} (rule: {rule(block)} of {n}) |",
+                  f"{block['near_exact']} near-exact | {verdict(block['contaminated'])} "
+                  f"(rule: {rule_text(block)} of {n}) |",
                   f"| the same, at the paper's sample size | {chunks} disjoint partitions of {PARTITION} (id order) | "
-                  f"{flagged} of {chunks} flagged | (rule: {rule(block)} of {PARTITION}) |"]
+                  f"{flagged} of {chunks} flagged | (rule: {rule_text(block)} of {PARTITION}) |"]
     for score, result in summary.get("alg1", {}).items():
         lines.append(f"| Time Travel, Algorithm 1, {score} | guided against general completions, "
                      f"{'paired' if summary['bootstrap']['paired'] else 'unpaired'} bootstrap | "

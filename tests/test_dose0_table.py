@@ -25,7 +25,7 @@ def test_the_papers_rule_is_read_in_disjoint_partitions_of_ten():
     labels[15] = "near_exact"              # partition 2 now has two near-exact
     assert dose0_table.flagged_partitions(labels, RULE) == (2, 2)
     assert dose0_table.flagged_partitions(labels, {"min_exact": None, "min_near_exact": 2}) == (1, 2)
-    assert dose0_table.rule(RULE) == ">= 1 exact or >= 2 near-exact"
+    assert dose0_table.rule_text(RULE) == ">= 1 exact or >= 2 near-exact"
 
 
 def test_a_folder_without_a_run_is_one_line(tmp_path):
