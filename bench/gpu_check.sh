@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
-# The GPU checks (docs/gpu.md, "Measured on an H200") in one go: two small planted runs in bf16 on a random
-# Llama-3.2-1B-shaped model (full fine-tuning, then LoRA: its clean cells come from the first run's cache), then
-# bench/bench_gpu.py with sdpa (training and generation) and flex_attention (training). About 8 minutes on an H200.
+# The GPU checks (docs/gpu.md, "On a GPU") in one go: small planted runs in bf16 on a random
+# Llama-3.2-1B-shaped model, then bench/bench_gpu.py with sdpa (training and generation) and flex_attention
+# (training). RUNS picks the planted runs, in order (default "full lora", about 8 minutes on an H200 with the benches):
+#   full       synth_nli, doses 0/1/4, full fine-tuning
+#   lora       the same with the peft block (its clean cells come from the first run's cache)
+#   humaneval  HumanEval at the pilot's shape (+experiment=pilot_cpu: doses 0/1/2/4/8/16, 8 problems a group, code
+#              documents up to 640 tokens, the clean tail), lr 1e-4, 16 documents a batch, full fine-tuning, with
+#              Algorithm 2's two readings (the guided instruction and the leak's own rendering)
 #   OUT=runs/gpu_check bash bench/gpu_check.sh
+#   RUNS=humaneval OUT=runs/gpu_check bash bench/gpu_check.sh
 #   python bench/gpu_table.py runs/gpu_check            # after unpacking planted_*.tgz into planted_*/
 # Offline machines: WHEELS=<folder of wheels> installs them into /tmp/site first (the device machine of this project
 # has torch, peft and accelerate but not trl, hydra, datasets: results/gpu_h200_1b/README.md); TOKENIZER=<folder>
@@ -25,19 +31,31 @@ fi
 T0=$(date +%s); stamp() { echo "[$(( $(date +%s) - T0 )) s] $*" | tee -a "$OUT/env.txt"; }
 MODEL=${MODEL:-/tmp/random_llama_$SHAPE}
 [ -f "$MODEL/config.json" ] || PYTHONPATH=bench:$PYTHONPATH $PY bench/random_llama.py "$MODEL" --shape "$SHAPE" 2>&1 | tail -1 | tee -a "$OUT/env.txt"
-for backend in full lora; do
-  # 20 synth_nli instances a group at doses 0/1/4 in 60k tokens of the offline background; the base model is the
-  # control; every detector of the default study (the order tests skip themselves: the metadata format has no order);
-  # plant.tail=0: copies anywhere, as in the runs on record (results/gpu_h200*)
-  stamp "planted $backend"
-  timeout ${PLANT_S:-300} $PY -m contaminate +dataset=synth_nli model=hub model.name_or_path="$MODEL" contaminate=$backend \
-    plant=dose_ladder plant.n=20 plant.tail=0 plant.control=base 'plant.groups=[{exposures:0},{exposures:1},{exposures:4}]' \
-    plant.max_share_per_exposure=0.05 sample.n_detect=20 sample.n_heldout=20 background=offline \
-    background.max_tokens=60000 contaminate.batch_size=16 detect.semantic_model=null runtime.dtype=${DTYPE:-bf16} \
-    hydra.run.dir=/tmp/planted_$backend > "$OUT/planted_$backend.log" 2>&1
-  echo "planted $backend rc=$?" | tee -a "$OUT/env.txt"; tail -4 "$OUT/planted_$backend.log"
+for run in ${RUNS:-full lora}; do
+  stamp "planted $run"
+  case $run in
+  full|lora)
+    # 20 synth_nli instances a group at doses 0/1/4 in 60k tokens of the offline background; the base model is the
+    # control; every detector of the default study (the order tests skip themselves: the metadata format has no
+    # order); plant.tail=0: copies anywhere, as in the runs on record (results/gpu_h200*)
+    timeout ${PLANT_S:-300} $PY -m contaminate +dataset=synth_nli model=hub model.name_or_path="$MODEL" contaminate=$run \
+      plant=dose_ladder plant.n=20 plant.tail=0 plant.control=base 'plant.groups=[{exposures:0},{exposures:1},{exposures:4}]' \
+      plant.max_share_per_exposure=0.05 sample.n_detect=20 sample.n_heldout=20 background=offline \
+      background.max_tokens=60000 contaminate.batch_size=16 detect.semantic_model=null runtime.dtype=${DTYPE:-bf16} \
+      hydra.run.dir=/tmp/planted_$run > "$OUT/planted_$run.log" 2>&1 ;;
+  humaneval)
+    # the pilot's experiment as one run (hydra.mode=RUN); the offline background stands in for package_docs, whose
+    # text depends on the packages installed
+    timeout ${PLANT_S:-300} $PY -m contaminate +experiment=pilot_cpu hydra.mode=RUN +dataset=humaneval plant=doubling \
+      background=offline schedule=cosine contaminate=full format=metadata contaminate.learning_rate=1e-4 \
+      contaminate.batch_size=16 seed=0 model=hub model.name_or_path="$MODEL" detect.semantic_model=null \
+      detect.detectors.alg2.enabled=true detect.detectors.alg2_leak.enabled=true runtime.dtype=${DTYPE:-bf16} \
+      hydra.run.dir=/tmp/planted_$run > "$OUT/planted_$run.log" 2>&1 ;;
+  *) echo "RUNS: unknown run '$run' (full, lora or humaneval)"; continue ;;
+  esac
+  echo "planted $run rc=$?" | tee -a "$OUT/env.txt"; tail -4 "$OUT/planted_$run.log"
   # the run's records without its checkpoints
-  (cd /tmp/planted_$backend && tar czf "$OUT/planted_$backend.tgz" plant.json plant.md config.yaml groups/*/manifest.json)
+  (cd /tmp/planted_$run && tar czf "$OUT/planted_$run.tgz" plant.json plant.md config.yaml groups/*/manifest.json)
 done
 stamp "bench sdpa"
 timeout ${BENCH_S:-150} $PY bench/bench_gpu.py --shape "$SHAPE" --steps "$STEPS" --generation-batches 8 64 --json "$OUT/bench_sdpa.json" > "$OUT/bench_sdpa.log" 2>&1; tail -3 "$OUT/bench_sdpa.log"

@@ -3,11 +3,14 @@ small planted runs' plant.json and per-group manifests (bench/gpu_check.sh), fro
 
     python bench/gpu_table.py results/gpu_h200 > results/gpu_h200/table.md
     python bench/gpu_table.py results/gpu_h200_1b > results/gpu_h200_1b/table.md
+    python bench/gpu_table.py results/gpu_h100_1b > results/gpu_h100_1b/table.md
     python bench/include_tables.py docs/gpu.md
 
 A training rate whose run did not keep a finite loss is printed as no measurement: the Trainer reports a non-finite
 step's loss as the running mean (0 from the first step) unless told otherwise, so a mean loss of 0 on random
-weights is read as such a run too. A planted run of which only its log came back gives the AUCs its log prints.
+weights is read as such a run too. A planted run of which only its log came back gives the AUCs its log prints. A
+run with more doses than x1 and x4 (RUNS=humaneval: plant=doubling) gets a second table, every dose's within-model
+AUC and Algorithm 2's labels under both readings.
 """
 
 from __future__ import annotations
@@ -92,9 +95,36 @@ def planted_lines(folder: Path) -> list[str]:
     return lines + [row for _, row in sorted({**runs, **logs}.items())]
 
 
+def replicas(group: dict, reading: str) -> str:
+    """Algorithm 2's labels of a group's members under one reading: exact / near-exact of n."""
+    members = group["replicas"][reading]["members"]
+    return f"{members['exact']} / {members['near_exact']} of {members['n']}"
+
+
+def dose_lines(folder: Path) -> list[str]:
+    """Each run planted at more doses than x1 and x4: within-model AUC (loss, Min-K%) and Algorithm 2's labels of
+    the members (the guided instruction, and the leak's rendering, an oracle) by dose."""
+    lines = []
+    for run in sorted(path for path in folder.glob("planted_*") if path.is_dir()):
+        plant = json.loads((run / "plant.json").read_text())
+        groups = sorted((g for g in plant["groups"] if g["exposures"]), key=lambda g: g["exposures"])
+        if [g["name"] for g in groups] == ["x1", "x4"]:
+            continue
+        lines += ["", f"{run.name.removeprefix('planted_')} ({plant['dataset']}, {plant['plant']}): one model, "
+                  f"{groups[0]['n']} members a dose against {plant['groups'][0]['n']} never planted, no interval; "
+                  "Algorithm 2 as exact / near-exact of the members", "",
+                  "| dose | token share | loss AUC | Min-K% AUC | Algorithm 2, guided | Algorithm 2, leak (oracle) |",
+                  "|---|---|---|---|---|---|"]
+        for g in groups:
+            aucs = g["within_model_auc"]
+            lines.append(f"| x{g['exposures']} | {g['token_share']:.2%} | {aucs['loss']:.2f} | {aucs['min_k']:.2f} | "
+                         f"{replicas(g, 'guided')} | {replicas(g, 'leak')} |")
+    return lines
+
+
 def main(folder: str) -> str:
     folder = Path(folder)
-    return "\n".join([*throughput_lines(folder), "", *planted_lines(folder)]) + "\n"
+    return "\n".join([*throughput_lines(folder), "", *planted_lines(folder), *dose_lines(folder)]) + "\n"
 
 
 if __name__ == "__main__":

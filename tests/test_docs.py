@@ -221,14 +221,14 @@ def test_the_pilot_tables_are_the_scripts_output():
 
 
 def test_the_gpu_tables_are_the_scripts_output():
-    """results/gpu_h200*/table.md (included in docs/gpu.md) as bench/gpu_table.py prints them from the committed bench
-    JSON and planted runs' records of the two H200 sessions."""
+    """results/gpu_*/table.md (included in docs/gpu.md) as bench/gpu_table.py prints them from the committed bench
+    JSON and planted runs' records of the two H200 sessions and the H100 one."""
     import sys
 
     sys.path.insert(0, str(ROOT / "bench"))
     import gpu_table
 
-    for name in ("gpu_h200", "gpu_h200_1b"):
+    for name in ("gpu_h200", "gpu_h200_1b", "gpu_h100_1b"):
         folder = ROOT / "results" / name
         assert gpu_table.main(str(folder)) == (folder / "table.md").read_text(), \
             f"python bench/gpu_table.py results/{name} > results/{name}/table.md"
