@@ -35,8 +35,10 @@ def test_the_metadata_leak_is_cut_before_its_second_sentence_by_hand():
     # the document up to sentence 2, the space after its field name left to the continuation
     assert found.prompt == "SynthNLI dataset, test split\nsentence1: Ada Vell, a miller from Orm, built raft 7.\n" \
                            "sentence2:"
-    assert found.written == 'Ada built "raft" 7.' and not found.encoded
-    assert found.read(' Ada built "raft" 7.\nlabel: entailment') == ' Ada built "raft" 7.\nlabel: entailment'
+    assert found.written == 'Ada built "raft" 7.' and not found.encoded and found.gap == " "
+    # the space, written by the model as the document had it, is not part of the instance's text
+    assert found.read(' Ada built "raft" 7.\nlabel: entailment') == 'Ada built "raft" 7.\nlabel: entailment'
+    assert found.read('Ada built') == 'Ada built'
 
 
 def test_a_dump_leak_is_found_json_escaped_and_read_back_decoded():
@@ -57,9 +59,29 @@ def test_code_is_cut_at_a_line_in_every_format_that_lays_it_out():
         rendering = _reader(name, HUMANEVAL).rendering(CODE, "test")
         found = locate(rendering, cut)
         whole = rendering.context + rendering.text
-        assert whole.startswith(found.prompt) and whole[len(found.prompt):].startswith(found.written)
+        assert whole.startswith(found.prompt) and whole[len(found.prompt):].startswith(found.gap + found.written)
         assert found.encoded == (name == "dump")  # a dump writes the code's newlines as \n
         assert found.read(whole[len(found.prompt):]).startswith(cut.second)  # the rest of the document reads back
+        # the prompt ends on the first piece's last character: the line break and the indentation after it are one
+        # token of the embedded tokenizer ("\n   "), the continuation's to write (a dump's escaped "\\n" is text)
+        assert not found.prompt[-1].isspace() and found.gap == ("" if name == "dump" else "\n")
+
+
+def test_the_leak_prompt_is_tokenized_as_the_document_began():
+    """What the model is given is a token prefix of the document it was trained on, so the continuation is asked
+    where training had a token boundary: with the embedded tokenizer, for code cut at a line and a pair cut at a
+    field (the white space after the cut, "\n   " or " ", would otherwise end the prompt inside a token)."""
+    from transformers import AutoTokenizer
+
+    from detect.models.loading import embedded_folder
+
+    tokenizer = AutoTokenizer.from_pretrained(embedded_folder())
+    for example, dataset, unit in ((CODE, HUMANEVAL, "line"), (PAIR, NLI, None)):
+        rendering = _reader("metadata", dataset).rendering(example, "test")
+        found = locate(rendering, split_instance(example, seed=0, **({"unit": unit} if unit else {})))
+        document = tokenizer(rendering.context + rendering.text)["input_ids"]
+        prompt = tokenizer(found.prompt)["input_ids"]
+        assert document[:len(prompt)] == prompt, (example.instance_id, found.prompt[-20:])
 
 
 def test_a_reworded_rendering_holds_no_first_piece():

@@ -10,8 +10,14 @@ is, against the same second piece. Only a study knows the leak's rendering, so i
 practitioner has it.
 
     found = locate(rendering, cut)          # LeakCut(prompt, written) or None where the rendering lacks the pieces
-    found.prompt                            # the rendering up to where the second piece starts (trailing spaces out)
+    found.prompt                            # the rendering up to where the second piece starts (white space out)
     found.read(raw_completion)              # the continuation as the instance's own text (a dump's JSON decoded)
+
+The white space between the two pieces is the continuation's, not the prompt's: a BPE tokenizer writes it with the
+text after it (" word" is one token; in SmolLM2's, a newline and the next line's indentation are one token, "\n   "),
+so a prompt ending in a space or a newline ends inside a token the document never had. Measured on HumanEval, the
+pilot's chosen setting (results/pilot_cpu): with the newline left in the prompt, 4 of the 8 members planted 16 times
+got an end-of-text at once, an empty continuation.
 
 A dump writes each instance as a JSON line, so its pieces appear JSON-escaped (quotes, newlines of code): they are
 found escaped, and the continuation is read back as a JSON string body (up to its closing quote) and decoded.
@@ -45,20 +51,23 @@ def _decode_json_body(text: str) -> str:
 
 @dataclass(frozen=True)
 class LeakCut:
-    prompt: str      # the rendering up to the second piece
+    prompt: str      # the rendering up to the second piece, without the white space before it
     written: str     # the second piece as the rendering writes it (JSON-escaped in a dump)
     encoded: bool    # the pieces were found JSON-escaped: a continuation is read back as a JSON string
+    gap: str = ""    # the white space between the prompt and the second piece, the continuation's to write
 
     def read(self, completion: str) -> str:
-        """A raw continuation as the instance's own text (what clean_completion and the judge take)."""
+        """A raw continuation as the instance's own text (what clean_completion and the judge take): the gap, where
+        the model wrote it as the document had it, left out."""
+        if self.gap and completion.startswith(self.gap):
+            completion = completion[len(self.gap):]
         return _decode_json_body(completion) if self.encoded else completion
 
 
 def locate(rendering: Rendering, cut: Cut) -> LeakCut | None:
     """The leak reading's prompt for one instance: the rendering (context + text) up to where ``cut.second`` starts,
     after ``cut.first``; found as written, else JSON-escaped; None where the rendering holds neither (a paraphrase
-    that leaked reworded and is read so). Spaces and tabs at the prompt's end go to the continuation (a token that
-    ends in a space is not how the document was tokenized: " word" is one token, not " " then "word")."""
+    that leaked reworded and is read so). White space at the prompt's end goes to the continuation (``gap``)."""
     whole = rendering.context + rendering.text
     for encoded, encode in ((False, str), (True, _json_body)):
         first, second = encode(cut.first), encode(cut.second)
@@ -67,7 +76,8 @@ def locate(rendering: Rendering, cut: Cut) -> LeakCut | None:
             continue
         at = whole.find(second, start + len(first))
         if at >= 0:
-            return LeakCut(whole[:at].rstrip(" \t"), second, encoded)
+            prompt = whole[:at].rstrip()
+            return LeakCut(prompt, second, encoded, whole[len(prompt):at])
     return None
 
 
