@@ -482,16 +482,18 @@ def train_twin(cfg, draw: PlantedDraw, planted: PlantedRegime, contaminated, set
     return model, folder, reused, checkpoint_record(folder)
 
 
-def within_model_auc(rows: dict[str, list[dict]]) -> dict[str, float]:
-    """Each instance score's AUC, the group's members against the never-planted group, both under the contaminated
-    model (higher score = member, as the detectors orient them); with them the guided completions' ROUGE-L and
-    semantic scores and the leak reading's (``*_leak``, an oracle reading) where they were generated."""
+def within_model_auc(rows: dict[str, list[dict]], model: str = "contaminated") -> dict[str, float]:
+    """Each instance score's AUC, the group's members against the never-planted group, both under ``model`` (higher
+    score = member, as the detectors orient them); with them the guided completions' ROUGE-L and semantic scores and
+    the leak reading's (``*_leak``, an oracle reading) where they were generated. ``model="clean"``: the same groups
+    under the run's clean model (the untouched base model with plant.control=base), how far apart they are without
+    the leak: with 8 against 8 an AUC of 0.62 is within chance (results/pilot_cpu's base row)."""
     from sklearn.metrics import roc_auc_score
 
     def guided(cell: str) -> list[dict]:
         return [r for r in rows.get(cell, []) if r.get("instruction") == "guided"]
 
-    members, non_members = guided("contaminated_x_members"), guided("contaminated_x_non_members")
+    members, non_members = guided(f"{model}_x_members"), guided(f"{model}_x_non_members")
     found = {}
     for name in (*instance_scores(), *SCORES, *LEAK_SCORES):
         pos = [r[name] for r in members if r.get(name) is not None]
@@ -526,6 +528,8 @@ def plant_record(cfg, groups, draw: PlantedDraw, planted: PlantedRegime, contami
         "unit": f"one model (draw {cfg.sample.draw}, seed {cfg.seed}): no interval",
         "groups": [{**g.describe(), **planted.placed.get(g.name, {}),
                     "within_model_auc": within_model_auc(results[g.name][1]) if g.name in results else None,
+                    # the same groups under the clean model: the AUC before (or without) the leak
+                    "clean_model_auc": within_model_auc(results[g.name][1], "clean") if g.name in results else None,
                     "replicas": replicas(results[g.name][1]) if g.name in results else None}
                    for g in groups],
         # the leak's own checkpoint (its steps, time and throughput); a post-trained run's final one beside it
@@ -576,6 +580,9 @@ def plant_report(record: dict) -> str:
               "| score | " + " | ".join(g["name"] for g in planted) + " |", "|---" * (len(planted) + 1) + "|"]
     lines += [f"| {labelled(n)} | " + " | ".join(f"{g['within_model_auc'][n]:.3f}" for g in planted) + " |"
               for n in names]
+    if all("loss" in (g.get("clean_model_auc") or {}) for g in planted):  # the same groups without the leak
+        lines.append(f"| loss under the clean model ({record['control']}) | "
+                     + " | ".join(f"{g['clean_model_auc']['loss']:.3f}" for g in planted) + " |")
     return "\n".join(lines + replicas_section(record["groups"])) + "\n"
 
 

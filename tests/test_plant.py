@@ -284,6 +284,14 @@ def test_a_planted_run_gives_one_study_per_group_from_one_training_run(planted):
     assert "shared template (title, split, field names) is" in (folder / "plant.md").read_text()
     assert "its last 0.2 after every planted copy" in (folder / "plant.md").read_text()
     assert set(groups["x1"]["within_model_auc"]) >= {"loss", "zlib", "min_k", "rouge_l", "rouge_l_leak"}
+    # the same groups under the clean model (the background alone here): the share of (member, non-member) pairs
+    # the member's loss score wins, counted by hand, in plant.json and plant.md
+    rows = [json.loads(line) for line in (folder / "groups" / "x1" / "results.jsonl").read_text().splitlines()]
+    pos, neg = ([r["loss"] for r in rows if r["cell"] == cell and r["instruction"] == "guided"]
+                for cell in ("clean_x_members", "clean_x_non_members"))
+    pairs = [(a > b) + 0.5 * (a == b) for a in pos for b in neg]
+    assert len(pos) == len(neg) == 6 and groups["x1"]["clean_model_auc"]["loss"] == round(sum(pairs) / 36, 4)
+    assert "| loss under the clean model (background alone) |" in (folder / "plant.md").read_text()
     # Algorithm 2 read two ways by dose: the guided instruction and the leak reading (oracle), the same judge
     for name in ("x1", "x3"):
         found = groups[name]["replicas"]
