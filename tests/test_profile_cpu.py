@@ -1,0 +1,59 @@
+"""The CPU profile (conf/experiment/profile_cpu.yaml, issue 34 item 6) as its sweep composes it: its stream counted
+before any training, against the size its header states and the bounds the issue sets."""
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+import contaminate  # noqa: F401  (registers the lab's config resolvers)
+from detect.cli import CONF_DIR
+
+
+def profile_run(seed: int) -> list[str]:
+    """The overrides of the sweep's run ``seed``: the experiment, then each swept parameter at its value."""
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        swept = compose(config_name="contaminate", overrides=["+experiment=profile_cpu"], return_hydra_config=True)
+    params = dict(swept.hydra.sweeper.params)
+    assert params.pop("seed").split(",") == [str(s) for s in range(6)]  # six runs, each its own draw (draw = seed)
+    assert all("," not in str(value) for value in params.values()), "one setting, the pilot's: nothing else swept"
+    return ["+experiment=profile_cpu", *(f"{key}={value}" for key, value in params.items()), f"seed={seed}"]
+
+
+def test_the_profile_trains_the_pilots_chosen_setting(compose_config):
+    cfg = compose_config("contaminate", profile_run(0))
+    pilot = compose_config("contaminate", ["+experiment=pilot_cpu", "+dataset=humaneval", "plant=doubling"])
+    assert (cfg.contaminate.learning_rate, cfg.contaminate.batch_size) == (3e-5, 4)  # results/pilot_cpu's choice
+    assert cfg.contaminate.max_length == pilot.contaminate.max_length == 640
+    assert cfg.sample.draw == cfg.seed == 0 and cfg.plant.control == "base" and cfg.plant.tail == 0.2
+
+
+@pytest.mark.slow
+def test_the_profiles_stream_is_the_pilots_with_synth_nli_in_place_of_background(compose_config):
+    """Counted with the embedded model's tokenizer, no training: the HumanEval doses keep the pilot's shares (x1
+    1.70% there) under the issue's 2%, every copy of both datasets falls before the clean tail, and each dataset
+    has its own never-planted group and 100 known non-members."""
+    from contaminate.run import build_run
+
+    run = build_run(compose_config("contaminate", profile_run(0)), None)
+    run.sample()
+    planted = run.plan()
+    groups = {g.name: g for g in run.all_groups}
+    humaneval = [f"x{d}" for d in (1, 2, 4, 8, 16)]
+    nli = [f"x{d}_synth_nli" for d in (1, 2, 4, 8, 16)]
+    assert set(groups) == {"x0", "x0_synth_nli", *humaneval, *nli}
+    assert {run.draw.dataset_of[name] for name in nli} == {"synth_nli"}
+    assert {len(run.draw.heldout[key]["test"]) for key in ("humaneval", "synth_nli")} == {100}
+
+    tokens = planted.counts["training_tokens"]
+    assert 80_000 < tokens < 96_000, tokens  # the pilot's 87,922, within a tenth: the same steps at 4 a batch
+    shares = {name: planted.placed[name]["token_share"] for name in humaneval + nli}
+    assert 0.015 < shares["x1"] <= 0.02  # the issue's bound at one exposure; the pilot's 1.70%
+    assert shares["x1_synth_nli"] < shares["x1"]
+    for name in humaneval + nli:  # doses double: each group's share about twice the last one's
+        assert planted.placed[name]["documents"] == groups[name].n * groups[name].exposures
+    # equal recency: no copy of either dataset in the last fifth of the background, which ends the stream
+    stream = planted.stream
+    last_copy = max(i for i, document in enumerate(stream) if document.members)
+    tail = stream[last_copy + 1:]
+    assert tail and not any(document.members for document in tail)
+    background_documents = sum(1 for document in stream if not document.members)
+    assert len(tail) >= 0.2 * background_documents - 1
