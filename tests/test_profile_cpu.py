@@ -21,7 +21,10 @@ def profile_run(seed: int) -> list[str]:
 def test_the_profile_trains_the_pilots_chosen_setting(compose_config):
     cfg = compose_config("contaminate", profile_run(0))
     pilot = compose_config("contaminate", ["+experiment=pilot_cpu", "+dataset=humaneval", "plant=doubling"])
-    assert (cfg.contaminate.learning_rate, cfg.contaminate.batch_size) == (3e-5, 4)  # results/pilot_cpu's choice
+    # results/pilot_cpu's choice, lr 3e-5 at its schedule (79 steps of 314 documents, 4 a batch): this stream's
+    # 522 documents, shorter on average, at 7 a batch (counted in the test below)
+    assert (cfg.contaminate.learning_rate, pilot.contaminate.batch_size) == (3e-5, 4)
+    assert cfg.contaminate.batch_size == 7
     assert cfg.contaminate.max_length == pilot.contaminate.max_length == 640
     assert cfg.sample.draw == cfg.seed == 0 and cfg.plant.control == "base" and cfg.plant.tail == 0.2
 
@@ -44,7 +47,10 @@ def test_the_profiles_stream_is_the_pilots_with_synth_nli_in_place_of_background
     assert {len(run.draw.heldout[key]["test"]) for key in ("humaneval", "synth_nli")} == {100}
 
     tokens = planted.counts["training_tokens"]
-    assert 80_000 < tokens < 96_000, tokens  # the pilot's 87,922, within a tenth: the same steps at 4 a batch
+    assert 80_000 < tokens < 96_000, tokens  # the pilot's 87,922, within a tenth
+    # the pilot's schedule: 314 documents at 4 a batch are 79 optimizer steps; this stream's at its batch size
+    steps = -(-len(planted.stream) // run.cfg.contaminate.batch_size)
+    assert len(planted.stream) == 522 and abs(steps - 79) <= 0.1 * 79, steps
     shares = {name: planted.placed[name]["token_share"] for name in humaneval + nli}
     assert 0.015 < shares["x1"] <= 0.02  # the bound at one exposure; the pilot's 1.70%
     assert shares["x1_synth_nli"] < shares["x1"]
