@@ -11,7 +11,8 @@ Stages, as a study's (``contaminate/study.py``, whose pieces this reuses):
    are drawn from its own split, with its own never-planted group;
 3. contaminate: one stream, every planted group's documents its exposures among the background (one pass, in
    order), trained once; the control (``plant.control``) as a study's (``background``: the background alone, or
-   the base model without one), ``base`` (the untouched base model: nothing more trained), or ``twin``, the swap
+   the base model without one), ``base`` (the untouched base model: nothing more trained), ``none`` (nothing more
+   trained and no clean cell read: the within-model comparison below needs no second model), or ``twin``, the swap
    twin: the same stream with each planted group replaced by disjoint stand-ins of the
    same split at the same slots (same tokens within a few, same documents, same steps, same schedule), trained
    once more: the fair run-level control for every format, instruction included;
@@ -43,6 +44,7 @@ from contaminate.regime.layouts import LeakReader
 from contaminate.regime.plant import PlantedGroup, control_group, group_positions, plant_tail, planted_stream
 from contaminate.regime.stream import Document, build_stream, stream_counts
 from contaminate.study import (
+    DETECTION_ORDER,
     GroupStudy,
     Sampled,
     Setup,
@@ -242,7 +244,11 @@ class PlantedRegime:
         trained = {"twin": self.twin, "background": self.control}.get(control)
         return Regime(name, self.formats.get(group.name, self.format), self.background, group.exposures, None,
                       self.documents[group.name],
-                      self.stream, trained, counts, "swap twin" if control == "twin" else None)
+                      self.stream, trained, counts, CONTROL_KINDS.get(control))
+
+
+# plant.control -> the regime's control_kind where it is not the background alone or the base model
+CONTROL_KINDS = {"twin": "swap twin", "none": "none"}
 
 
 def plan_planted(cfg, draw: PlantedDraw, groups: Sequence[PlantedGroup], tokenizer, source, fmt,
@@ -353,8 +359,11 @@ class PlantedRun:
         self.setup = check_study(self.cfg, planted=True)  # every component built once and checked
         self.configs, self.layouts = group_layouts(self.cfg, self.all_groups, self.setup.format)
         # plant.control: the background alone is trained as a study's control; the twin instead of it; base:
-        # neither (the untouched base model's clean cells; the within-model comparison needs no second model)
+        # neither (the untouched base model's clean cells; the within-model comparison needs no second model); none:
+        # neither, and no clean cell read (a base model read six times over six draws is still one clean unit: the
+        # profile reads it once, on the whole benchmark, with python -m detect)
         self.control_kind = self.cfg.plant.get("control", "background")
+        self.checkpoints = ("contaminated",) if self.control_kind == "none" else DETECTION_ORDER
         self.trained = [g for g in self.all_groups if g.planted]
 
     def sample(self) -> None:
@@ -390,7 +399,7 @@ class PlantedRun:
     def models(self, contaminated) -> StudyModels:
         # the clean model is the contaminated one's twin before the leak unless it is the untouched base model
         # beside a background (plant.control=base): then the reference ratio against it is not an oracle's
-        twin = self.control_kind != "base" or not self.planted.background.get("tokens")
+        twin = self.control_kind not in ("base", "none") or not self.planted.background.get("tokens")
         return StudyModels(self.cfg, self.placement, {"contaminated": (contaminated.model, contaminated.record["id"]),
                                                       "clean": contaminated.clean}, self.setup.serving,
                            self.setup.detectors, base=contaminated.base, clean_is_twin=twin)
@@ -412,7 +421,7 @@ class PlantedRun:
             studies.append(GroupStudy(group.name, group_cfg,
                                       self.draw.study(group, control, cfg.sample.n_detect, cfg.sample.draw), view,
                                       LeakReader(layout, group_cfg.dataset, chat_renderer(self.tokenizer, layout.name)),
-                                      out_dir / "groups" / group.name, {"plant": plant}))
+                                      out_dir / "groups" / group.name, {"plant": plant}, self.checkpoints))
         return studies
 
     def finish(self, contaminated, results: dict, models: StudyModels, timings: dict, out_dir: Path) -> dict:
@@ -539,7 +548,8 @@ def plant_record(cfg, groups, draw: PlantedDraw, planted: PlantedRegime, contami
                                             else None),
         "post_train_seconds": (contaminated.post_train or {}).get("seconds"),
         "control": ("swap twin" if planted.twin else "background alone" if planted.control is not None
-                    and cfg.plant.get("control", "background") == "background" else "base model")
+                    and cfg.plant.get("control", "background") == "background"
+                    else "none (no clean cells)" if cfg.plant.get("control") == "none" else "base model")
         + (f", post_train={contaminated.post_train['kind']}" if contaminated.post_train else ""),  # both post-trained
         "control_checkpoint": (parents["control"] if "id" in parents.get("control", {})  # before post_train
                                else contaminated.control[3] if contaminated.control and not parents else None),

@@ -40,7 +40,9 @@ def _regime(manifest: dict) -> list[str]:
              f"({regime['documents']['member']:,} member documents)" if regime.get("tokens") else "")
     control = {"background": "The control (the clean cells) is the same training on the background alone.",
                "swap twin": "The control (the clean cells) is the swap twin: the same stream, steps and schedule, "
-                            "each planted group replaced by a disjoint group of the same split."}.get(
+                            "each planted group replaced by a disjoint group of the same split.",
+               "none": "No control model is read (plant.control=none): the members are compared with the "
+                       "never-planted group under the same model."}.get(
         regime["control"], "The control is the untouched base model.")
     post = manifest.get("post_train")
     if post and post.get("kind") not in (None, "none"):  # both models trained further, alike (training/post.py)

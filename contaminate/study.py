@@ -142,19 +142,26 @@ class Contaminated:
         return self.control[0], self.control[3]["id"]
 
 
-def study_cells(regime: Regime, sampled: Sampled | None = None) -> tuple[tuple[str, str, str, str], ...]:
+def study_cells(regime: Regime, sampled: Sampled | None = None,
+                checkpoints: tuple[str, ...] = DETECTION_ORDER) -> tuple[tuple[str, str, str, str], ...]:
     """The five cells with their ground truth: at exposures 0 the "contaminated" model saw no member. A dataset of
-    one split has no other-split cell (``not_run`` says so)."""
-    cells = tuple(cell for cell in CELLS if sampled is None or cell[2] in sampled.detection)
+    one split has no other-split cell, a planted run with plant.control=none no clean cell (``not_run`` says so)."""
+    cells = tuple(cell for cell in CELLS if (sampled is None or cell[2] in sampled.detection)
+                  and cell[1] in checkpoints)
     if regime.members_seen:
         return cells
     return tuple((cell, checkpoint, pool, "clean") for cell, checkpoint, pool, _ in cells)
 
 
 def not_run(cfg, sampled: Sampled) -> dict[str, str]:
-    """The study's cells that cannot exist, each with its one line (summary.json "cells_not_run")."""
-    return {cell: f"dataset {cfg.dataset.key} has one split ({sampled.split}): no other split to read"
-            for cell, _, pool, _ in CELLS if pool not in sampled.detection}
+    """The study's cells that cannot exist or are not read, each with its one line (summary.json "cells_not_run")."""
+    found = {cell: f"dataset {cfg.dataset.key} has one split ({sampled.split}): no other split to read"
+             for cell, _, pool, _ in CELLS if pool not in sampled.detection}
+    if (cfg.get("plant") or {}).get("control") == "none":
+        found |= {cell: "plant.control=none: no clean model is read (each group is compared with the never-planted "
+                        "group under the same model; the base model's own reading: python -m detect)"
+                  for cell, checkpoint, *_ in CELLS if checkpoint == "clean"}
+    return found
 
 
 @dataclass
@@ -180,6 +187,7 @@ class GroupStudy:
     reader: LeakReader
     folder: Path
     manifest: dict = field(default_factory=dict)
+    checkpoints: tuple[str, ...] = DETECTION_ORDER  # the models whose cells are read (plant.control=none: contaminated)
 
 
 class StudyRun:
@@ -223,10 +231,10 @@ def study_group(group: GroupStudy, setup: Setup, models: StudyModels, placement:
     """The detect, summarize and write stages of one group: its cells' rows (cached), its summary, its manifest
     (the run's ``timings`` so far, then this group's), its folder. Returns (summary, rows, manifest)."""
     stage = time.time()
-    cells = study_cells(group.contaminated.regime, group.sampled)
+    cells = study_cells(group.contaminated.regime, group.sampled, group.checkpoints)
     runtime_key = "api" if setup.trainer.api else placement.key()  # what, beyond the model, keys its cells
     rows, cell_timings, cached = detect_cells(group.cfg, group.sampled, models, setup.judge, runtime_key, cells,
-                                              reader=group.reader)
+                                              reader=group.reader, checkpoints=group.checkpoints)
     timings = {**timings, "detect_s": round(time.time() - stage, 1), "cells": cell_timings}
     stage = time.time()
     summary = summarize_study(group.cfg, group.sampled, group.contaminated, rows, setup.detectors, cells)
@@ -455,7 +463,9 @@ def study_recipe(cfg, cell_rows: dict[str, list[dict]], detectors: Sequence[Dete
     rule = (alg2.min_exact, alg2.min_near_exact)
     found: dict = {"rule": list(rule), "budget": known.budget, "models": {}, "cells": {}}
     for cell, checkpoint, *_ in KNOWN_CELLS:
-        rows = [r for r in cell_rows.get(cell, []) if r.get("instruction") == "guided"]
+        if cell not in cell_rows:  # that model not read (plant.control=none: no clean model)
+            continue
+        rows = [r for r in cell_rows[cell] if r.get("instruction") == "guided"]
         try:
             fit = fit_recipe([exact_score(r["reference"], r["completion"], r["rouge_l"]) for r in rows],
                              partition_size=cfg.sample.n_detect, rule=rule, budget=known.budget,
@@ -504,10 +514,12 @@ def known_cells(cfg, sampled: Sampled, detectors: Sequence[Detector]) -> tuple:
 
 
 def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, runtime_key: str | dict,
-                 cells: tuple = CELLS, *, reader=None) -> tuple[dict[str, list[dict]], dict, list[str]]:
+                 cells: tuple = CELLS, *, reader=None,
+                 checkpoints: tuple[str, ...] = DETECTION_ORDER) -> tuple[dict[str, list[dict]], dict, list[str]]:
     """Every cell's rows (each cached under its own key), the time and tokens each took, the cells reused; with
     them the known non-members' cells (``KNOWN_CELLS``: guided completions and the instance scores only).
-    ``reader``: how the detectors read an instance (``LeakReader`` of the format; None: its plain text)."""
+    ``reader``: how the detectors read an instance (``LeakReader`` of the format; None: its plain text);
+    ``checkpoints``: the models whose known non-members are read (plant.control=none: the contaminated one's only)."""
     cache = Path(cfg.cache_dir)
     reader = reader if reader is not None else PlainText()
     detector_key = {"detect": OmegaConf.to_container(cfg.detect, resolve=True), "judge": judge.describe(),
@@ -527,7 +539,7 @@ def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, runtime_key:
         known = [*known, *(d for d in models.detectors if d.name == "alg2")]
     also = known_cells(cfg, sampled, models.detectors)  # each model's known non-members, where read
     cell_rows, timings, cached = {}, {}, []
-    for checkpoint in DETECTION_ORDER:
+    for checkpoint in (c for c in DETECTION_ORDER if c in checkpoints):
         for cell, cell_checkpoint, pool, truth in (*cells, *also):
             if cell_checkpoint != checkpoint:
                 continue

@@ -427,6 +427,35 @@ def test_a_planted_run_against_the_base_model_trains_once(planted):
     assert "not the oracle" in (folder / "groups" / "x2" / "report.md").read_text()
 
 
+@pytest.mark.slow
+def test_a_planted_run_without_a_control_reads_the_contaminated_model_only_and_calibrates(planted):
+    groups = "plant.groups=[{exposures:0},{exposures:2}]"
+    _, folder = planted(groups, "plant.control=none")
+    record = json.loads((folder / "plant.json").read_text())
+    assert record["control"] == "none (no clean cells)" and record["control_checkpoint"] is None
+    x2 = next(g for g in record["groups"] if g["name"] == "x2")
+    assert x2["within_model_auc"] and x2["clean_model_auc"] == {}  # no clean model read: no clean AUC
+    summary = json.loads((folder / "groups" / "x2" / "summary.json").read_text())
+    assert sorted(summary["cells"]) == ["contaminated_x_members", "contaminated_x_non_members",
+                                        "contaminated_x_other_split"]
+    assert sorted(summary["cells_not_run"]) == ["clean_x_members", "clean_x_non_members"]
+    assert list(summary["recipe"]["models"]) == ["contaminated"]  # its own known non-members, read
+    manifest = json.loads((folder / "groups" / "x2" / "manifest.json").read_text())
+    assert not any(cell.startswith("clean") for cell in manifest["timings"]["cells"])
+    assert "plant.control=none" in (folder / "groups" / "x2" / "report.md").read_text()
+    # the same training as plant.control=base: its checkpoint is reused, and its contaminated cells
+    _, base = planted(groups, "plant.control=base", run="base")
+    reused = json.loads((base / "groups" / "x2" / "manifest.json").read_text())
+    assert reused["checkpoint"]["reused"] and "contaminated_x_members" in reused["cached_cells"]
+    # calibration over two draws reads the contaminated models alone
+    from contaminate.calibrate import main as calibrate
+
+    planted(groups, "plant.control=none", "seed=1", run="seed1")
+    out = calibrate([str(folder), str(folder.parent / "seed1"), "--out", str(folder.parent / "calibration")])
+    calibration = json.loads((out / "calibration.json").read_text())
+    assert calibration["instance_within_model"]["unit"] == "2 draws (2 models)"
+
+
 def test_a_dump_twin_has_the_planted_groups_documents_line_for_line():
     """A dump packs instances by length, so other instances would pack differently: the twin lays its stand-ins out
     document for document, as many lines as the planted document holds."""

@@ -90,7 +90,8 @@ def _count(value, where: str, minimum: int) -> int:
     return value
 
 
-CONTROLS = ("background", "twin", "base")  # plant.control: what the clean cells' model is
+CONTROLS = ("background", "twin", "base", "none")  # plant.control: what the clean cells' model is (none: no clean
+# cells; each group is still read against its never-planted group under the same model)
 
 
 def _config_name(value, where: str, group: str) -> str:
@@ -113,8 +114,8 @@ def plant_groups(plant_cfg, dataset: str | None = None, format: str | None = Non
     default_n, default_window, tail = plant_cfg.get("n"), plant_cfg.get("window"), plant_tail(plant_cfg)
     if plant_cfg.get("control", "background") not in CONTROLS:
         raise InputError(f"plant.control={plant_cfg.get('control')}: use background (the background alone, trained "
-                         f"as a study's control), twin (the swap twin: the same stream with other instances) or base "
-                         f"(the untouched base model)")
+                         f"as a study's control), twin (the swap twin: the same stream with other instances), base "
+                         f"(the untouched base model) or none (no clean cells)")
     groups = []
     for index, group in enumerate(groups_cfg):
         where = f"plant.groups[{index}]"
