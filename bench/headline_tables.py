@@ -12,6 +12,15 @@
 3. Membership within each model: each logit score's within-model AUC by dose, t-interval over draws, the reading
    labelled (the leak's own rendering is an oracle reading; ``_raw`` the bare text).
 
+4. The logit scores at the practitioner's threshold: split conformal on each model's own known non-members at 1% and
+   5%, the FPR it realised on the model's own non-members and its TPR by dose, over units.
+5. Each partition-level verdict as the studies ran it (Algorithm 1, Algorithm 2 at the paper's thresholds, its leak
+   reading, an oracle): k of n models flagged at each dose, and on their own never-planted group.
+
+A folder without calibration.json holds one calibration a dataset (results/profile_cpu: humaneval/, synth_nli/),
+each printed under its name; ``--dose0 <folder>`` adds the untouched base model's verdicts from a ``python -m detect``
+run of the whole benchmark (bench/dose0_table.py: no ground truth, one reading).
+
 Reads calibration.json. The README's tables are this script's output, never typed by hand: ``--write`` replaces
 the text between its two marker lines (``BEGIN``, ``END``), and tests/test_docs.py checks they still agree.
 """
@@ -25,10 +34,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from contaminate.calibration.recipe import rates_text  # noqa: E402
-from contaminate.calibration.regime_report import interval  # noqa: E402
+from contaminate.calibration.regime_report import VERDICT_NAMES, fraction, interval  # noqa: E402
 from detect.detectors import labelled  # noqa: E402
 
 SCORES = ("loss", "zlib", "min_k", "min_k_plus", "reference_ratio", "dc_pdd", "loss_raw", "min_k_plus_raw")
+COMPLETIONS = ("rouge_l", "rouge_l_leak")  # Algorithm 2's score of each guided completion, and of the leak reading's
+VERDICTS = {**VERDICT_NAMES, "alg2_leak": "Alg. 2, leak reading (oracle)"}
 
 
 def _rate(summary: dict | None) -> str:
@@ -81,29 +92,97 @@ def _three(value: float) -> str:
     return f"{value:.3f}"
 
 
-def membership(calibration: dict) -> list[str]:
+def membership(calibration: dict, names: tuple[str, ...] = SCORES) -> list[str]:
     lines = []
     for regime, block in calibration["by_regime"]["regimes"].items():
         doses = [f"{d:g}" for d in block["exposures"] if d and f"{d:g}" in block["membership"]]
         units = sorted({block["membership"][d]["unit"] for d in doses})
         lines += [f"{regime}, {'; '.join(units)} a dose:", "",
                   "| score (reading) | " + " | ".join(f"AUC x{d}" for d in doses) + " |", "|---|" + "---|" * len(doses)]
-        for name in SCORES:
+        for name in names:
             cells = [interval(block["membership"][d]["scores"].get(name, {}).get("auc")) for d in doses]
             if any(c != "-" for c in cells):
-                lines.append(f"| {labelled(name)} | " + " | ".join(cells) + " |")
+                label = "rouge_l (guided completion: Alg. 2's score)" if name == "rouge_l" else labelled(name)
+                lines.append(f"| {label} | " + " | ".join(cells) + " |")
         lines.append("")
     return lines
+
+
+def practitioner(calibration: dict) -> list[str]:
+    lines = []
+    for group, block in calibration["recipe"].items():
+        logit = block.get("logit") or {}
+        names = [n for n in SCORES if n in logit]
+        if not names:
+            continue
+        budgets = sorted(logit[names[0]], key=float)
+        doses = sorted({k[1:] for n in names for b in budgets for k in logit[n][b] if k[:1] == "x"}, key=float)
+        fitted = "/".join(str(n) for n in logit[names[0]][budgets[0]]["fitted_on"])
+        unit = next((v["unit"] for v in logit[names[0]][budgets[0]].values() if isinstance(v, dict) and "unit" in v),
+                    "-")
+        lines += [f"{group}, {unit}: each score's threshold fitted by split conformal on the model's own {fitted} "
+                  f"known non-members (instance level):", "",
+                  "| score (reading) | FPR budget | realised FPR, own non-members | "
+                  + " | ".join(f"TPR x{d}" for d in doses) + " |", "|---|---|---|" + "---|" * len(doses)]
+        for name in names:
+            for budget in budgets:
+                at = logit[name][budget]
+                lines.append(f"| {labelled(name)} | {float(budget):g} | {_rate_k(at.get('non_members'))} | "
+                             + " | ".join(_rate_k(at.get(f"x{d}")) for d in doses) + " |")
+        lines.append("")
+    return lines
+
+
+def _rate_k(summary: dict | None) -> str:
+    return "-" if summary is None else f"{rates_text(summary)} ({summary['k']}/{summary['n']})"
+
+
+def verdicts(calibration: dict) -> list[str]:
+    lines = []
+    for regime, block in calibration["by_regime"]["regimes"].items():
+        doses = [f"{d:g}" for d in block["exposures"] if d]
+        lines += [f"{regime}: each detector's verdict on its cells, k of n models flagged (Clopper-Pearson 95%):", "",
+                  "| verdict | FPR, never-planted group | " + " | ".join(f"TPR x{d}" for d in doses) + " |",
+                  "|---|---|" + "---|" * len(doses)]
+        for name, rates in block["verdicts"].items():
+            fpr = rates["fpr_by_role"].get("non_member")
+            lines.append(f"| {VERDICTS.get(name, name)} | {fraction(fpr)} | "
+                         + " | ".join(fraction(rates["by_dose"].get(d, {}).get("tpr")) for d in doses) + " |")
+        lines.append("")
+    return lines
+
+
+def dose0(folder: Path) -> list[str]:
+    """The untouched base model on the whole benchmark (bench/dose0_table.py's verdicts): no ground truth."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import dose0_table
+
+    summary, rows = dose0_table.read_run(folder)
+    return [f"The untouched base model on all {summary['n_instances']} instances ({folder}, dose 0): no ground "
+            f"truth, one reading, no interval.", "", *dose0_table.verdict_rows(summary, rows), ""]
 
 
 BEGIN = "<!-- headline tables: generated by python bench/headline_tables.py {folder} --write README.md -->"
 END = "<!-- end of the headline tables -->"
 
 
-def tables(calibration: Path) -> str:
-    """Every headline table, as printed."""
-    found = json.loads((calibration / "calibration.json").read_text())
-    return "\n".join("\n".join(part(found)) + "\n" for part in (recipe, cards, membership))
+def tables(calibration: Path, dose0_folder: Path | None = None) -> str:
+    """Every headline table, as printed: of one calibration, or of each dataset's under a folder of them."""
+    if (calibration / "calibration.json").is_file():
+        found = json.loads((calibration / "calibration.json").read_text())
+        return "\n".join("\n".join(part(found)) + "\n" for part in (recipe, cards, membership))
+    datasets = sorted(p.parent for p in calibration.glob("*/calibration.json"))
+    if not datasets:
+        raise SystemExit(f"{calibration}: no calibration.json in it or its folders; run python -m "
+                         f"contaminate.calibrate <studies> --out {calibration} first")
+    text = []
+    for folder in datasets:
+        found = json.loads((folder / "calibration.json").read_text())
+        text += [f"#### {folder.name}", ""]
+        text += [*membership(found, SCORES + COMPLETIONS), *practitioner(found), *recipe(found), *verdicts(found)]
+        if dose0_folder is not None and folder.name == dose0_folder.name.split("_dose0")[0]:
+            text += dose0(dose0_folder)
+    return "\n".join(text) + "\n"
 
 
 def _split(text: str, folder: Path) -> tuple[str, str, str]:
@@ -125,8 +204,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("calibration", type=Path, help="the folder calibrate wrote (with calibration.json)")
     parser.add_argument("--write", type=Path, help="a markdown file whose marked block is replaced by the tables")
+    parser.add_argument("--dose0", type=Path, help="a python -m detect run of the untouched base model on the whole "
+                                                   "benchmark (results/humaneval_dose0), shown under its dataset")
     args = parser.parse_args(argv)
-    generated = tables(args.calibration)
+    generated = tables(args.calibration, args.dose0)
     if args.write is None:
         print(generated)
         return

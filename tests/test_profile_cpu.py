@@ -30,36 +30,38 @@ def test_the_profile_trains_the_pilots_chosen_setting(compose_config):
 
 
 @pytest.mark.slow
-def test_the_profiles_stream_is_the_pilots_with_synth_nli_in_place_of_background(compose_config):
-    """Counted with the embedded model's tokenizer, no training: the HumanEval doses keep the pilot's shares (x1
-    1.70% there) under the issue's 2%, every copy of both datasets falls before the clean tail, and each dataset
-    has its own never-planted group and 100 known non-members."""
+def test_the_profiles_stream_keeps_every_draw_under_the_bound_at_the_pilots_schedule(compose_config):
+    """Counted with the embedded model's tokenizer, no training, for each of the six draws (the first launch was
+    counted on seed 0 only, whose x1 group is the shortest: seeds 1-5 came to 2.09-2.62% and refused to train): each
+    draw's HumanEval x1 share under the issue's 2%, every copy of both datasets before the clean tail, the pilot's
+    number of optimizer steps, and each dataset its own never-planted group and 100 known non-members."""
     from contaminate.run import build_run
 
-    run = build_run(compose_config("contaminate", profile_run(0)), None)
-    run.sample()
-    planted = run.plan()
-    groups = {g.name: g for g in run.all_groups}
     humaneval = [f"x{d}" for d in (1, 2, 4, 8, 16)]
     nli = [f"x{d}_synth_nli" for d in (1, 2, 4, 8, 16)]
-    assert set(groups) == {"x0", "x0_synth_nli", *humaneval, *nli}
-    assert {run.draw.dataset_of[name] for name in nli} == {"synth_nli"}
-    assert {len(run.draw.heldout[key]["test"]) for key in ("humaneval", "synth_nli")} == {100}
-
-    tokens = planted.counts["training_tokens"]
-    assert 80_000 < tokens < 96_000, tokens  # the pilot's 87,922, within a tenth
-    # the pilot's schedule: 314 documents at 4 a batch are 79 optimizer steps; this stream's at its batch size
-    steps = -(-len(planted.stream) // run.cfg.contaminate.batch_size)
-    assert len(planted.stream) == 522 and abs(steps - 79) <= 0.1 * 79, steps
-    shares = {name: planted.placed[name]["token_share"] for name in humaneval + nli}
-    assert 0.015 < shares["x1"] <= 0.02  # the issue's bound at one exposure; the pilot's 1.70%
-    assert shares["x1_synth_nli"] < shares["x1"]
-    for name in humaneval + nli:  # doses double: each group's share about twice the last one's
-        assert planted.placed[name]["documents"] == groups[name].n * groups[name].exposures
-    # equal recency: no copy of either dataset in the last fifth of the background, which ends the stream
-    stream = planted.stream
-    last_copy = max(i for i, document in enumerate(stream) if document.members)
-    tail = stream[last_copy + 1:]
-    assert tail and not any(document.members for document in tail)
-    background_documents = sum(1 for document in stream if not document.members)
-    assert len(tail) >= 0.2 * background_documents - 1
+    x1 = []
+    for seed in range(6):
+        run = build_run(compose_config("contaminate", profile_run(seed)), None)
+        run.sample()
+        planted = run.plan()  # plant.max_share_per_exposure=0.02 refuses a draw past the bound here
+        groups = {g.name: g for g in run.all_groups}
+        assert set(groups) == {"x0", "x0_synth_nli", *humaneval, *nli}
+        assert {run.draw.dataset_of[name] for name in nli} == {"synth_nli"}
+        assert {len(run.draw.heldout[key]["test"]) for key in ("humaneval", "synth_nli")} == {100}
+        # the pilot's schedule: 314 documents at 4 a batch are 79 optimizer steps; this stream's at its batch size
+        steps = -(-len(planted.stream) // run.cfg.contaminate.batch_size)
+        assert abs(steps - 79) <= 0.1 * 79, steps
+        shares = {name: planted.placed[name]["token_share"] for name in humaneval + nli}
+        x1.append(shares["x1"])
+        assert shares["x1"] <= 0.02 and shares["x1_synth_nli"] < shares["x1"]
+        for name in humaneval + nli:  # doses double: each group's share about twice the last one's
+            assert planted.placed[name]["documents"] == groups[name].n * groups[name].exposures
+        # equal recency: no copy of either dataset in the last fifth of the background, which ends the stream
+        stream = planted.stream
+        last_copy = max(i for i, document in enumerate(stream) if document.members)
+        tail = stream[last_copy + 1:]
+        assert tail and not any(document.members for document in tail)
+        background_documents = sum(1 for document in stream if not document.members)
+        assert len(tail) >= 0.2 * background_documents - 1
+    # as the config's header states: seed 0 1.28%, the longest draw (seed 5) 1.95%
+    assert abs(min(x1) - 0.0128) < 1e-4 and abs(max(x1) - 0.0195) < 1e-4, x1
