@@ -11,7 +11,6 @@
    and its transfer to the other group (FPR, equivalence verdict and power).
 3. Membership within each model: each logit score's within-model AUC by dose, t-interval over draws, the reading
    labelled (the leak's own rendering is an oracle reading; ``_raw`` the bare text).
-
 4. The logit scores at the practitioner's threshold: split conformal on each model's own known non-members at 1% and
    5%, the FPR it realised on the model's own non-members and its TPR by dose, over units.
 5. Each partition-level verdict as the studies ran it (Algorithm 1, Algorithm 2 at the paper's thresholds, its leak
@@ -152,12 +151,15 @@ def verdicts(calibration: dict) -> list[str]:
     return lines
 
 
-def dose0(folder: Path) -> list[str]:
-    """The untouched base model on the whole benchmark (bench/dose0_table.py's verdicts): no ground truth."""
+def dose0(folder: Path, dataset: str) -> list[str]:
+    """The untouched base model on the whole benchmark (bench/dose0_table.py's verdicts), where ``folder`` is a run
+    of ``dataset``: no ground truth."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import dose0_table
 
     summary, rows = dose0_table.read_run(folder)
+    if summary["dataset"] != dataset:
+        return []
     return [f"The untouched base model on all {summary['n_instances']} instances ({folder}, dose 0): no ground "
             f"truth, one reading, no interval.", "", *dose0_table.verdict_rows(summary, rows), ""]
 
@@ -180,8 +182,8 @@ def tables(calibration: Path, dose0_folder: Path | None = None) -> str:
         found = json.loads((folder / "calibration.json").read_text())
         text += [f"#### {folder.name}", ""]
         text += [*membership(found, SCORES + COMPLETIONS), *practitioner(found), *recipe(found), *verdicts(found)]
-        if dose0_folder is not None and folder.name == dose0_folder.name.split("_dose0")[0]:
-            text += dose0(dose0_folder)
+        if dose0_folder is not None:
+            text += dose0(dose0_folder, folder.name)
     return "\n".join(text) + "\n"
 
 
