@@ -22,7 +22,7 @@ def test_the_profile_trains_the_pilots_chosen_setting(compose_config):
     cfg = compose_config("contaminate", profile_run(0))
     pilot = compose_config("contaminate", ["+experiment=pilot_cpu", "+dataset=humaneval", "plant=doubling"])
     # results/pilot_cpu's choice, lr 3e-5 at its schedule (79 steps of 314 documents, 4 a batch): this stream's
-    # 522 documents, shorter on average, at 7 a batch (counted in the test below)
+    # 574 documents, shorter on average, at 7 a batch (counted in the test below)
     assert (cfg.contaminate.learning_rate, pilot.contaminate.batch_size) == (3e-5, 4)
     assert cfg.contaminate.batch_size == 7
     assert cfg.contaminate.max_length == pilot.contaminate.max_length == 640
