@@ -153,14 +153,15 @@ def study_cells(regime: Regime, sampled: Sampled | None = None,
     return tuple((cell, checkpoint, pool, "clean") for cell, checkpoint, pool, _ in cells)
 
 
-def not_run(cfg, sampled: Sampled) -> dict[str, str]:
-    """The study's cells that cannot exist or are not read, each with its one line (summary.json "cells_not_run")."""
+def not_run(cfg, sampled: Sampled, cells: tuple = CELLS) -> dict[str, str]:
+    """The study's cells that cannot exist or whose model ``cells`` does not read (plant.control=none reads no clean
+    model), each with its one line (summary.json "cells_not_run")."""
     found = {cell: f"dataset {cfg.dataset.key} has one split ({sampled.split}): no other split to read"
              for cell, _, pool, _ in CELLS if pool not in sampled.detection}
-    if (cfg.get("plant") or {}).get("control") == "none":
-        found |= {cell: "plant.control=none: no clean model is read (each group is compared with the never-planted "
-                        "group under the same model; the base model's own reading: python -m detect)"
-                  for cell, checkpoint, *_ in CELLS if checkpoint == "clean"}
+    read = {checkpoint for _, checkpoint, *_ in cells}
+    found |= {cell: "plant.control=none: no clean model is read (each group is compared with the never-planted "
+                    "group under the same model; the base model's own reading: python -m detect)"
+              for cell, checkpoint, pool, _ in CELLS if checkpoint not in read and pool in sampled.detection}
     return found
 
 
@@ -234,7 +235,7 @@ def study_group(group: GroupStudy, setup: Setup, models: StudyModels, placement:
     cells = study_cells(group.contaminated.regime, group.sampled, group.checkpoints)
     runtime_key = "api" if setup.trainer.api else placement.key()  # what, beyond the model, keys its cells
     rows, cell_timings, cached = detect_cells(group.cfg, group.sampled, models, setup.judge, runtime_key, cells,
-                                              reader=group.reader, checkpoints=group.checkpoints)
+                                              reader=group.reader)
     timings = {**timings, "detect_s": round(time.time() - stage, 1), "cells": cell_timings}
     stage = time.time()
     summary = summarize_study(group.cfg, group.sampled, group.contaminated, rows, setup.detectors, cells)
@@ -514,12 +515,11 @@ def known_cells(cfg, sampled: Sampled, detectors: Sequence[Detector]) -> tuple:
 
 
 def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, runtime_key: str | dict,
-                 cells: tuple = CELLS, *, reader=None,
-                 checkpoints: tuple[str, ...] = DETECTION_ORDER) -> tuple[dict[str, list[dict]], dict, list[str]]:
+                 cells: tuple = CELLS, *, reader=None) -> tuple[dict[str, list[dict]], dict, list[str]]:
     """Every cell's rows (each cached under its own key), the time and tokens each took, the cells reused; with
     them the known non-members' cells (``KNOWN_CELLS``: guided completions and the instance scores only).
-    ``reader``: how the detectors read an instance (``LeakReader`` of the format; None: its plain text);
-    ``checkpoints``: the models whose known non-members are read (plant.control=none: the contaminated one's only)."""
+    ``reader``: how the detectors read an instance (``LeakReader`` of the format; None: its plain text). The known
+    non-members are read by the models ``cells`` reads (plant.control=none: the contaminated one only)."""
     cache = Path(cfg.cache_dir)
     reader = reader if reader is not None else PlainText()
     detector_key = {"detect": OmegaConf.to_container(cfg.detect, resolve=True), "judge": judge.describe(),
@@ -539,7 +539,8 @@ def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, runtime_key:
         known = [*known, *(d for d in models.detectors if d.name == "alg2")]
     also = known_cells(cfg, sampled, models.detectors)  # each model's known non-members, where read
     cell_rows, timings, cached = {}, {}, []
-    for checkpoint in (c for c in DETECTION_ORDER if c in checkpoints):
+    read = {checkpoint for _, checkpoint, *_ in cells}
+    for checkpoint in (c for c in DETECTION_ORDER if c in read):
         for cell, cell_checkpoint, pool, truth in (*cells, *also):
             if cell_checkpoint != checkpoint:
                 continue
@@ -643,8 +644,9 @@ def summarize_study(cfg, sampled: Sampled, contaminated: Contaminated, cell_rows
     recipe = study_recipe(cfg, cell_rows, detectors, cells)
     if recipe is not None:
         summary["recipe"] = recipe
-    if not_run(cfg, sampled):
-        summary["cells_not_run"] = not_run(cfg, sampled)
+    missing = not_run(cfg, sampled, cells)
+    if missing:
+        summary["cells_not_run"] = missing
     return summary
 
 
