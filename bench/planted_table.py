@@ -10,6 +10,7 @@ Every number comes from those files; nothing is typed by hand (the README includ
 
 from __future__ import annotations
 
+import gzip
 import json
 import sys
 from pathlib import Path
@@ -26,15 +27,19 @@ SCORES = ("loss", "zlib", "min_k", "min_k_plus", "reference_ratio", "dc_pdd", "l
 
 def runs_table(runs: list[dict]) -> list[str]:
     # train s: the checkpoint's own record of its training (a run that reused its checkpoint from the cache took
-    # ~0 s to train this time; its record keeps what training took); detect s: this invocation's detection
+    # ~0 s to train this time; its record keeps what training took); detect s: this invocation's detection, and a
+    # run resumed from the cache says how many of its groups' member cells an earlier invocation detected (a
+    # member cell is one group's own: within one invocation it is never reused, so cached means resumed)
     lines = ["| run | draw | seed | training tokens | steps | train s | detect s | " +
              " | ".join(f"{g['name']} share" for g in runs[0]["groups"] if g["exposures"]) + " |",
              "|---" * (7 + sum(1 for g in runs[0]["groups"] if g["exposures"])) + "|"]
     for run in runs:
         shares = " | ".join(f"{g['token_share']:.2%}" for g in run["groups"] if g["exposures"])
         detect = sum(v for k, v in run["timings"].items() if k.startswith("detect_"))
+        cached, read = run["members_cached"]
+        resumed = f" (resumed: {cached} of {read} groups' members detected earlier)" if cached else ""
         lines.append(f"| {run['folder']} | {run['draw']} | {run['seed']} | {run['stream']['training_tokens']:,} | "
-                     f"{run['checkpoint']['steps']} | {train_seconds(run):.0f} | {detect:.0f} | {shares} |")
+                     f"{run['checkpoint']['steps']} | {train_seconds(run):.0f} | {detect:.0f}{resumed} | {shares} |")
     trained = sum(train_seconds(run) for run in runs)
     lines += ["", f"{len(runs)} training runs, {trained / 3600:.2f} h of training in all (each checkpoint's "
               f"train_seconds{', the twins included' if any(r.get('control_checkpoint') for r in runs) else ''})."]
@@ -61,6 +66,18 @@ def one_study_per_dose(runs: list[dict]) -> tuple[int, int]:
         studies += len(planted) + 1
         tokens += sum(background + g["tokens"] for g in planted) + background
     return studies, tokens
+
+
+def members_cached(run_folder: Path) -> tuple[int, int]:
+    """How many of a planted run's groups read their members' cell from the cache, and how many groups it has (their
+    manifests, as the run wrote them or as ``--keep-studies`` kept them): a member cell is never shared between
+    groups, so a cached one was detected by an earlier invocation of the same run."""
+    paths = [*run_folder.glob("groups/*/manifest.json"), *run_folder.glob("groups/*/manifest.json.gz")]
+    count = 0
+    for path in paths:
+        text = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+        count += "contaminated_x_members" in json.loads(text).get("cached_cells", [])
+    return count, len(paths)
 
 
 def train_seconds(run: dict) -> float:
@@ -100,7 +117,7 @@ def main(runs_folder: str, calibration_folder: str) -> str:
     runs = []
     for path in sorted(Path(runs_folder).rglob("plant.json")):
         record = json.loads(path.read_text())
-        runs.append({**record, "folder": path.parent.name})
+        runs.append({**record, "folder": path.parent.name, "members_cached": members_cached(path.parent)})
     if not runs:
         raise SystemExit(f"no plant.json under {runs_folder}: give the sweep folder of planted runs")
     calibration = json.loads((Path(calibration_folder) / "calibration.json").read_text())

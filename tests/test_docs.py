@@ -159,6 +159,35 @@ def test_the_planted_profile_tables_are_the_scripts_output():
         "python bench/planted_table.py results/planted_cpu/studies results/planted_cpu > results/planted_cpu/tables.md"
 
 
+def test_a_planted_run_resumed_from_the_cache_says_its_detection_time_is_the_last_invocations(tmp_path):
+    """A run stopped and resumed reads its finished member cells from the cache: its detect s covers only the last
+    invocation, and the table says how many groups' members an earlier one detected (manifests as a run writes them,
+    and gzipped as --keep-studies keeps them)."""
+    import gzip
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import planted_table
+
+    def manifest(group: str, cached: list[str], gz: bool) -> None:
+        folder = tmp_path / "groups" / group
+        folder.mkdir(parents=True)
+        text = json.dumps({"cached_cells": cached}).encode()
+        (folder / ("manifest.json.gz" if gz else "manifest.json")).write_bytes(gzip.compress(text) if gz else text)
+
+    assert planted_table.members_cached(tmp_path) == (0, 0)
+    manifest("x1", ["contaminated_x_members", "contaminated_x_non_members"], gz=True)
+    manifest("x2", ["contaminated_x_non_members", "contaminated_x_known_non_members"], gz=False)  # detected now
+    manifest("x4", ["contaminated_x_members"], gz=False)
+    assert planted_table.members_cached(tmp_path) == (2, 3)
+    run = {"folder": "s1", "draw": 1, "seed": 1, "stream": {"training_tokens": 1000, "tokens": {"background": 900}},
+           "checkpoint": {"steps": 3, "train_seconds": 10.0, "tokens_per_second": 100.0},
+           "timings": {"detect_x1_s": 0.0, "detect_x2_s": 5.0, "detect_x4_s": 0.0}, "members_cached": (2, 3),
+           "groups": [{"name": "x1", "exposures": 1, "token_share": 0.01, "tokens": 10}]}
+    assert "| 10 | 5 (resumed: 2 of 3 groups' members detected earlier) | 1.00% |" in planted_table.runs_table([run])[2]
+    assert "resumed" not in planted_table.runs_table([{**run, "members_cached": (0, 3)}])[2]
+
+
 def test_included_result_tables_are_the_files_the_scripts_wrote():
     """docs blocks marked ``<!-- include results/... -->`` hold their file's content (bench/include_tables.py), and
     the detector-fix AUC table recomputes from its committed per-instance scores (bench/detector_fixes.py)."""
