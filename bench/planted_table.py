@@ -4,6 +4,7 @@ recipe and the card (``bench/headline_tables.py``'s tables).
 
     python -m contaminate.calibrate runs/planted_cpu --out results/planted_cpu --keep-studies
     python bench/planted_table.py runs/planted_cpu results/planted_cpu > results/planted_cpu/tables.md
+    python bench/planted_table.py results/profile_cpu/humaneval/studies > results/profile_cpu/runs.md  # runs only
 
 Every number comes from those files; nothing is typed by hand (the README includes the output).
 """
@@ -113,13 +114,16 @@ def auc_table(calibration: dict) -> list[str]:
     return lines
 
 
-def main(runs_folder: str, calibration_folder: str) -> str:
+def main(runs_folder: str, calibration_folder: str | None = None) -> str:
+    """The runs table, and with a calibration folder its within-model AUC, recipe and card tables after it."""
     runs = []
     for path in sorted(Path(runs_folder).rglob("plant.json")):
         record = json.loads(path.read_text())
         runs.append({**record, "folder": path.parent.name, "members_cached": members_cached(path.parent)})
     if not runs:
         raise SystemExit(f"no plant.json under {runs_folder}: give the sweep folder of planted runs")
+    if calibration_folder is None:
+        return "\n".join(["## Runs", "", *runs_table(runs)]) + "\n"
     calibration = json.loads((Path(calibration_folder) / "calibration.json").read_text())
     return "\n".join(["## Runs", "", *runs_table(runs), "", "## Within-model AUC by dose", "",
                       *auc_table(calibration), "## The recipe within each model, and the card", "",
@@ -127,6 +131,6 @@ def main(runs_folder: str, calibration_folder: str) -> str:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        raise SystemExit("usage: python bench/planted_table.py <runs folder> <calibration folder>")
-    print(main(sys.argv[1], sys.argv[2]), end="")
+    if len(sys.argv) not in (2, 3):
+        raise SystemExit("usage: python bench/planted_table.py <runs folder> [<calibration folder>]")
+    print(main(*sys.argv[1:]), end="")
