@@ -59,7 +59,9 @@ def recipe(calibration: dict) -> list[str]:
             bound = "refused" if c["stated_bound"] is None else f"{c['stated_bound']:.3f}"
             lines.append(f"| {c['rule_text']} | {bound} | {_rate(c['fpr'])} | "
                          + " | ".join(_rate(c["tpr_by_dose"].get(d)) for d in doses) + " |")
-        lines.append("")
+        lines += ["", "A rate: the probability that the rule flags a partition of its size drawn from a model's cell, "
+                  "at the model's own fitted thresholds, over models; in brackets, the instances those thresholds "
+                  "label exact or near-exact, of those read.", ""]
     return lines
 
 
