@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     generated = tables(args.calibration, args.dose0)
     if args.write is None:
-        print(generated)
+        print(generated, end="")
         return
     head, _, tail = _split(args.write.read_text(), args.calibration)
     args.write.write_text(f"{head}\n{generated.strip()}\n{tail}")
