@@ -162,7 +162,9 @@ def dose0(folder: Path, dataset: str) -> list[str]:
     summary, rows = dose0_table.read_run(folder)
     if summary["dataset"] != dataset:
         return []
-    return [f"The untouched base model on all {summary['n_instances']} instances ({folder}, dose 0): no ground "
+    root = Path(__file__).resolve().parents[1]  # named from the repository root, however it was given
+    shown = folder.resolve().relative_to(root) if folder.resolve().is_relative_to(root) else folder
+    return [f"The untouched base model on all {summary['n_instances']} instances ({shown}, dose 0): no ground "
             f"truth, one reading, no interval.", "", *dose0_table.verdict_rows(summary, rows), ""]
 
 

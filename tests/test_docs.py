@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-HEADLINE = ROOT / "results" / "transfer_cpu"   # calibrated with results/planted_cpu's studies: the README's tables
+TRANSFER = ROOT / "results" / "transfer_cpu"   # calibrated with results/planted_cpu's studies
+HEADLINE = ROOT / "results" / "profile_cpu"    # the README's tables: one calibration a dataset, and dose 0
+HEADLINE_DOSE0 = ROOT / "results" / "humaneval_dose0"
 
 
 def _docs() -> list[Path]:
@@ -81,10 +83,10 @@ def _headline_tables():
 
 def test_the_readme_headline_tables_are_the_scripts_output():
     headline = _headline_tables()
-    folder = HEADLINE.relative_to(ROOT)
-    in_readme = headline.between_markers((ROOT / "README.md").read_text(), folder)
-    assert in_readme == headline.tables(ROOT / folder).strip("\n"), \
-        "README's headline tables differ from: python bench/headline_tables.py results/transfer_cpu --write README.md"
+    folder, dose0 = HEADLINE.relative_to(ROOT), HEADLINE_DOSE0.relative_to(ROOT)
+    in_readme = headline.between_markers((ROOT / "README.md").read_text(), folder, dose0)
+    assert in_readme == headline.tables(ROOT / folder, ROOT / dose0).strip("\n"), \
+        f"README headline tables differ: python bench/headline_tables.py {folder} --dose0 {dose0} --write README.md"
 
 
 def differences(found, committed, where: str = "", rel: float = 1e-9) -> list[str]:
@@ -120,8 +122,9 @@ UNITS = ROOT / "results" / "units_cpu"
 
 @pytest.mark.slow
 @pytest.mark.parametrize("folder, studies, options", [
-    (UNITS, [UNITS], ["--transfer"]), (PLANTED, [PLANTED], []), (HEADLINE, [PLANTED, HEADLINE], [])],
-    ids=["units", "planted", "transfer"])
+    (UNITS, [UNITS], ["--transfer"]), (PLANTED, [PLANTED], []), (TRANSFER, [PLANTED, TRANSFER], []),
+    (HEADLINE / "humaneval", [HEADLINE / "humaneval"], []), (HEADLINE / "synth_nli", [HEADLINE / "synth_nli"], [])],
+    ids=["units", "planted", "transfer", "profile_humaneval", "profile_synth_nli"])
 def test_the_committed_calibration_recomputes_from_its_committed_studies(tmp_path, folder, studies, options):
     from contaminate.calibrate import main
 
@@ -157,6 +160,20 @@ def test_the_planted_profile_tables_are_the_scripts_output():
 
     assert planted_table.main(str(PLANTED / "studies"), str(PLANTED)) == (PLANTED / "tables.md").read_text(), \
         "python bench/planted_table.py results/planted_cpu/studies results/planted_cpu > results/planted_cpu/tables.md"
+
+
+def test_the_profile_tables_are_the_scripts_output():
+    """results/profile_cpu's runs.md and tables.md as bench/planted_table.py and bench/headline_tables.py print them
+    from the committed studies and calibrations (its README includes both)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import planted_table
+
+    assert planted_table.main(str(HEADLINE / "humaneval" / "studies")) == (HEADLINE / "runs.md").read_text(), \
+        "python bench/planted_table.py results/profile_cpu/humaneval/studies > results/profile_cpu/runs.md"
+    assert _headline_tables().tables(HEADLINE, HEADLINE_DOSE0) == (HEADLINE / "tables.md").read_text(), \
+        "python bench/headline_tables.py results/profile_cpu --dose0 results/humaneval_dose0 > .../tables.md"
 
 
 def test_a_planted_run_resumed_from_the_cache_says_its_detection_time_is_the_last_invocations(tmp_path):
