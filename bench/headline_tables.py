@@ -36,7 +36,8 @@ from contaminate.calibration.recipe import rates_text  # noqa: E402
 from contaminate.calibration.regime_report import VERDICT_NAMES, fraction, interval  # noqa: E402
 from detect.detectors import labelled  # noqa: E402
 
-SCORES = ("loss", "zlib", "min_k", "min_k_plus", "reference_ratio", "dc_pdd", "loss_raw", "min_k_plus_raw")
+SCORES = ("loss", "zlib", "min_k", "min_k_plus", "reference_ratio", "dc_pdd", "loss_raw", "min_k_plus_raw",
+          "reference_ratio_raw")
 COMPLETIONS = ("rouge_l", "rouge_l_leak")  # Algorithm 2's score of each guided completion, and of the leak reading's
 VERDICTS = {**VERDICT_NAMES, "alg2_leak": "Alg. 2, leak reading (oracle)"}
 
