@@ -49,6 +49,7 @@ def test_the_planned_stream_holds_members_n_times_and_no_non_member(compose_conf
     assert 0 < regime.counts["members_token_share"] < 0.7
 
 
+@pytest.mark.slow  # two studies on the tiny model: ~35 s
 def test_a_diluted_study_and_its_control(study):
     summary, manifest, folder = study(*DILUTED, "contaminate.exposures=2")
     regime = manifest["regime"]

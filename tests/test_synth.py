@@ -2,6 +2,7 @@ from collections import Counter
 
 import pytest
 
+from detect.datasets import synth
 from detect.datasets.synth import NEWS_LABELS, NLI_LABELS, build, generate_rows
 
 
@@ -11,6 +12,7 @@ def test_splits_are_large_distinct_seeded_and_balanced(shape, field):
     train, test = [r[field] for r in rows["train"]], [r[field] for r in rows["test"]]
     assert len(set(train)) == len(train) == 1200 and len(set(test)) == 1200
     assert not set(train) & set(test)
+    synth._generated_draws.cache_clear()  # drawn again, not read from the cache: the seed alone fixes the rows
     assert generate_rows(shape, 1200, seed=0) == rows
     assert generate_rows(shape, 1200, seed=1)["test"][0] != rows["test"][0]
     if "label" in rows["test"][0]:
@@ -66,3 +68,15 @@ def test_an_in_distribution_guess_is_rarely_a_near_exact_replica(shape):
                   if j != i and rows[j].get("label") == rows[i].get("label")]
         hits += [rouge_l(second[i], second[j]) >= 0.75 for j in others]
     assert np.mean(hits) < 0.03
+
+
+def test_a_caller_that_edits_its_rows_leaves_the_next_callers_as_drawn():
+    rows = generate_rows("nli", 300, seed=0)
+    first = dict(rows["test"][0])
+    rows["test"][0]["sentence1"] = "edited"
+    rows["train"].clear()
+    again = generate_rows("nli", 300, seed=0)
+    assert again["test"][0] == first and len(again["train"]) == 300
+    draws = synth.generate_draws("nli", 300, seed=0)
+    draws["test"][0].clear()
+    assert synth.generate_draws("nli", 300, seed=0)["test"][0]

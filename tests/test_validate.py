@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from contaminate.study import check_study
+from contaminate.study import check_study, sample_pools
 from detect.datasets import load_split
 from detect.errors import InputError
 from detect.pipeline import check_detection
@@ -109,27 +109,49 @@ def test_the_command_line_prints_one_line_and_writes_nothing_finished(tmp_path):
         assert not (tmp_path / "cache" / "checkpoints").exists()
 
 
-def test_the_inputs_of_issue_24_through_the_real_command(tmp_path):
-    """What a new user typed that gave a traceback once training started (learning rate), PEFT's ValueError (rank)
-    or a datasets traceback (an empty split file): exit 2, one line on stderr, nothing trained."""
+ISSUE_24 = [  # (overrides, the one line), what a new user typed that gave a traceback once
+    ("contaminate.learning_rate=-1", "error: contaminate.learning_rate=-1: give a number > 0"),  # training started
+    ("contaminate=lora contaminate.peft.r=0", "error: contaminate.peft.r=0: give a whole number >= 1"),  # PEFT's error
+    ("seed=abc", "error: seed=abc: give a whole number >= 0"),
+    ("dataset.path={tmp}/empty", "{tmp}/empty/test.jsonl holds no instances"),  # a datasets traceback
+    ("dataset.path={tmp}/header", "{tmp}/header/test.csv holds no instances"),
+    ("contaminate=lora contaminate.peft.lora_dropout=1.5",
+     "contaminate.peft.lora_dropout=1.5: give a number in [0, 1)"),
+]
+
+
+def _empty_split_files(tmp_path):
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "test.jsonl").write_text("\n")
     (tmp_path / "header").mkdir()
     (tmp_path / "header" / "test.csv").write_text("sentence1,sentence2,label\n")
-    cases = {"contaminate.learning_rate=-1": "error: contaminate.learning_rate=-1: give a number > 0",
-             "contaminate=lora contaminate.peft.r=0": "error: contaminate.peft.r=0: give a whole number >= 1",
-             "seed=abc": "error: seed=abc: give a whole number >= 0",
-             f"dataset.path={tmp_path / 'empty'}": f"{tmp_path / 'empty' / 'test.jsonl'} holds no instances",
-             f"dataset.path={tmp_path / 'header'}": f"{tmp_path / 'header' / 'test.csv'} holds no instances",
-             "contaminate=lora contaminate.peft.lora_dropout=1.5": "contaminate.peft.lora_dropout=1.5: give a number "
-                                                                  "in [0, 1)"}
-    for overrides, message in cases.items():
-        done = subprocess.run([sys.executable, "-m", "contaminate", "+dataset=synth_nli", *overrides.split(),
-                               f"hydra.run.dir={tmp_path / 'run'}", f"cache_dir={tmp_path / 'cache'}"],
-                              capture_output=True, text=True)
-        lines = [line for line in done.stderr.splitlines() if line.strip()]
-        assert done.returncode == 2 and len(lines) == 1 and message in lines[0], (overrides, done.stderr[-800:])
-        assert not (tmp_path / "cache" / "checkpoints").exists()
+
+
+# One case through the real command in the fast tier (~5 s a process: the imports), the rest in the full suite; every
+# case is also refused in-process below, before any data or model is touched.
+@pytest.mark.parametrize("overrides, message", [pytest.param(*case, marks=[pytest.mark.slow] if i else [])
+                                                for i, case in enumerate(ISSUE_24)])
+def test_the_inputs_of_issue_24_through_the_real_command(tmp_path, overrides, message):
+    """Exit 2, one line on stderr, nothing trained."""
+    _empty_split_files(tmp_path)
+    overrides, message = overrides.format(tmp=tmp_path), message.format(tmp=tmp_path)
+    done = subprocess.run([sys.executable, "-m", "contaminate", "+dataset=synth_nli", *overrides.split(),
+                           f"hydra.run.dir={tmp_path / 'run'}", f"cache_dir={tmp_path / 'cache'}"],
+                          capture_output=True, text=True)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1 and message in lines[0], (overrides, done.stderr[-800:])
+    assert not (tmp_path / "cache" / "checkpoints").exists()
+
+
+@pytest.mark.parametrize("overrides, message", ISSUE_24)
+def test_the_inputs_of_issue_24_in_process(compose_config, tmp_path, overrides, message):
+    _empty_split_files(tmp_path)
+    overrides, message = overrides.format(tmp=tmp_path), message.format(tmp=tmp_path).removeprefix("error: ")
+    cfg = compose_config("contaminate", [*STUDY, *overrides.split()])
+    with pytest.raises(InputError) as refused:
+        check_study(cfg)
+        sample_pools(cfg)  # the split files are read here
+    assert str(refused.value).splitlines() == [str(refused.value)] and message in str(refused.value)
 
 
 @pytest.mark.parametrize("overrides, message", [
