@@ -59,7 +59,7 @@ def blind_baseline(members: Sequence[str], non_members: Sequence[str], *, seed: 
     auc = rank_auc(labels, scores)
     rng = np.random.default_rng(seed)
     null = np.array([rank_auc(shuffled, _cross_validated_scores(features, shuffled, folds=folds,
-                                                                     repeats=repeats, seed=seed + 1 + k))
+                                                                repeats=repeats, seed=seed + 1 + k))
                      for k, shuffled in enumerate(rng.permutation(labels) for _ in range(n_permutations))])
     p_value = float((1 + (null >= auc - 1e-12).sum()) / (1 + n_permutations))
     positive, negative = np.flatnonzero(labels), np.flatnonzero(~labels)

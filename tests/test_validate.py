@@ -128,7 +128,7 @@ def _empty_split_files(tmp_path):
 
 
 # One case through the real command in the fast tier (~5 s a process: the imports), the rest in the full suite; every
-# case is also refused in-process below, before any data or model is touched.
+# case is also refused in-process below, before any model is loaded (the split files when the pools are drawn).
 @pytest.mark.parametrize("overrides, message", [pytest.param(*case, marks=[pytest.mark.slow] if i else [])
                                                 for i, case in enumerate(ISSUE_24)])
 def test_the_inputs_of_issue_24_through_the_real_command(tmp_path, overrides, message):
