@@ -1,0 +1,116 @@
+"""The answer classifier (detect/detectors/time_travel/follow.py) on hand-labelled answers, code and prose, and the
+follow rate that makes a verdict uninformative."""
+
+import pytest
+
+from detect.detectors.time_travel.follow import (
+    CLASSES,
+    answer_classes,
+    classify,
+    classify_row,
+    follow_block,
+)
+from detect.detectors.time_travel.prompts import build_prompt
+
+# HumanEval/53 cut inside its docstring, as the lab cuts code (at a line boundary)
+CODE_FIRST = 'def add(x: int, y: int):\n    """Add two numbers x and y\n    >>> add(2, 3)\n    5\n    >>> add(5, 7)'
+CODE_SECOND = '    12\n    """\n    return x + y\n'
+CODE_PROMPT = build_prompt("guided", "code", first_piece=CODE_FIRST, label=None, dataset_name="HumanEval",
+                           split_name="test")
+
+# hand-labelled: (answer as generated, its class)
+CODE_ANSWERS = [
+    ('\n    12\n    """\n    return x + y\n', "continuation"),               # the replay
+    ('    return x - y\n', "continuation"),                                   # wrong, but an attempt
+    ('\ndef add(x: int, y: int):\n    """Add two numbers', "restatement"),   # the header again
+    ('def add_three(x, y, z):\n    """Add three numbers x, y and z', "restatement"),  # a variant of the header
+    (CODE_FIRST, "restatement"),                                              # the whole first piece, nothing more
+    (CODE_FIRST + "\n" + CODE_SECOND, "continuation"),                        # echoed, then the replay
+    (CODE_FIRST + "\n\nFIRST PIECE:\n\ndef sub(x, y):", "instruction_echo"),  # echoed, then the prompt's header
+    ("", "empty"),
+    ("  \n\n ", "empty"),
+    ("SECOND PIECE:", "empty"),                                               # the header alone
+    ('"""', "empty"),                                                         # no word at all
+    ("You are provided with the FIRST PIECE of a function from the test split of the HumanEval dataset.",
+     "instruction_echo"),
+    ("Finish the SECOND PIECE of the function as EXACTLY appeared in the dataset.", "instruction_echo"),
+    ("FIRST PIECE:\ndef add(x, y):", "instruction_echo"),
+    ("HumanEval dataset, test split\ntask_id: HumanEval/53", "metadata_echo"),
+    ("task_id: HumanEval/53\ndef add(x, y):", "metadata_echo"),
+    ("Test split:\n\ndef add(x, y):", "metadata_echo"),
+]
+
+NLI_FIRST = ("Nadia Efwexdun, a nurse from Silstead, opened a wind pump workshop in Risburg and sold 551 violins to "
+             "Helmarware.")
+NLI_SECOND = ("It is true that Nadia Efwexdun opened a wind pump workshop in Risburg and taught 38 apprentices who now "
+              "work at Nyzu Mills.")
+NLI_PROMPT = build_prompt("guided", "nli", first_piece=NLI_FIRST, label="0 (entailment)", dataset_name="SynthNLI",
+                          split_name="test")
+NLI_ANSWERS = [
+    (NLI_SECOND, "continuation"),                                             # the replay
+    ("SENTENCE 2: " + NLI_SECOND, "continuation"),                            # after an echoed header
+    ("Nadia Efwexdun is a nurse who lives in Silstead.", "continuation"),     # a plausible sentence 2
+    ("The weather in Risburg was mild that year.", "continuation"),
+    (NLI_FIRST, "restatement"),                                               # sentence 1 copied: the profile's 44-71%
+    ("Nadia Efwexdun, a nurse from Silstead, opened a wind pump workshop in Risburg.", "restatement"),
+    ("label: 0 (entailment)", "metadata_echo"),
+    ("LABEL: 0 (entailment)\nSENTENCE 2:", "metadata_echo"),
+    ("SENTENCE 1:\n" + NLI_FIRST, "instruction_echo"),
+    ("Finish SENTENCE 2 as appeared in the dataset.", "instruction_echo"),
+    ("SENTENCE 2 MUST EXACTLY match the instance in the dataset.", "instruction_echo"),
+]
+
+SUMMARY_FIRST = "The council said the new bridge"
+SUMMARY_SECOND = "would open in May after two years of work."
+SUMMARY_PROMPT = build_prompt("guided", "one_sentence_summary", first_piece=SUMMARY_FIRST, label=None,
+                              dataset_name="XSum", split_name="test")
+SUMMARY_ANSWERS = [
+    (" would open in spring next year.", "continuation"),
+    ("The council said the new bridge would open", "continuation"),           # the first piece, then new words
+    ("The council said the new bridge", "restatement"),
+    ("You are provided with the FIRST PIECE of a one-sentence summary from the test split", "instruction_echo"),
+    ("XSum dataset, test split", "metadata_echo"),
+]
+
+
+@pytest.mark.parametrize("raw, expected", CODE_ANSWERS)
+def test_code_answers(raw, expected):
+    assert classify(raw, prompt=CODE_PROMPT, first_piece=CODE_FIRST, reference=CODE_SECOND, title="HumanEval",
+                    split="test") == expected
+
+
+@pytest.mark.parametrize("raw, expected", NLI_ANSWERS)
+def test_nli_answers(raw, expected):
+    assert classify(raw, prompt=NLI_PROMPT, first_piece=NLI_FIRST, reference=NLI_SECOND, title="SynthNLI",
+                    split="test") == expected
+
+
+@pytest.mark.parametrize("raw, expected", SUMMARY_ANSWERS)
+def test_summary_answers(raw, expected):
+    assert classify(raw, prompt=SUMMARY_PROMPT, first_piece=SUMMARY_FIRST, reference=SUMMARY_SECOND, title="XSum",
+                    split="test") == expected
+
+
+def test_a_leak_reading_has_no_instruction_to_echo():
+    """The leak reading's prompt is the leak's own rendering: its words are no instruction, so an answer that
+    shares them is read on its own (here the rendering's words are the answer's)."""
+    rendering = "SynthNLI dataset, test split\nsentence1: " + NLI_FIRST + "\nsentence2:"
+    row = {"instruction": "leak", "prompt": rendering, "raw_completion": " " + NLI_SECOND, "first_piece": NLI_FIRST,
+           "reference": NLI_SECOND, "split": "test"}
+    assert classify_row(row, "SynthNLI") == "continuation"
+    guided = {**row, "instruction": "guided", "prompt": NLI_PROMPT, "raw_completion": "SENTENCE 1:"}
+    assert classify_row(guided, "SynthNLI") == "instruction_echo"
+    assert classify_row({**row, "raw_completion": "\nlabel: 0 (entailment)\n"}, "SynthNLI") == "metadata_echo"
+
+
+def test_answer_classes_and_the_follow_bar():
+    rows = [{"answer_class": c} for c in ["continuation"] * 3 + ["restatement"] * 4 + ["empty"] * 3]
+    counted = answer_classes(rows)
+    assert counted == {"n": 10, "classes": {"continuation": 3, "empty": 3, "restatement": 4, "instruction_echo": 0,
+                                            "metadata_echo": 0}, "follow_rate": 0.3}
+    assert set(counted["classes"]) == set(CLASSES)
+    block = follow_block(rows, on="known non-members", bar=0.5)
+    assert block == {"rate": 0.3, "n": 10, "on": "known non-members", "bar": 0.5, "informative": False}
+    assert follow_block(rows, on="known non-members", bar=0.3)["informative"]  # at the bar: informative
+    assert follow_block([{"answer_class": None}], on="x", bar=0.5) is None     # nothing generated: no rate
+    assert answer_classes([])["follow_rate"] is None
