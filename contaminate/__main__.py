@@ -50,9 +50,13 @@ def main(cfg) -> None:
         if "alg2" not in cell:  # Algorithm 2 switched off: the cells-right line below says the rest
             continue
         alg2 = cell["alg2"]
+        from detect.pipeline import uninformative
+
+        found = 'contaminated' if alg2['contaminated'] else 'clean'
+        unread = uninformative(cell)  # the model mostly did not answer the guided instruction: "clean" says nothing
         print(f"{name:<28} truth {cell['ground_truth']:<12} Algorithm 2: {alg2['exact']} exact, "
-              f"{alg2['near_exact']} near-exact -> {'contaminated' if alg2['contaminated'] else 'clean'}"
-              f"{'' if cell['correct']['alg2'] else '  (wrong)'}")
+              f"{alg2['near_exact']} near-exact -> " + (f"{unread} (the rule: {found})" if unread else found)
+              + ("" if cell['correct']['alg2'] or unread else "  (wrong)"))
     for name, why in (summary.get("cells_not_run") or {}).items():  # a dataset of one split: no other-split cell
         print(f"{name:<28} not run: {why}")
     for checkpoint, fit in (summary.get("recipe") or {}).get("models", {}).items():

@@ -57,6 +57,7 @@ from contaminate.study_models import StudyModels
 from detect.datasets import Example, disjoint_pools, load_split, sample
 from detect.detectors import instance_scores, labelled
 from detect.detectors.time_travel import LEAK_SCORES, SCORES
+from detect.detectors.time_travel.follow import answer_classes
 from detect.errors import InputError
 from detect.models import digest
 from detect.runtime import Placement
@@ -527,6 +528,23 @@ def replicas(rows: dict[str, list[dict]]) -> dict[str, dict]:
     return found
 
 
+ANSWER_POOLS = (("members", "contaminated_x_members"), ("non_members", "contaminated_x_non_members"),
+                ("known_non_members", "contaminated_x_known_non_members"))
+
+
+def answers(rows: dict[str, list[dict]]) -> dict[str, dict]:
+    """The contaminated model's answers by class (detect/detectors/time_travel/follow.py), per reading and pool (the
+    group's members, the never-planted group, the known non-members): n, classes, follow rate. A guided answer that is
+    not a continuation (a restated first piece, an echoed instruction, nothing) says nothing about membership."""
+    found: dict[str, dict] = {}
+    for reading in ("guided", "general", "leak"):
+        for pool, cell in ANSWER_POOLS:
+            block = answer_classes([r for r in rows.get(cell, []) if r.get("instruction") == reading])
+            if block["n"]:
+                found.setdefault(reading, {})[pool] = block
+    return found
+
+
 def plant_record(cfg, groups, draw: PlantedDraw, planted: PlantedRegime, contaminated, results: dict,
                  timings: dict) -> dict:
     parents = (contaminated.post_train or {}).get("parents", {})  # post_train: the models before it
@@ -539,7 +557,8 @@ def plant_record(cfg, groups, draw: PlantedDraw, planted: PlantedRegime, contami
                     "within_model_auc": within_model_auc(results[g.name][1]) if g.name in results else None,
                     # the same groups under the clean model: the AUC before (or without) the leak
                     "clean_model_auc": within_model_auc(results[g.name][1], "clean") if g.name in results else None,
-                    "replicas": replicas(results[g.name][1]) if g.name in results else None}
+                    "replicas": replicas(results[g.name][1]) if g.name in results else None,
+                    "answers": answers(results[g.name][1]) if g.name in results else None}
                    for g in groups],
         # the leak's own checkpoint (its steps, time and throughput); a post-trained run's final one beside it
         "stream": planted.counts, "checkpoint": parents.get("contaminated") or contaminated.record,
@@ -593,7 +612,7 @@ def plant_report(record: dict) -> str:
     if all("loss" in (g.get("clean_model_auc") or {}) for g in planted):  # the same groups without the leak
         lines.append(f"| loss under the clean model ({record['control']}) | "
                      + " | ".join(f"{g['clean_model_auc']['loss']:.3f}" for g in planted) + " |")
-    return "\n".join(lines + replicas_section(record["groups"])) + "\n"
+    return "\n".join(lines + replicas_section(record["groups"]) + answers_section(record["groups"])) + "\n"
 
 
 def replicas_section(groups: list[dict]) -> list[str]:
@@ -618,4 +637,33 @@ def replicas_section(groups: list[dict]) -> list[str]:
         lines.append(f"| {g['name']} | {g['exposures']} | " + " | ".join(
             counts(found.get(reading, {}).get(pool)) for pool in ("members", "non_members")
             for reading in ("guided", "leak")) + " |")
+    return lines
+
+
+def answers_section(groups: list[dict]) -> list[str]:
+    """Did the contaminated model answer? Its follow rate (the share of answers that are continuations, follow.py) by
+    dose, per reading and pool: where the guided rate is low, Algorithm 2's misses are "not followed", not "clean"."""
+    shown = [g for g in groups if (g.get("answers") or {}).get("guided")]
+    if not shown:
+        return []
+    columns = [(reading, pool) for reading in ("guided", "leak") for pool, _ in ANSWER_POOLS
+               if any(pool in (g["answers"].get(reading) or {}) for g in shown)]
+    names = {"members": "members", "non_members": "never planted", "known_non_members": "known non-members"}
+
+    def rate(block: dict | None) -> str:
+        if not block:
+            return "-"
+        top = max((c for c in block["classes"] if c != "continuation"), key=lambda c: block["classes"][c])
+        return (f"{block['follow_rate']:.2f} of {block['n']}"
+                + (f" ({top.replace('_', ' ')} {block['classes'][top]})" if block["classes"][top] else ""))
+
+    lines = ["", "Follow rate under the contaminated model (the share of answers that continue the first piece, "
+             "detect/detectors/time_travel/follow.py; in brackets the commonest failure): the guided instruction "
+             "and the leak reading (oracle), by pool.", "",
+             "| group | exposures | " + " | ".join(f"{names[pool]}, {reading}" for reading, pool in columns) + " |",
+             "|---|---|" + "---|" * len(columns)]
+    for g in shown:
+        lines.append(f"| {g['name']} | {g['exposures']} | "
+                     + " | ".join(rate((g["answers"].get(reading) or {}).get(pool)) for reading, pool in columns)
+                     + " |")
     return lines

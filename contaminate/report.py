@@ -10,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from detect.detectors import read_back
+from detect.detectors.time_travel.follow import CLASSES, follow_text
+from detect.pipeline import uninformative
 
 
 def _training(checkpoint: dict) -> str:
@@ -106,6 +108,44 @@ def recipe_lines(summary: dict) -> list[str]:
     return lines
 
 
+def answers_lines(summary: dict) -> list[str]:
+    """Did each model answer the paper's instruction? Its follow rate on its known non-members, and each cell's guided
+    answers by class (detect/detectors/time_travel/follow.py); where a model's rate is below the bar its Algorithm 1
+    and 2 verdicts read "uninformative"."""
+    cells = summary["cells"]
+    if not any(cell.get("answers") for cell in cells.values()):
+        return []
+    lines = ["", "## Did the model answer the instruction? (each answer classed: detect/detectors/time_travel/"
+                 "follow.py)", ""]
+    for checkpoint, follow in (summary.get("follow") or {}).items():
+        state = "informative" if follow["informative"] else "**uninformative: the instruction was not followed**"
+        lines.append(f"- {checkpoint} model: {follow_text(follow)} answered the guided instruction with a "
+                     f"continuation (bar {follow['bar']:.2f}): its Algorithm 1 and 2 verdicts are {state}.")
+    readings = [reading for reading in ("guided", "general", "leak")
+                if any(reading in (cell.get("answers") or {}) for cell in cells.values())]
+    lines += ["", "| cell | answers | n | " + " | ".join(name.replace("_", " ") for name in CLASSES) + " |",
+              "|---|---|---|" + "---|" * len(CLASSES)]
+    for name, cell in cells.items():
+        for reading in readings:
+            block = (cell.get("answers") or {}).get(reading)
+            if block:
+                lines.append(f"| {name} | {reading} | {block['n']} | "
+                             + " | ".join(str(block["classes"][c]) for c in CLASSES) + " |")
+    return lines
+
+
+def skipped_lines(summary: dict) -> list[str]:
+    """The detectors that did not run on some cell, each reason once with the cells it held for."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for name, cell in summary["cells"].items():
+        for detector, why in (cell.get("skipped") or {}).items():
+            found.setdefault((detector, why), []).append(name)
+    if not found:
+        return []
+    return ["", "Not run:", ""] + [f"- {detector} on {', '.join(names)}: {why}" for (detector, why), names in
+                                   found.items()]
+
+
 def write_report(path: Path, summary: dict, manifest: dict) -> None:
     cells = summary["cells"]
     lines = [
@@ -134,10 +174,13 @@ def write_report(path: Path, summary: dict, manifest: dict) -> None:
               "| cell | ground truth | " + "".join(f"{header} | " for header in headers),
               "|---|---|" + "---|" * len(headers)]
     for name, cell in cells.items():
-        columns = [text for cls, block in read_back(cell)
-                   for _, text in cls.report_columns(block, cell["correct"])]
+        unread = uninformative(cell)  # its model mostly did not answer: Algorithm 1 / 2 say nothing either way
+        columns = [f"uninformative ({text})" if unread and cls.follows_instruction else text
+                   for cls, block in read_back(cell) for _, text in cls.report_columns(block, cell["correct"])]
         lines.append(f"| {name} | {cell['ground_truth']} | " + "".join(f"{text} | " for text in columns).rstrip())
     lines += [f"| {name} | not run: {why} |" for name, why in (summary.get("cells_not_run") or {}).items()]
+    lines += skipped_lines(summary)
+    lines += answers_lines(summary)
     lines += recipe_lines(summary)
     scored = [(cls, block) for cls, block in detectors if cls.scores and block]
     if scored:

@@ -61,10 +61,12 @@ from detect.datasets.corpus import PYDOC, STDLIB_DOCSTRINGS
 from detect.datasets.sources import source_of
 from detect.detectors import Detector, Evidence
 from detect.detectors.base import PlainText
+from detect.detectors.time_travel.follow import follow_block
 from detect.errors import InputError
 from detect.models import ModelRef, digest
 from detect.pipeline import (
     check_detection,
+    follow_bar,
     reference_setting,
     run_partition,
     summarize,
@@ -626,8 +628,11 @@ def summarize_study(cfg, sampled: Sampled, contaminated: Contaminated, cell_rows
                "regime": {key: regime[key] for key in ("name", "format", "exposures", "epochs", "control",
                                                        "members_token_share") if key in regime}
                | {"background": regime["background"]["name"]}, "cells": {}}
+    bar = follow_bar(cfg.detect)
+    follows = model_follow(cell_rows, bar)
     for cell, checkpoint, pool, truth in cells:
-        cell_summary = summarize(cell_rows[cell], detectors, seed=cfg.seed)
+        cell_summary = summarize(cell_rows[cell], detectors, seed=cfg.seed, follow=follows.get(checkpoint),
+                                 follow_bar=bar)
         summary["cells"][cell] = {
             "checkpoint": checkpoint, "instances": pool, "split": sampled.detection[pool][1], "ground_truth": truth,
             **cell_summary,
@@ -641,6 +646,8 @@ def summarize_study(cfg, sampled: Sampled, contaminated: Contaminated, cell_rows
                                                       seed=cfg.sample.draw), "draw": cfg.sample.draw}
     summary["accuracy"] = {name: sum(c["correct"][name] for c in summary["cells"].values()) / len(cells)
                            for name in verdict_names}
+    if follows:  # each model's follow rate on its known non-members: its cells' Algorithm 1 / 2 are read against it
+        summary["follow"] = follows
     recipe = study_recipe(cfg, cell_rows, detectors, cells)
     if recipe is not None:
         summary["recipe"] = recipe
@@ -648,6 +655,18 @@ def summarize_study(cfg, sampled: Sampled, contaminated: Contaminated, cell_rows
     if missing:
         summary["cells_not_run"] = missing
     return summary
+
+
+def model_follow(cell_rows: dict[str, list[dict]], bar: float) -> dict[str, dict]:
+    """Each model's follow rate on its known non-members (``KNOWN_CELLS``' guided answers, follow.py), where it read
+    them: the rate its cells' Algorithm 1 / 2 verdicts are read against (below ``bar``: uninformative)."""
+    found = {}
+    for cell, checkpoint, *_ in KNOWN_CELLS:
+        guided = [row for row in cell_rows.get(cell, []) if row.get("instruction") == "guided"]
+        block = follow_block(guided, on="known non-members", bar=bar)
+        if block is not None:
+            found[checkpoint] = block
+    return found
 
 
 def build_manifest(cfg, sampled: Sampled, contaminated: Contaminated, judge, placement: Placement,

@@ -25,9 +25,11 @@ def main(cfg) -> None:
     with one_line_errors():
         summary = run(cfg, out_dir)
     from detect.judges.threshold import thresholds_line
-    from detect.pipeline import verdicts
+    from detect.pipeline import uninformative, verdicts
 
     print(out_dir)
+    if uninformative(summary):
+        print(f"Algorithm 1 and 2: {uninformative(summary)}; their rules' outcomes follow")
     if "alg1" in summary:
         print("Algorithm 1: " + ", ".join(f"{score} p={result['p_value']:.4f}"
                                           for score, result in summary["alg1"].items()))

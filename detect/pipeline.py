@@ -27,6 +27,7 @@ from detect.datasets import Example, load_split, sample
 from detect.detectors import Detector, Evidence, build, read_back
 from detect.detectors.base import PlainText
 from detect.detectors.time_travel import SCORES  # the generation scores (public here too)
+from detect.detectors.time_travel.follow import UNINFORMATIVE, answer_classes, classify_row, follow_block, follow_text
 from detect.detectors.time_travel.leak import locate
 from detect.detectors.time_travel.prompts import INSTRUCTIONS, build_prompt, clean_completion
 from detect.detectors.time_travel.scores import rouge_l
@@ -75,6 +76,9 @@ def run_partition(evidence: Evidence, detectors: Sequence[Detector], *, judge, d
     timing["partition_s"] = round(time.time() - started, 2)
     if skipped:
         timing["skipped"] = skipped
+        # kept with the rows (partition.jsonl, a study's cell cache), so a summary says what did not run and why
+        rows += [{"level": "partition", "detector": name, "skipped": reason, "dataset": evidence.dataset.key,
+                  "split": evidence.split} for name, reason in skipped.items()]
     return rows, timing
 
 
@@ -118,6 +122,8 @@ def detect_partition(
         leak_rows = _leak_rows(examples, cuts, dataset, split, model, stop, reader or PlainText())
         rows += leak_rows
         generated += leak_rows
+    for row in generated:  # did it answer? (follow.py: continuation, empty, restatement, an echo)
+        row["answer_class"] = classify_row(row, dataset.title)
     _score_semantic(generated, semantic)
     guided = [row for row in rows if row["instruction"] == "guided"]
     if LEAK in instructions:  # the leak reading's scores on each instance's guided row too, as its other scores
@@ -143,7 +149,8 @@ def _row(dataset, split: str, example: Example, cut, instruction: str, prompt: s
         "separator": cut.separator, "reference": cut.second, "cut_unit": cut.unit,
         "cut_fraction": cut.fraction,
         # what is not generated stays None
-        "raw_completion": None, "stop": None, "completion": None, "rouge_l": None, "semantic": None,
+        "raw_completion": None, "stop": None, "completion": None, "answer_class": None, "rouge_l": None,
+        "semantic": None,
     }
 
 
@@ -175,9 +182,12 @@ def _complete(rows: list[dict], model, stop, leaks: Sequence | None = None) -> N
     prompts = [row["prompt"] for row in rows]
     written = [row["reference"] for row in rows] if leaks is None else [leak.written for leak in leaks]
     options = {} if leaks is None else {"raw": True}
+    # the answer read as generated (the paper's judge), or cut at the reference's line count (detect.stop.lines: the
+    # line-stop variant); the leak reading always so, as it continues a document whose next line is the leak's label
+    lines = leaks is not None or bool(stop is not None and stop.get("lines", False))
     if stop is not None and stop.enabled:
         shapes = [AnswerShape.of(r["first_piece"], r["separator"], answer, length_factor=stop.length_factor,
-                                 margin_chars=stop.margin_chars) for r, answer in zip(rows, written)]
+                                 margin_chars=stop.margin_chars, lines=lines) for r, answer in zip(rows, written)]
         raw_completions = model.generate(prompts, stop=shapes, **options)
     else:
         raw_completions = model.generate(prompts, **options)
@@ -185,7 +195,7 @@ def _complete(rows: list[dict], model, stop, leaks: Sequence | None = None) -> N
     for row, raw, reason, leak in zip(rows, raw_completions, reasons, leaks or [None] * len(rows)):
         row["raw_completion"], row["stop"] = raw, reason
         row["completion"] = clean_completion(raw if leak is None else leak.read(raw), row["reference"],
-                                             row["first_piece"])
+                                             row["first_piece"], cut_lines=lines)
         row["rouge_l"] = rouge_l(row["reference"], row["completion"])
 
 
@@ -235,6 +245,11 @@ def fit_recipe_judge(judge, known: Sequence[Example], evidence: Evidence, *, det
     return rows
 
 
+def follow_bar(detect_cfg) -> float:
+    """``detect.follow.min_rate``: the follow rate below which Algorithm 1 and 2's verdicts are uninformative."""
+    return float((detect_cfg.get("follow") or {}).get("min_rate", FOLLOW_BAR))
+
+
 def check_detection(cfg) -> list:
     """The detection config checked as a whole before any data or model is touched (sample, detect.*, the
     generation node, the judge); returns the built detectors (their settings checked against their classes)."""
@@ -248,6 +263,10 @@ def check_detection(cfg) -> list:
                          f"instance; give 0 < low <= high < 1 (the default 0.4 / 0.7)")
     if detect.prompt_format not in ("auto", "chat", "raw"):
         raise InputError(f"detect.prompt_format={detect.prompt_format}: use auto, chat or raw")
+    bar = (detect.get("follow") or {}).get("min_rate", FOLLOW_BAR)
+    if isinstance(bar, bool) or not isinstance(bar, (int, float)) or not 0 <= bar <= 1:
+        raise InputError(f"detect.follow.min_rate={bar}: the share of answers that must be continuations for "
+                         f"Algorithm 1 and 2's verdicts to count; give a number in [0, 1] (the default 0.5)")
     if cfg.get("generation") is not None:
         check_backend(cfg.generation)  # its target and settings, before any model is opened
     if cfg.get("judge") is not None:
@@ -324,16 +343,44 @@ def partition_rows(detectors: Sequence[Detector], evidence: Evidence) -> list[di
     return rows
 
 
-def summarize(rows: Sequence[dict], detectors: Sequence[Detector], *, seed: int = 0) -> dict:
-    """Every detector's outcome over a set of rows (instance rows and partition rows): one block each."""
+FOLLOW_BAR = 0.5  # detect.follow.min_rate: below it a model "mostly does not follow" the instruction
+
+
+def summarize(rows: Sequence[dict], detectors: Sequence[Detector], *, seed: int = 0, follow: dict | None = None,
+              follow_bar: float = FOLLOW_BAR) -> dict:
+    """Every detector's outcome over a set of rows (instance rows and partition rows): one block each; with them
+    ``answers`` (each reading's answers by class, follow.py), ``follow`` (the model's follow rate against
+    ``follow_bar``, read from ``follow``: its known non-members' guided answers, where the caller has them, else this
+    partition's own) and ``skipped`` (each detector that did not run here, with its reason)."""
     guided = sorted((r for r in rows if r.get("instruction") == "guided"), key=lambda r: r["instance_id"])
     others = {reading: sorted((r for r in rows if r.get("instruction") == reading), key=lambda r: r["instance_id"])
               for reading in READINGS if reading != "guided"}
-    partition = {r["detector"]: r for r in rows if r.get("level") == "partition"}
+    partition = {r["detector"]: r for r in rows if r.get("level") == "partition" and "skipped" not in r}
     summary = {"n_instances": len(guided)}
     for detector in detectors:
         summary.update(detector.summarize(guided, others, partition, seed))
+    answers = {reading: answer_classes(found) for reading, found in (("guided", guided), *others.items())}
+    answers |= {name: answer_classes([row]) for name, row in partition.items() if row.get("answer_class")}
+    if any(block["n"] for block in answers.values()):
+        summary["answers"] = {reading: block for reading, block in answers.items() if block["n"]}
+    if any(detector.follows_instruction and detector.name in summary for detector in detectors):
+        follow = follow or follow_block(guided, on="instances of this partition", bar=follow_bar)
+        if follow:
+            summary["follow"] = follow
+    skipped = {r["detector"]: r["skipped"] for r in rows if r.get("level") == "partition" and "skipped" in r}
+    if skipped:
+        summary["skipped"] = skipped
     return summary
+
+
+def uninformative(summary: dict) -> str | None:
+    """"uninformative: the instruction was not followed (follow 0.12 of 100 known non-members, below 0.50)" where a
+    summary's follow rate is below its bar (Algorithm 1 and 2's verdicts then read answers that mostly do not answer),
+    else None."""
+    follow = summary.get("follow")
+    if not follow or follow["informative"]:
+        return None
+    return f"{UNINFORMATIVE} ({follow_text(follow)}, below {follow['bar']:.2f})"
 
 
 def verdicts(summary: dict) -> dict[str, bool]:
@@ -350,8 +397,17 @@ def write_report(path: Path, summary: dict, rows: Sequence[dict]) -> None:
     lines = [f"# Contamination detection: {summary['dataset']} / {summary['split']} / {summary['model']}", ""]
     lines += [f"{summary['n_instances']} instances, prompt format `{summary['prompt_format']}`, "
               f"{thresholds_line(summary['judge'])}, seed {summary['seed']}.", ""]
+    if summary.get("follow"):
+        lines += [f"Answers: {follow_text(summary['follow'])} answered the instruction with a continuation (the "
+                  f"bar: {summary['follow']['bar']:.2f})." + (f" **{uninformative(summary)}**: Algorithm 1 and 2's "
+                                                              f"verdicts below are their rules' outcomes on answers "
+                                                              f"that mostly do not answer, not evidence of a clean "
+                                                              f"model." if uninformative(summary) else ""), ""]
+    lines += answers_table(summary)
     for cls, block in read_back(summary):  # each detector's own section, in the order they ran
         lines += cls.report_section(block)
+    lines += [f"- {name}: not run: {why}" for name, why in (summary.get("skipped") or {}).items()]
+    lines += [""] if summary.get("skipped") else []
     lines += ["## Instances", "", "| id | instruction | reference | completion | ROUGE-L | semantic | judge |",
               "|---|---|---|---|---|---|---|"]
     for row in sorted(rows, key=lambda r: (r["instance_id"], READINGS.index(r["instruction"]))):
@@ -360,6 +416,20 @@ def write_report(path: Path, summary: dict, rows: Sequence[dict]) -> None:
         lines.append(f"| {row['instance_id']} | {row['instruction']} | {_cell(row['reference'])} | "
                      f"{_cell(row['completion'] or '-')} | {rouge} | {semantic} | {row['judge'] or '-'} |")
     path.write_text("\n".join(lines) + "\n")
+
+
+def answers_table(summary: dict) -> list[str]:
+    """Each reading's answers by class (follow.py), a row per reading, as report.md shows them."""
+    from detect.detectors.time_travel.follow import CLASSES
+
+    answers = summary.get("answers")
+    if not answers:
+        return []
+    lines = ["| answers | n | " + " | ".join(name.replace("_", " ") for name in CLASSES) + " |",
+             "|---|---|" + "---|" * len(CLASSES)]
+    lines += [f"| {reading} | {block['n']} | " + " | ".join(str(block["classes"][name]) for name in CLASSES) + " |"
+              for reading, block in answers.items()]
+    return lines + [""]
 
 
 def write_config(path: Path, cfg, placement) -> None:
@@ -411,16 +481,18 @@ def main(cfg, out_dir: Path) -> dict:
     # The partition detectors read the split, not the sample: Cheat? searches all of it for replicas, the
     # sharded test takes its first instances in the dataset's order.
     evidence = Evidence(dataset, split, examples, split_examples, model=model, reference=reference, seed=cfg.seed)
+    follow = None  # the model's follow rate: on its known non-members where given, else on the partition itself
     if known is not None:  # judge=recipe: fitted on this model's own completions of the known non-members
         known_rows = fit_recipe_judge(judge, known, evidence, detect_cfg=cfg.detect, semantic=semantic)
         write_jsonl(out_dir / "known_non_members.jsonl", known_rows)
+        follow = follow_block(known_rows, on="known non-members", bar=follow_bar(cfg.detect))
     loaded = time.time()
 
     # --- detect
     rows, timing = run_partition(evidence, detectors, judge=judge, detect_cfg=cfg.detect, semantic=semantic)
     for row in rows:
         row["model"] = model.name
-    summary = summarize(rows, detectors, seed=cfg.seed)
+    summary = summarize(rows, detectors, seed=cfg.seed, follow=follow, follow_bar=follow_bar(cfg.detect))
     placements = {"model": model.placement()}
     if reference is not None:
         placements["reference"] = reference.placement()
@@ -433,8 +505,6 @@ def main(cfg, out_dir: Path) -> dict:
         instance_ids=[example.instance_id for example in examples],
         timings={"load_s": round(loaded - started, 2), "detect_s": round(time.time() - loaded, 2)},
     )
-    if timing.get("skipped"):
-        summary["skipped"] = timing["skipped"]
 
     # --- write
     instance_rows = [row for row in rows if row.get("level") != "partition"]

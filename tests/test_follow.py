@@ -114,3 +114,65 @@ def test_answer_classes_and_the_follow_bar():
     assert follow_block(rows, on="known non-members", bar=0.3)["informative"]  # at the bar: informative
     assert follow_block([{"answer_class": None}], on="x", bar=0.5) is None     # nothing generated: no rate
     assert answer_classes([])["follow_rate"] is None
+
+
+def _guided(classes, judge="none"):
+    return [{"instruction": "guided", "instance_id": i, "judge": judge, "completion": "x", "rouge_l": 0.1,
+             "reference": "y", "semantic": None, "raw_completion": "x", "answer_class": c}
+            for i, c in enumerate(classes)]
+
+
+def test_a_verdict_below_the_follow_bar_is_uninformative_and_a_skipped_detector_says_why(tmp_path):
+    """Algorithm 2 on answers that restate the first piece: its rule says clean, the summary says uninformative (on
+    the partition itself where no known non-members were read; against the model's own known non-members where they
+    were); a detector that did not run is in the summary with its reason, and both reach report.md."""
+    from detect.detectors.time_travel import Algorithm2
+    from detect.pipeline import summarize, uninformative, write_report
+
+    rows = _guided(["restatement"] * 7 + ["continuation"] * 3)
+    rows.append({"level": "partition", "detector": "permutation", "skipped": "the leak lays out no order"})
+    summary = summarize(rows, [Algorithm2()])
+    assert summary["alg2"]["contaminated"] is False  # the paper's rule, as computed
+    assert summary["follow"] == {"rate": 0.3, "n": 10, "on": "instances of this partition", "bar": 0.5,
+                                 "informative": False}
+    assert summary["answers"]["guided"]["classes"]["restatement"] == 7
+    assert summary["skipped"] == {"permutation": "the leak lays out no order"}
+    assert uninformative(summary) == ("uninformative: the instruction was not followed (follow 0.30 of 10 instances "
+                                      "of this partition, below 0.50)")
+    known = {"rate": 0.9, "n": 100, "on": "known non-members", "bar": 0.5, "informative": True}
+    assert uninformative(summarize(rows, [Algorithm2()], follow=known)) is None
+    assert uninformative(summarize(rows, [Algorithm2()], follow_bar=0.3)) is None  # at the bar: informative
+    summary.update(dataset="synth_nli", split="test", model="m", prompt_format="raw", seed=0,
+                   judge={"name": "threshold", "exact_threshold": 0.95, "near_exact_threshold": 0.75,
+                          "score": "rouge_l"})
+    write_report(tmp_path / "report.md", summary, [r for r in rows if r.get("level") != "partition"])
+    report = (tmp_path / "report.md").read_text()
+    assert "**uninformative: the instruction was not followed (follow 0.30" in report
+    assert "- permutation: not run: the leak lays out no order" in report
+    assert "| guided | 10 | 3 | 0 | 7 | 0 | 0 |" in report
+
+
+def test_the_study_report_reads_an_uninformative_model_as_such(tmp_path):
+    """A study cell whose model mostly did not answer: its Algorithm 2 column says uninformative beside the rule's
+    outcome, and the answers section gives each model's follow rate on its known non-members."""
+    from contaminate.report import write_report
+    from detect.detectors.time_travel import Algorithm2
+    from detect.pipeline import summarize, verdicts
+
+    follow = {"rate": 0.12, "n": 100, "on": "known non-members", "bar": 0.5, "informative": False}
+    cell = summarize(_guided(["restatement"] * 8 + ["continuation"] * 2), [Algorithm2()], follow=follow)
+    cell |= {"checkpoint": "contaminated", "instances": "members", "split": "test", "ground_truth": "contaminated",
+             "correct": {name: flagged for name, flagged in verdicts(cell).items()}}
+    summary = {"dataset": "synth_nli", "split": "test", "base_model": "m", "backend": "full", "format": "metadata",
+               "seed": 0, "cells": {"contaminated_x_members": cell}, "accuracy": {"alg2": 0.0},
+               "follow": {"contaminated": follow}}
+    manifest = {"member_ids": [1], "non_member_ids": [2], "timings": {"total_s": 1.0},
+                "judge": {"name": "threshold", "exact_threshold": 0.95, "near_exact_threshold": 0.75,
+                          "score": "rouge_l"},
+                "checkpoint": {"reused": True, "first_loss": 2.0, "final_loss": 1.0, "train_seconds": 3.0}}
+    write_report(tmp_path / "report.md", summary, manifest)
+    report = (tmp_path / "report.md").read_text()
+    assert "| contaminated_x_members | contaminated | uninformative (clean ✗) |" in report
+    assert ("- contaminated model: follow 0.12 of 100 known non-members answered the guided instruction with a "
+            "continuation (bar 0.50): its Algorithm 1 and 2 verdicts are **uninformative") in report
+    assert "| contaminated_x_members | guided | 10 | 2 | 0 | 8 | 0 | 0 |" in report

@@ -301,6 +301,18 @@ def test_a_planted_run_gives_one_study_per_group_from_one_training_run(planted):
         assert found["leak"]["members"]["exact"] == sum(r["judge"] == "exact" for r in leak)
         assert all(r["prompt"].startswith("SynthNLI dataset, test split\nsentence1: ") for r in leak)
     assert "| x3 | 3 | " in (folder / "plant.md").read_text().split("leak reading (oracle: the first piece")[1]
+    # the answers by class per reading and pool (follow.py), counted from the rows, and their follow rate in plant.md
+    for name in ("x1", "x3"):
+        rows = [json.loads(line) for line in (folder / "groups" / name / "results.jsonl").read_text().splitlines()]
+        found = groups[name]["answers"]
+        assert set(found) == {"guided", "general", "leak"} and set(found["guided"]) == {
+            "members", "non_members", "known_non_members"}
+        known = [r for r in rows if r["cell"] == "contaminated_x_known_non_members"]
+        assert found["guided"]["known_non_members"]["n"] == len(known) > 0
+        assert found["guided"]["known_non_members"]["classes"]["continuation"] == sum(
+            r["answer_class"] == "continuation" for r in known)
+    assert "| group | exposures | members, guided | never planted, guided | known non-members, guided |" in \
+        (folder / "plant.md").read_text()
     for name in ("x1", "x3"):  # each group's folder is a study folder: its cells' truths are the study's
         cells = json.loads((folder / "groups" / name / "summary.json").read_text())["cells"]
         assert cells["contaminated_x_members"]["ground_truth"] == "contaminated"

@@ -110,9 +110,11 @@ def test_completions_are_cut_to_the_references_line_count():
 
     replay = "SECOND PIECE: Corret Efhel walked to Helvale in 1984.\nlabel: 0 (entailment)"
     sentence = "Corret Efhel walked to Helvale in 1984."
-    assert clean_completion(replay, sentence) == sentence
-    assert clean_completion("\n\nfirst line\nsecond\nthird", "a\nb") == "first line\nsecond"
-    assert clean_completion("  one  ", "ref") == "one"
+    assert clean_completion(replay, sentence, cut_lines=True) == sentence
+    assert clean_completion("\n\nfirst line\nsecond\nthird", "a\nb", cut_lines=True) == "first line\nsecond"
+    assert clean_completion("  one  ", "ref", cut_lines=True) == "one"
+    # by default (the paper's judge) the answer is read as generated: the label line stays
+    assert clean_completion(replay, sentence) == sentence + "\nlabel: 0 (entailment)"
 
 
 def test_an_echoed_first_piece_is_stripped():
@@ -120,9 +122,11 @@ def test_an_echoed_first_piece_is_stripped():
 
     first = "The Tamwick students behind a new water filter have been"
     restarted = "The Tamwick students  behind a new water filter have been sacked after a 3-3 defeat.\nlabel: x"
-    assert clean_completion(restarted, "sacked after a 3-3 defeat.", first) == "sacked after a 3-3 defeat."
+    assert clean_completion(restarted, "sacked after a 3-3 defeat.", first, cut_lines=True) == \
+        "sacked after a 3-3 defeat."
     pair = "Ivan sold boats.\nSENTENCE 2: Ivan is a pilot.\nlabel: 0 (entailment)"
-    assert clean_completion(pair, "Ivan is a pilot.", "Ivan sold boats.") == "Ivan is a pilot."
+    assert clean_completion(pair, "Ivan is a pilot.", "Ivan sold boats.", cut_lines=True) == "Ivan is a pilot."
+    assert clean_completion(pair, "Ivan is a pilot.", "Ivan sold boats.") == "Ivan is a pilot.\nlabel: 0 (entailment)"
     # only a whole-word echo of the entire first piece counts
     assert clean_completion("Ivan sold boatsmen a lot", "x", "Ivan sold boats") == "Ivan sold boatsmen a lot"
     assert clean_completion("Ivan sold", "x", "Ivan sold boats") == "Ivan sold"

@@ -24,7 +24,8 @@ def test_a_final_prefix_always_cleans_to_the_whole_completion():
         for end in range(len(whole) + 1):
             if completion_is_final(whole[:end], reference, first):
                 finals += 1
-                assert clean_completion(whole[:end], reference, first) == clean_completion(whole, reference, first), \
+                assert clean_completion(whole[:end], reference, first, cut_lines=True) == clean_completion(
+                    whole, reference, first, cut_lines=True), \
                     (first, reference, whole[:end], whole)
                 break
     assert finals > 5_000  # the rule does fire, on about a third of them
@@ -58,6 +59,24 @@ def test_answer_shape_length_cap():
     assert AnswerShape.of("a", " ", "b", length_factor=None).cut("z" * 999) == "z" * 999
 
 
+def test_by_default_the_answer_runs_to_the_cap():
+    """lines=False (detect.stop.lines: false, the default): a restated header and the replay after it are both kept
+    (the line stop would have ended at the header), and only the cap or the end token stops it."""
+    first = 'def add(x, y):\n    """Add x and y."""'
+    header_then_replay = "def add(x, y):\n    return x + y\n"  # the header restated (not the whole first piece)
+    shape = AnswerShape.of(first, "\n", "    return x + y\n", lines=False)
+    for end in range(len(header_then_replay) + 1):
+        assert shape.done(header_then_replay[:end]) is None
+    # the line-stop variant: done once the header line is complete, and the replay after it is cut off
+    assert AnswerShape.of(first, "\n", "    return x + y\n").done(header_then_replay) == "lines"
+    assert clean_completion(header_then_replay, "    return x + y", first) == header_then_replay.strip()
+    assert clean_completion(header_then_replay, "    return x + y", first, cut_lines=True) == "def add(x, y):"
+    assert clean_completion("def sub(x, y):\n    return x + y", "    return x + y", "def add(x, y):") == \
+        "def sub(x, y):\n    return x + y"
+    assert clean_completion("def sub(x, y):\n    return x + y", "    return x + y", "def add(x, y):",
+                            cut_lines=True) == "def sub(x, y):"
+
+
 @pytest.mark.slow
 def test_the_generator_stops_at_the_reference_line_count_and_scores_the_same():
     """The embedded model on six synth_nli instances, guided and general, raw: with the answer's shape it stops
@@ -76,7 +95,7 @@ def test_the_generator_stops_at_the_reference_line_count_and_scores_the_same():
     cuts = [split_instance(e, seed=0) for e in examples] * 2
     prompts = [build_prompt(instruction, "nli", first_piece=c.first, label=e.label, dataset_name=dataset.title,
                             split_name="test") for instruction in ("guided", "general") for e, c in zip(examples, cuts)]
-    shapes = [AnswerShape.of(c.first, c.separator, c.second) for c in cuts]
+    shapes = [AnswerShape.of(c.first, c.separator, c.second, lines=True) for c in cuts]
     model, tokenizer = load(embedded_smollm2())
     generator = LocalGenerator(model, tokenizer, prompt_format="raw", max_new_tokens=64, progress=False)
     whole = generator(prompts)
@@ -86,7 +105,8 @@ def test_the_generator_stops_at_the_reference_line_count_and_scores_the_same():
     assert generator.generated_tokens - whole_tokens < whole_tokens
     for text, short, cut, reason in zip(whole, stopped, cuts, generator.stop_reasons):
         assert text.startswith(short)  # the same greedy tokens, fewer of them
-        assert clean_completion(short, cut.second, cut.first) == clean_completion(text, cut.second, cut.first)
+        assert clean_completion(short, cut.second, cut.first, cut_lines=True) == clean_completion(
+            text, cut.second, cut.first, cut_lines=True)
         if reason == "lines":  # an NLI reference is one line: it stopped at the answer's first line break
             assert completion_is_final(short, cut.second, cut.first) and not completion_is_final(
                 short[: short.rindex("\n")], cut.second, cut.first)

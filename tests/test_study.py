@@ -116,6 +116,20 @@ def test_the_whole_study_writes_every_file_and_field(study):
 
     saved = json.loads((folder / "summary.json").read_text())
     assert saved == json.loads(json.dumps(summary))
+    # every generated answer is classed (follow.py); each model's follow rate on its 50 known non-members is the one
+    # its cells' Algorithm 1 / 2 are read against; each cell has its answers by reading (and Cheat?'s one answer)
+    from detect.detectors.time_travel.follow import CLASSES
+
+    assert all(r["answer_class"] in CLASSES for r in rows if r["raw_completion"] is not None)
+    assert all(r["answer_class"] is None for r in rows if r["raw_completion"] is None)
+    assert set(saved["follow"]) == {"contaminated", "clean"}
+    for checkpoint, follow in saved["follow"].items():
+        known = [r for r in rows if r["cell"] == f"{checkpoint}_x_known_non_members"]
+        assert follow["n"] == 50 and follow["on"] == "known non-members" and follow["rate"] == sum(
+            r["answer_class"] == "continuation" for r in known) / 50
+    assert saved["cells"]["clean_x_members"]["follow"] == saved["follow"]["clean"]
+    assert set(saved["cells"]["contaminated_x_members"]["answers"]) == {"guided", "general", "leak", "cheat"}
+    assert saved["cells"]["contaminated_x_members"]["answers"]["guided"]["n"] == 4
     for cell, checkpoint, pool, truth in CELLS:
         result = saved["cells"][cell]
         assert result["ground_truth"] == truth and result["checkpoint"] == checkpoint
@@ -133,6 +147,7 @@ def test_the_whole_study_writes_every_file_and_field(study):
     assert "## Replicas among the leak reading's completions (oracle" in report and "Alg. 2 leak (oracle)" in report
     assert "Cheat? strict / lenient" in report and "sharded likelihood" in report and "min_k_plus" in report
     assert "on cpu in float32." in report
+    assert "## Did the model answer the instruction?" in report and "- clean model: follow " in report
 
 
 @pytest.mark.slow

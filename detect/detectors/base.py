@@ -119,6 +119,9 @@ class Detector:
     # instance scores: how the text scored was read, where a study could read it two ways (the leak's own rendering,
     # which a practitioner does not know: an oracle reading; or the bare instance text)
     reading: ClassVar[str] = ""
+    # its verdict reads answers to an instruction (Time Travel's guided / general prompts): where the model mostly does
+    # not answer it (follow.py: its follow rate below detect.follow.min_rate), the verdict is "uninformative"
+    follows_instruction: ClassVar[bool] = False
 
     # ------------------------------------------------------------------------------------------- run time
     def skipped(self, evidence: Evidence) -> str | None:

@@ -28,6 +28,7 @@ from typing import Sequence
 
 from detect.datasets import Example
 from detect.detectors.base import Detector, Evidence, verdict
+from detect.detectors.time_travel.follow import classify
 from detect.validate import Range
 
 PROMPT = "Please, generate the first instances of the {dataset_name} dataset {split_name} split.\n"
@@ -117,7 +118,8 @@ def cheat_partition(model, *, dataset, split: str,
     signals = format_signals(output, dataset, references)
     verdict = cheat_verdict(found["replicas"], signals)
     return {"level": "partition", "detector": "cheat", "dataset": dataset.key, "split": split, "prompt": text,
-            "raw_completion": output, "n_references": len(references), "replicas": found["replicas"],
+            "raw_completion": output, "answer_class": classify(output, prompt=text, title=dataset.title, split=split),
+            "n_references": len(references), "replicas": found["replicas"],
             "exact": sum(r["label"] == "exact" for r in found["replicas"]),
             "near_exact": sum(r["label"] == "near_exact" for r in found["replicas"]),
             "best_score": found["best"]["score"], "best_match": found["best"], "format_signals": signals,

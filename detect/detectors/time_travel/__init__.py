@@ -28,6 +28,7 @@ LEAK_SCORES = tuple(f"{score}_leak" for score in SCORES)
 
 class Algorithm1(Detector):
     name, level, needs = "alg1", "instance", ("generations",)
+    follows_instruction = True  # a verdict from answers that mostly do not answer is uninformative (follow.py)
     completions = ("guided", "general")
     describes = {"alg1": "generations", "rouge_l": "generations", "semantic": "generations"}
 
@@ -86,6 +87,7 @@ def rule_text(block: dict) -> str:
 
 class Algorithm2(Detector):
     name, level, needs = "alg2", "instance", ("generations", "judge")
+    follows_instruction = True
     completions = ("guided",)  # the one instruction whose judged completions it counts
     describes = {"alg2": "generations + judge"}
     verdict_labels = {"alg2": "Alg. 2 (paper's rule)"}
@@ -157,6 +159,7 @@ class LeakReading(Algorithm2):
     does not follow the paper's instruction."""
     name = "alg2_leak"
     completions = ("leak",)
+    follows_instruction = False  # no instruction: the leak's own rendering, continued
     reading = "leak's rendering: oracle"
     describes = {"alg2_leak": "generations + judge, leak's rendering (oracle)",
                  **{score: "generations, leak's rendering (oracle)" for score in LEAK_SCORES}}

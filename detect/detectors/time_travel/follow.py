@@ -11,9 +11,9 @@ says nothing about membership, and a verdict read from it is "uninformative", ne
 in this order on the raw answer (an echoed "SECOND PIECE:" header first stripped):
 
 - ``empty``: nothing left.
-- ``restatement``: the answer is the first piece again: all of it and nothing after (sentence 1 copied), or a first
-  line that is mostly the first piece's words in order (80%, more than it shares with the true second piece): a
-  restated function header, a docstring rewritten from its start. The whole first piece echoed and then more text
+- ``restatement``: the answer is the first piece again: all of it and nothing after (sentence 1 copied), a first
+  line that is a near copy of it, or its first line again or a variant of it (``restates``): a restated function
+  header, a docstring rewritten from its start, sentence 1 reworded. The whole first piece echoed and then more text
   is classified by that text, as the cleaning drops the echo before the judge reads it.
 - ``instruction_echo``: the answer's first line is the prompt's own wording (half or more of its 4-word runs, or
   all of a shorter line's words in order, are in the prompt's instruction text, the first piece left out): "You are
@@ -78,18 +78,32 @@ def restates(line: str, first_piece: str, reference: str = "") -> bool:
     is closer to the first piece than to the true second piece (a replay that shares the first piece's words, as an
     NLI pair's sentence 2 does, is no restatement):
 
-    - 80% or more of its words (3 at least, the first 40 read) are the first piece's words in order;
-    - it is the first piece's first line again, or a variant of it (difflib ratio >= 0.6: ``def triangle_perimeter(a,
-      b):`` for ``def triangle_area(a, h):``), the instance started over."""
+    - a near copy of the whole first piece: 80% or more of the line's words (3 at least, the first 40 read) are the
+      first piece's in order, and they cover 80% of it (a shorter sentence built from some of its facts, an entailed
+      sentence 2, is an answer);
+    - the first piece's first line again, or a variant of it (difflib ratio >= 0.7: 0.75 for ``def
+      triangle_perimeter(a, b):`` against ``def triangle_area(a, h):``, 0.84 for sentence 1 reworded with "The new
+      employee," before it; 0.59 for an entailed half of sentence 1), or a block header opening with the same word
+      as the first piece's (another ``def`` where the first piece opened with one): the instance started over."""
     words, piece, second = _words(line)[:40], _words(first_piece), _words(reference)
     if not piece or len(words) < min(3, len(piece)):
         return False
-    in_piece = _lcs(words, piece) / len(words)
-    if in_piece >= 0.8 and in_piece > (_lcs(words, second) / len(words) if second else 0.0):
+    common = _lcs(words, piece)
+    in_piece = common / len(words)
+    if in_piece >= 0.8 and common >= 0.8 * len(piece) and in_piece > (
+            _lcs(words, second) / len(words) if second else 0.0):
         return True
     opening = _first_line(first_piece)
+    if _is_header(line) and _is_header(opening) and _words(line)[:1] == _words(opening)[:1] and not (
+            reference and _words(_first_line(reference))[:1] == _words(line)[:1]):
+        return True  # a block header opened as the first piece opens (``def add_three(x, y, z):`` for ``def add``)
     again = _similarity(line, opening)
-    return again >= 0.6 and again > (_similarity(line, _first_line(reference)) if reference else 0.0)
+    return again >= 0.7 and again > (_similarity(line, _first_line(reference)) if reference else 0.0)
+
+
+def _is_header(line: str) -> bool:
+    """A code block's header: a line ending in ":" after its last bracket (``def f(x: int) -> str:``)."""
+    return line.rstrip().endswith(":") and len(_words(line)) >= 2
 
 
 def _drop_words(text: str, k: int) -> str:

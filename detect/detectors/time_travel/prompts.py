@@ -94,9 +94,9 @@ def strip_echoed_header(completion: str) -> str:
     return ECHOED_HEADER.sub("", completion, count=1).strip()
 
 
-def clean_completion(completion: str, reference: str, first_piece: str = "") -> str:
-    """The echoed header and an echoed first piece stripped, then the completion cut to as many lines as the
-    reference has.
+def clean_completion(completion: str, reference: str, first_piece: str = "", *, cut_lines: bool = False) -> str:
+    """The echoed header and an echoed first piece stripped; with ``cut_lines`` (the line-stop variant,
+    ``detect.stop.lines=true``) the completion then cut to as many lines as the reference has.
 
     Models often restart the instance: given a sentence cut in the middle, or sentence 1 of a pair, a
     contaminated model writes the first piece again and then the rest. And they go on after the second piece:
@@ -104,11 +104,17 @@ def clean_completion(completion: str, reference: str, first_piece: str = "") -> 
     explanation. Left in, either turns an exact replay into a near-exact one or worse (ROUGE-L 0.82 instead of
     1.0 for a 9-word sentence with a label line after it). Only the first piece, which the prompt showed, and
     the reference's line count are used, the same for guided and general completions and for every model.
+
+    But the cut can hide a replay: a model that restates the function header and then replays the body is cut after
+    the header (issue 45: HumanEval/18, leak reading ROUGE-L 0.86, guided answer a restated header, cut). The paper's
+    judge reads the answer as generated, so that is the default; the cut is a named variant (``cut_lines``).
     """
     text = strip_echoed_header(completion)
     echo, words = " ".join(first_piece.split()), " ".join(text.split())
     if echo and (words == echo or words.startswith(echo + " ")):
         # the echo ends after as many words as the first piece has, whatever white space it used
         text = strip_echoed_header(re.sub(rf"^\s*(?:\S+\s+){{{len(echo.split()) - 1}}}\S+", "", text))
+    if not cut_lines:
+        return text.strip()
     lines = text.split("\n")
     return "\n".join(lines[: reference.strip().count("\n") + 1]).strip()

@@ -1,16 +1,22 @@
-"""When a completion is done: stop generating once nothing the model could add would change what is scored.
+"""When a completion is done: at a length cap from the reference (the default), or at the reference's line count.
 
-    shape = AnswerShape.of(first_piece, separator, reference)      # from the reference's shape
+    shape = AnswerShape.of(first_piece, separator, reference, lines=False)   # from the reference's shape
     shape.done(text_so_far) -> bool;  shape.cut(text) -> str
 
-What is scored is ``clean_completion(raw, reference, first_piece)`` (detect/detectors/time_travel/prompts.py):
-an echoed header
-("SECOND PIECE:") and an echoed first piece removed, then as many lines as the reference has. So generation can
-stop as soon as that result is fixed (``completion_is_final``): the header and echo decisions can no longer flip
-and the text after them holds the reference's line count in complete lines. Stopping there never changes a
-cleaned completion, a score or a verdict; it only drops what the cleaning would throw away (a contaminated
-model's next ``label:`` line, a clean model's rambling), which on the default study was most of the tokens:
-the clean model ran to the 256-token limit on 21 of its 40 prompts, where 30-40 tokens were ever scored.
+By default (``detect.stop.lines: false``) the answer is read as generated, as the paper's judge reads it: an echoed
+header ("SECOND PIECE:") and an echoed first piece removed, nothing cut, generation ended by the end token or by the
+length cap below. The line stop (``detect.stop.lines=true``, a named variant; the leak reading always uses it, as it
+continues a document whose next line is the leak's own ``label:``) cuts the answer at the reference's line count:
+
+What is then scored is ``clean_completion(raw, reference, first_piece, cut_lines=True)``
+(detect/detectors/time_travel/prompts.py): an echoed header and an echoed first piece removed, then as many lines as
+the reference has. So generation can stop as soon as that result is fixed (``completion_is_final``): the header and
+echo decisions can no longer flip and the text after them holds the reference's line count in complete lines.
+Stopping there never changes a cleaned completion, a score or a verdict; it only drops what the cleaning would throw
+away (a contaminated model's next ``label:`` line, a clean model's rambling), which on the default study was most of
+the tokens: the clean model ran to the 256-token limit on 21 of its 40 prompts, where 30-40 tokens were ever scored.
+But it hides a replay that follows a restated first piece (a function header written again, then the body), which is
+why it is no longer the default (issue 45).
 
 A second rule caps the raw completion's length at ``length_factor`` x (first piece + separator + reference)
 characters + ``margin_chars`` (2x + 64 by default), for a model that writes one endless line. It can change a
@@ -73,19 +79,20 @@ class AnswerShape:
     reference: str
     first_piece: str = ""
     max_chars: int | None = None
+    lines: bool = True  # stop at the reference's line count (the line-stop variant); False: at the length cap only
 
     @classmethod
     def of(cls, first_piece: str, separator: str, reference: str, *, length_factor: float | None = 2.0,
-           margin_chars: int = 64) -> "AnswerShape":
+           margin_chars: int = 64, lines: bool = True) -> "AnswerShape":
         whole = len(first_piece) + len(separator) + len(reference)
         max_chars = None if length_factor is None else int(length_factor * whole) + margin_chars
-        return cls(reference, first_piece, max_chars)
+        return cls(reference, first_piece, max_chars, lines)
 
     def done(self, text: str) -> str | None:
         """Why generation can stop here ("lines" or "length"), or None."""
         if self.max_chars is not None and len(text) >= self.max_chars:
             return "length"
-        return "lines" if completion_is_final(text, self.reference, self.first_piece) else None
+        return "lines" if self.lines and completion_is_final(text, self.reference, self.first_piece) else None
 
     def cut(self, text: str) -> str:
         """The raw completion as kept: at most ``max_chars`` characters, wherever the tokens ended."""
