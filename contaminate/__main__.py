@@ -64,6 +64,11 @@ def main(cfg) -> None:
 
         print(f"recipe on the {checkpoint} model: " + (f"refused: {fit['refused']}" if "refused" in fit
                                                        else fit_line(fit)))
+    from detect.detectors.time_travel.follow import follow_text, formats_text
+
+    for checkpoint, follow in (summary.get("follow") or {}).items():  # did each model answer the paper's instruction?
+        print(f"instructions on the {checkpoint} model: {formats_text(follow) or follow_text(follow)}"
+              + ("" if follow["informative"] else f"; below {follow['bar']:.2f}: Algorithm 1 and 2 uninformative"))
     cells = len(summary["cells"])
     print("cells right: " + ", ".join(f"{name} {round(share * cells)}/{cells}"
                                       for name, share in summary["accuracy"].items()))

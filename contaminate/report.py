@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from detect.detectors import read_back
-from detect.detectors.time_travel.follow import CLASSES, follow_text
+from detect.detectors.time_travel.follow import CLASSES, follow_text, formats_text
 from detect.pipeline import uninformative
 
 
@@ -119,8 +119,10 @@ def answers_lines(summary: dict) -> list[str]:
                  "follow.py)", ""]
     for checkpoint, follow in (summary.get("follow") or {}).items():
         state = "informative" if follow["informative"] else "**uninformative: the instruction was not followed**"
+        asked = formats_text(follow)
         lines.append(f"- {checkpoint} model: {follow_text(follow)} answered the guided instruction with a "
-                     f"continuation (bar {follow['bar']:.2f}): its Algorithm 1 and 2 verdicts are {state}.")
+                     f"continuation (bar {follow['bar']:.2f}): its Algorithm 1 and 2 verdicts are {state}."
+                     + (f" Its instructions were {asked}." if asked else ""))
     readings = [reading for reading in ("guided", "general", "leak")
                 if any(reading in (cell.get("answers") or {}) for cell in cells.values())]
     lines += ["", "| cell | answers | n | " + " | ".join(name.replace("_", " ") for name in CLASSES) + " |",

@@ -66,7 +66,9 @@ from detect.errors import InputError
 from detect.models import ModelRef, digest
 from detect.pipeline import (
     check_detection,
+    choose_format,
     follow_bar,
+    instruction_formats,
     reference_setting,
     run_partition,
     summarize,
@@ -94,6 +96,7 @@ KNOWN_CELLS = (
     ("clean_x_known_non_members", "clean", "known_non_members", "clean"),
 )
 KNOWN_INSTRUCTIONS = ("guided",)  # what the recipe reads of the known non-members (Algorithm 2's judge: guided only)
+FORMAT_CHOICE = "instruction_format"  # a known cell's record of the prompt format its model's instructions are asked in
 # The clean model's cells run first: where the reference model is the clean model (detect.reference_model=clean, or
 # base without a background), its statistics of the members and non-members then serve, from memory, as the reference
 # model's for the contaminated model's cells of the same instances (a third reference model memoises its own).
@@ -271,7 +274,7 @@ def check_study(cfg, *, planted: bool = False) -> Setup:
     from contaminate.training.post import post_train_stage
 
     post = post_train_stage(cfg, trainer)  # the post-training stage's settings, if any: one line before any data
-    if post is not None and len(cfg.dataset.splits) < 2:  # is read
+    if post is not None and post.needs_other_split and len(cfg.dataset.splits) < 2:  # is read
         raise InputError(f"post_train={cfg.post_train.name} trains on the dataset's other split, and "
                          f"{cfg.dataset.key} has one split ({', '.join(cfg.dataset.splits)}); use post_train=none")
     serving = trainer.serving(cfg)  # how its checkpoints will be served (a local checkpoint: generation=local)
@@ -540,10 +543,13 @@ def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, runtime_key:
     if known is not None:  # the recipe reads Algorithm 2's guided completions of them, where Algorithm 2 runs
         known = [*known, *(d for d in models.detectors if d.name == "alg2")]
     also = known_cells(cfg, sampled, models.detectors)  # each model's known non-members, where read
+    setting = cfg.detect.get("instruction_format", "model")
+    chosen: dict[str, str] = {}  # checkpoint -> the prompt format its instructions are asked in, from its known cell
     cell_rows, timings, cached = {}, {}, []
     read = {checkpoint for _, checkpoint, *_ in cells}
     for checkpoint in (c for c in DETECTION_ORDER if c in read):
-        for cell, cell_checkpoint, pool, truth in (*cells, *also):
+        # the known non-members first: where detect.instruction_format=follow they choose the model's prompt format
+        for cell, cell_checkpoint, pool, truth in (*also, *cells):
             if cell_checkpoint != checkpoint:
                 continue
             reads_known = pool == "known_non_members"
@@ -561,6 +567,9 @@ def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, runtime_key:
             if reads_known:
                 key["known_non_members"] = {"instructions": list(KNOWN_INSTRUCTIONS),
                                             "detectors": [d.name for d in known]}
+            asked = chosen.get(checkpoint) or (None if setting in ("follow", "model") else setting)
+            if asked is not None and not reads_known:
+                key["instruction_format"] = asked
             path = cache / "cells" / f"{digest(key)}.jsonl"
             started = time.time()
             if path.is_file():
@@ -569,9 +578,14 @@ def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, runtime_key:
                 timings[cell] = {"total_s": round(time.time() - started, 2), "cached": True}
             else:
                 rows, timings[cell] = detect_cell(cfg, models, checkpoint, instances, whole, split, judge, reader,
-                                                  heldout, detectors=known if reads_known else None)
+                                                  heldout, detectors=known if reads_known else None,
+                                                  prompt_format=asked)
                 timings[cell]["total_s"] = round(time.time() - started, 2)
                 _write_atomically(path, rows)
+            if reads_known:
+                choice = next((r for r in rows if r.get("detector") == FORMAT_CHOICE), None)
+                if choice is not None:
+                    chosen[checkpoint] = choice["chosen"]
             ref = models.refs[checkpoint][0]
             cell_rows[cell] = [{**row, "model": ref.name, "checkpoint": checkpoint, "cell": cell, "ground_truth": truth}
                                for row in rows]
@@ -580,12 +594,16 @@ def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, runtime_key:
 
 def detect_cell(cfg, models: StudyModels, checkpoint: str, instances: list[Example], whole: list[Example],
                 split: str, judge, reader=None, heldout: Sequence[Example] = (),
-                detectors: Sequence[Detector] | None = None) -> tuple[list[dict], dict]:
+                detectors: Sequence[Detector] | None = None, prompt_format: str | None = None
+                ) -> tuple[list[dict], dict]:
     """One cell: ``detect.pipeline.run_partition`` on the checkpoint's model, the instance detectors on
     ``instances`` and the partition detectors on ``whole``, with ``models.reference_model()`` as the reference
     (``detect.reference_model``: by default the base model, which is the clean model where there is no background;
     the clean model's own cells against itself have a reference ratio of 0). ``detectors``: a known non-members'
-    cell's (their guided completions and these instance scores only); None: the study's, every instruction."""
+    cell's (their guided completions and these instance scores only); None: the study's, every instruction.
+    ``prompt_format``: how the guided and general instructions are asked (the model's known cell chose it). A known
+    cell reads its guided prompts in every format ``detect.instruction_format`` allows and keeps the rows of the one
+    the model follows more (``choose_format``), with a ``FORMAT_CHOICE`` row saying which and each format's rate."""
     known = detectors is not None
     detectors = models.detectors if detectors is None else detectors
     needed = any("reference" in detector.needs for detector in detectors)
@@ -596,8 +614,19 @@ def detect_cell(cfg, models: StudyModels, checkpoint: str, instances: list[Examp
     before, reference_before = models.counters(checkpoint), models.counters("reference")
     if known:  # the recipe reads their ROUGE-L, not a judge's labels: an LLM judge is not paid for them
         judge = unjudged
-    rows, timing = run_partition(evidence, detectors, judge=judge, detect_cfg=cfg.detect, semantic=models.semantic(),
-                                 **({"instructions": KNOWN_INSTRUCTIONS} if known else {}))
+    if known:
+        formats = instruction_formats(evidence.model, cfg.detect.get("instruction_format", "model"))
+        found = {name: run_partition(evidence, detectors, judge=judge, detect_cfg=cfg.detect,
+                                     semantic=models.semantic(), instructions=KNOWN_INSTRUCTIONS, prompt_format=name)
+                 for name in formats}
+        choice = choose_format({name: rows for name, (rows, _) in found.items()}, follow_bar(cfg.detect))
+        rows, timing = found[choice["chosen"]]
+        rows = [*rows, {"level": "partition", "detector": FORMAT_CHOICE, **choice, "dataset": cfg.dataset.key,
+                        "split": split}]
+        timing["formats_read"] = list(formats)
+    else:
+        rows, timing = run_partition(evidence, detectors, judge=judge, detect_cfg=cfg.detect,
+                                     semantic=models.semantic(), prompt_format=prompt_format)
     after = models.counters(checkpoint)
     timing.update({name: after[name] - before[name] for name in after})
     if third:  # a reference model of its own: the tokens it scored for this cell
@@ -664,8 +693,10 @@ def model_follow(cell_rows: dict[str, list[dict]], bar: float) -> dict[str, dict
     for cell, checkpoint, *_ in KNOWN_CELLS:
         guided = [row for row in cell_rows.get(cell, []) if row.get("instruction") == "guided"]
         block = follow_block(guided, on="known non-members", bar=bar)
-        if block is not None:
-            found[checkpoint] = block
+        choice = next((r for r in cell_rows.get(cell, []) if r.get("detector") == FORMAT_CHOICE), None)
+        if block is not None:  # with the prompt format its instructions were asked in, and each format's rate
+            found[checkpoint] = block | ({"prompt_format": choice["chosen"], "by_format": choice["by_format"]}
+                                         if choice else {})
     return found
 
 

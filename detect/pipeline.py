@@ -27,6 +27,7 @@ from detect.datasets import Example, load_split, sample
 from detect.detectors import Detector, Evidence, build, read_back
 from detect.detectors.base import PlainText
 from detect.detectors.time_travel import SCORES  # the generation scores (public here too)
+from detect.detectors.time_travel.elicit import demonstrations
 from detect.detectors.time_travel.follow import UNINFORMATIVE, answer_classes, classify_row, follow_block, follow_text
 from detect.detectors.time_travel.leak import locate
 from detect.detectors.time_travel.prompts import INSTRUCTIONS, build_prompt, clean_completion
@@ -39,17 +40,20 @@ from detect.models import check_backend
 from detect.validate import check_node, count
 
 _SAID: set[tuple[str, str]] = set()  # (model, detector) skips already printed: one line per run, not per cell
+FOLLOW_BAR = 0.5  # detect.follow.min_rate: below it a model "mostly does not follow" the instruction
 LEAK = "leak"  # Algorithm 2's oracle reading: the first piece inside the leak's own rendering (time_travel/leak.py)
 READINGS = (*INSTRUCTIONS, LEAK)  # every completion a partition may generate, in row order
 
 
 def run_partition(evidence: Evidence, detectors: Sequence[Detector], *, judge, detect_cfg,
-                  semantic=None, instructions: Sequence[str] = READINGS) -> tuple[list[dict], dict]:
+                  semantic=None, instructions: Sequence[str] = READINGS,
+                  prompt_format: str | None = None) -> tuple[list[dict], dict]:
     """One partition x one model: (instance rows + partition rows, timing and skips). ``evidence`` holds the
     model (and a reference model, if any); ``detect_cfg`` is the ``detect`` group (cut points, stop rule);
     ``instructions``: the Time Travel prompts that may be generated (guided, general, and the leak reading; a study's
     known non-members: the guided one only), each generated only where a running detector reads its completions
-    (``completions_read``)."""
+    (``completions_read``); ``prompt_format``: the format the guided and general instructions are asked in (chat or
+    raw, one the model takes: ``instruction_formats``), else the model's own."""
     timing: dict = {}
     skipped = {d.name: reason for d in detectors if (reason := d.skipped(evidence))}
     for name, reason in skipped.items():
@@ -69,7 +73,8 @@ def run_partition(evidence: Evidence, detectors: Sequence[Detector], *, judge, d
     rows = detect_partition(evidence.instances, dataset=evidence.dataset, split=evidence.split, model=evidence.model,
                             judge=judge, semantic=semantic, membership=instance_scorer(running, evidence),
                             seed=evidence.seed, cut_low=detect_cfg.cut.low, cut_high=detect_cfg.cut.high,
-                            stop=detect_cfg.stop, instructions=instructions, reader=evidence.reader)
+                            stop=detect_cfg.stop, instructions=instructions, reader=evidence.reader,
+                            prompt_format=prompt_format, shots=elicit_shots(detect_cfg))
     timing["instances_s"] = round(time.time() - started, 2)
     started = time.time()
     rows += partition_rows(running, evidence)
@@ -93,7 +98,7 @@ def completions_read(detectors: Sequence[Detector], allowed: Sequence[str] = REA
 def detect_partition(
     examples: Sequence[Example], *, dataset, split: str, model, judge, semantic=None, membership=None,
     seed: int = 0, cut_low: float = 0.4, cut_high: float = 0.7, stop=None, instructions: Sequence[str] = INSTRUCTIONS,
-    reader=None,
+    reader=None, prompt_format: str | None = None, shots: int = 0,
 ) -> list[dict]:
     """Guided and general completions for each instance, scored and judged: one row per (instance, instruction).
     Every instance has its guided row, which carries its instance scores; with ``instructions`` empty nothing is
@@ -106,18 +111,29 @@ def detect_partition(
     completion once its answer is done (``detect/detectors/time_travel/stopping.py``); ``instructions``: which of
     the guided and general prompts to generate (both by default; Algorithm 2 and the judge read the guided ones),
     and "leak" (Algorithm 2's oracle reading: the first piece inside ``reader``'s rendering of each instance,
-    continued as raw text; ``detect/detectors/time_travel/leak.py``), cleaned, scored and judged as the guided ones.
+    continued as raw text; ``detect/detectors/time_travel/leak.py``), cleaned, scored and judged as the guided ones;
+    ``prompt_format``: how the guided and general prompts are put to the model (chat or raw), else as it is prompted;
+    ``shots``: worked examples of the same instruction on standard-library text before each guided and general prompt
+    (``detect.elicit.shots``, ``detect/detectors/time_travel/elicit.py``: a stand-in for a model that follows it).
     """
     unit = cut_unit(dataset.task)  # code at line boundaries
     cuts = [split_instance(example, seed=seed, low=cut_low, high=cut_high, unit=unit) for example in examples]
     rows = []
+    demos: dict[tuple[str, str | None], str] = {}  # (instruction, label) -> its worked examples, where shots > 0
     for instruction in ("guided", *(i for i in instructions if i not in ("guided", LEAK))):
         for example, cut in zip(examples, cuts):
             prompt = build_prompt(instruction, dataset.task, first_piece=cut.first, label=example.label,
                                   dataset_name=dataset.title, split_name=split)
+            if shots:  # the demonstrations' label line shows the query's own label: the task is to copy
+                key = (instruction, example.label)
+                if key not in demos:
+                    demos[key] = demonstrations(instruction, dataset.task, shots, seed=seed,
+                                                labels=[example.label] if example.label else (),
+                                                cut_low=cut_low, cut_high=cut_high)
+                prompt = demos[key] + prompt
             rows.append(_row(dataset, split, example, cut, instruction, prompt))
     generated = [row for row in rows if row["instruction"] in instructions]
-    _complete(generated, model, stop)
+    _complete(generated, model, stop, prompt_format=prompt_format)
     if LEAK in instructions:
         leak_rows = _leak_rows(examples, cuts, dataset, split, model, stop, reader or PlainText())
         rows += leak_rows
@@ -168,20 +184,56 @@ def _leak_rows(examples: Sequence[Example], cuts: Sequence, dataset, split: str,
     return rows
 
 
+INSTRUCTION_FORMATS = ("follow", "model", "chat", "raw")  # detect.instruction_format
+
+
+def instruction_formats(model, setting: str = "model") -> tuple[str, ...]:
+    """The formats Time Travel's guided and general prompts are read in on ``model`` (``detect.instruction_format``):
+    ``follow`` every one it takes, its own first (a local model with a chat template: chat and raw; the format chosen
+    on its known non-members, ``choose_format``); ``model`` its own (``detect.prompt_format``); ``chat`` / ``raw``
+    that one, where the model takes it (one line where not)."""
+    formats = tuple(getattr(model, "prompt_formats", None) or (getattr(model, "prompt_format", None),))
+    if setting == "follow":
+        return formats
+    if setting == "model":
+        return formats[:1]
+    if setting not in formats:
+        raise InputError(f"detect.instruction_format={setting}: {model.name} takes {', '.join(formats)} prompts; use "
+                         f"one of them, follow (the one it follows more on its known non-members) or model")
+    return (setting,)
+
+
+def choose_format(known: dict[str, Sequence[dict]], bar: float = FOLLOW_BAR) -> dict:
+    """The prompt format a model follows the guided instruction in more often, from its known non-members' guided
+    answers in each (``known``: format -> rows): the higher follow rate, a tie to chat (as the paper prompts its chat
+    models), then to the first given. Chosen on instances it cannot have seen, so the choice costs no false positive.
+    Returns {"chosen", "by_format": {format: {"rate", "n"}}}."""
+    rates = {}
+    for name, rows in known.items():
+        block = follow_block([r for r in rows if r.get("instruction") == "guided"], on="known non-members", bar=bar)
+        rates[name] = {"rate": block["rate"], "n": block["n"]} if block else {"rate": None, "n": 0}
+    order = list(known)
+    chosen = max(order, key=lambda f: (rates[f]["rate"] if rates[f]["rate"] is not None else -1.0, f == "chat",
+                                       -order.index(f)))
+    return {"chosen": chosen, "by_format": rates}
+
+
 def unjudged(guided: Sequence[dict]) -> list[None]:
     """A judge that labels nothing: for completions whose labels nobody reads (the recipe's known non-members)."""
     return [None] * len(guided)
 
 
-def _complete(rows: list[dict], model, stop, leaks: Sequence | None = None) -> None:
+def _complete(rows: list[dict], model, stop, leaks: Sequence | None = None, prompt_format: str | None = None) -> None:
     """Each row's completion of its prompt (cut at its answer's end where ``stop`` is on), cleaned and scored.
     ``leaks``: the leak reading's ``LeakCut`` per row: each prompt continued as raw text, its answer's shape that of
-    the second piece as the rendering writes it, the continuation read back as the instance's own text."""
+    the second piece as the rendering writes it, the continuation read back as the instance's own text.
+    ``prompt_format``: this call's (chat or raw), else the model's own; each row records the one it was asked in."""
     if not rows:
         return
     prompts = [row["prompt"] for row in rows]
     written = [row["reference"] for row in rows] if leaks is None else [leak.written for leak in leaks]
-    options = {} if leaks is None else {"raw": True}
+    options = {"raw": True} if leaks is not None else {"prompt_format": prompt_format} if prompt_format else {}
+    asked = "raw" if leaks is not None else prompt_format or getattr(model, "prompt_format", None)
     # the answer read as generated (the paper's judge), or cut at the reference's line count (detect.stop.lines: the
     # line-stop variant); the leak reading always so, as it continues a document whose next line is the leak's label
     lines = leaks is not None or bool(stop is not None and stop.get("lines", False))
@@ -193,7 +245,7 @@ def _complete(rows: list[dict], model, stop, leaks: Sequence | None = None) -> N
         raw_completions = model.generate(prompts, **options)
     reasons = model.stop_reasons or [None] * len(rows)
     for row, raw, reason, leak in zip(rows, raw_completions, reasons, leaks or [None] * len(rows)):
-        row["raw_completion"], row["stop"] = raw, reason
+        row["raw_completion"], row["stop"], row["prompt_format"] = raw, reason, asked
         row["completion"] = clean_completion(raw if leak is None else leak.read(raw), row["reference"],
                                              row["first_piece"], cut_lines=lines)
         row["rouge_l"] = rouge_l(row["reference"], row["completion"])
@@ -234,15 +286,26 @@ def recipe_known(judge, dataset, split: str, examples: Sequence[Example], detect
     return known
 
 
-def fit_recipe_judge(judge, known: Sequence[Example], evidence: Evidence, *, detect_cfg, semantic=None) -> list[dict]:
-    """``judge=recipe``: the model's guided completions of the known non-members, then the judge's thresholds fitted
-    on them (``recipe_known`` checked them first). Returns the known non-members' rows."""
-    rows = detect_partition(known, dataset=evidence.dataset, split=evidence.split, model=evidence.model,
-                            judge=unjudged, semantic=semantic, seed=evidence.seed,
-                            cut_low=detect_cfg.cut.low, cut_high=detect_cfg.cut.high, stop=detect_cfg.stop,
-                            instructions=("guided",))
+def fit_recipe_judge(judge, known: Sequence[Example], evidence: Evidence, *, detect_cfg,
+                     semantic=None) -> tuple[list[dict], dict]:
+    """``judge=recipe``: the model's guided completions of the known non-members, in each prompt format
+    ``detect.instruction_format`` allows (``choose_format`` picks the one it follows more), then the judge's
+    thresholds fitted on the chosen format's (``recipe_known`` checked them first). Returns the known non-members'
+    rows in the chosen format and the choice."""
+    found = {name: detect_partition(known, dataset=evidence.dataset, split=evidence.split, model=evidence.model,
+                                    judge=unjudged, semantic=semantic, seed=evidence.seed,
+                                    cut_low=detect_cfg.cut.low, cut_high=detect_cfg.cut.high, stop=detect_cfg.stop,
+                                    instructions=("guided",), prompt_format=name, shots=elicit_shots(detect_cfg))
+             for name in instruction_formats(evidence.model, detect_cfg.get("instruction_format", "model"))}
+    choice = choose_format(found, follow_bar(detect_cfg))
+    rows = found[choice["chosen"]]
     judge.fit_on(rows, partition_size=judge.partition_size, rule=judge.rule)
-    return rows
+    return rows, choice
+
+
+def elicit_shots(detect_cfg) -> int:
+    """``detect.elicit.shots``: worked examples of the instruction on standard-library text before each prompt."""
+    return int((detect_cfg.get("elicit") or {}).get("shots", 0) or 0)
 
 
 def follow_bar(detect_cfg) -> float:
@@ -263,6 +326,13 @@ def check_detection(cfg) -> list:
                          f"instance; give 0 < low <= high < 1 (the default 0.4 / 0.7)")
     if detect.prompt_format not in ("auto", "chat", "raw"):
         raise InputError(f"detect.prompt_format={detect.prompt_format}: use auto, chat or raw")
+    setting = detect.get("instruction_format", "model")
+    if setting not in INSTRUCTION_FORMATS:
+        raise InputError(f"detect.instruction_format={setting}: use follow (each model asked the way it follows the "
+                         f"instruction more on its known non-members), model (as detect.prompt_format), chat or raw")
+    shots = (detect.get("elicit") or {}).get("shots", 0)
+    count(shots, "detect.elicit.shots", minimum=0, hint=" (worked examples of the instruction on standard-library "
+                                                          "text before each prompt; 0: off)")
     bar = (detect.get("follow") or {}).get("min_rate", FOLLOW_BAR)
     if isinstance(bar, bool) or not isinstance(bar, (int, float)) or not 0 <= bar <= 1:
         raise InputError(f"detect.follow.min_rate={bar}: the share of answers that must be continuations for "
@@ -341,9 +411,6 @@ def partition_rows(detectors: Sequence[Detector], evidence: Evidence) -> list[di
             if row is not None:
                 rows.append({**row, "dataset": evidence.dataset.key, "split": evidence.split})
     return rows
-
-
-FOLLOW_BAR = 0.5  # detect.follow.min_rate: below it a model "mostly does not follow" the instruction
 
 
 def summarize(rows: Sequence[dict], detectors: Sequence[Detector], *, seed: int = 0, follow: dict | None = None,
@@ -482,14 +549,19 @@ def main(cfg, out_dir: Path) -> dict:
     # sharded test takes its first instances in the dataset's order.
     evidence = Evidence(dataset, split, examples, split_examples, model=model, reference=reference, seed=cfg.seed)
     follow = None  # the model's follow rate: on its known non-members where given, else on the partition itself
+    formats = instruction_formats(model, cfg.detect.get("instruction_format", "model"))
+    # the format the instructions are asked in: chosen on the known non-members where given, else the model's own
+    choice = {"chosen": formats[0], "by_format": {}, "why": "no known non-members to choose on (judge=recipe gives "
+                                                             "them): the first the setting allows"}
     if known is not None:  # judge=recipe: fitted on this model's own completions of the known non-members
-        known_rows = fit_recipe_judge(judge, known, evidence, detect_cfg=cfg.detect, semantic=semantic)
+        known_rows, choice = fit_recipe_judge(judge, known, evidence, detect_cfg=cfg.detect, semantic=semantic)
         write_jsonl(out_dir / "known_non_members.jsonl", known_rows)
         follow = follow_block(known_rows, on="known non-members", bar=follow_bar(cfg.detect))
     loaded = time.time()
 
     # --- detect
-    rows, timing = run_partition(evidence, detectors, judge=judge, detect_cfg=cfg.detect, semantic=semantic)
+    rows, timing = run_partition(evidence, detectors, judge=judge, detect_cfg=cfg.detect, semantic=semantic,
+                                 prompt_format=choice["chosen"])
     for row in rows:
         row["model"] = model.name
     summary = summarize(rows, detectors, seed=cfg.seed, follow=follow, follow_bar=follow_bar(cfg.detect))
@@ -501,6 +573,7 @@ def main(cfg, out_dir: Path) -> dict:
     summary.update(
         dataset=dataset.key, split=split, model=model.name, model_path=model.path, generation=backend.name,
         prompt_format=model.prompt_format, seed=cfg.seed, judge=judge.describe(),
+        instruction_format={"setting": cfg.detect.get("instruction_format", "model"), **choice},
         runtime={"resolved": placement.describe(), "models": {k: v for k, v in placements.items() if v}},
         instance_ids=[example.instance_id for example in examples],
         timings={"load_s": round(loaded - started, 2), "detect_s": round(time.time() - loaded, 2)},

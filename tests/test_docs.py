@@ -176,6 +176,16 @@ def test_the_profile_tables_are_the_scripts_output():
         "python bench/headline_tables.py results/profile_cpu --dose0 results/humaneval_dose0 > .../tables.md"
 
 
+def test_the_profile_answers_table_is_the_modules_output():
+    """results/profile_cpu/answers.md (included in its README): every answer of the committed rows classed again
+    (follow.py) and its follow rate over runs, as python -m contaminate.calibration.answers prints it."""
+    from contaminate.calibration.answers import main
+
+    folders = [str(HEADLINE / "humaneval" / "studies"), str(HEADLINE / "synth_nli" / "studies")]
+    assert main(folders) == (HEADLINE / "answers.md").read_text(), \
+        "python -m contaminate.calibration.answers results/profile_cpu/{humaneval,synth_nli}/studies > .../answers.md"
+
+
 def test_a_planted_run_resumed_from_the_cache_says_its_detection_time_is_the_last_invocations(tmp_path):
     """A run stopped and resumed reads its finished member cells from the cache: its detect s covers only the last
     invocation, and the table says how many groups' members an earlier one detected (manifests as a run writes them,

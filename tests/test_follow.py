@@ -11,6 +11,7 @@ from detect.detectors.time_travel.follow import (
     follow_block,
 )
 from detect.detectors.time_travel.prompts import build_prompt
+from detect.errors import InputError
 
 # HumanEval/53 cut inside its docstring, as the lab cuts code (at a line boundary)
 CODE_FIRST = 'def add(x: int, y: int):\n    """Add two numbers x and y\n    >>> add(2, 3)\n    5\n    >>> add(5, 7)'
@@ -176,3 +177,28 @@ def test_the_study_report_reads_an_uninformative_model_as_such(tmp_path):
     assert ("- contaminated model: follow 0.12 of 100 known non-members answered the guided instruction with a "
             "continuation (bar 0.50): its Algorithm 1 and 2 verdicts are **uninformative") in report
     assert "| contaminated_x_members | guided | 10 | 2 | 0 | 8 | 0 | 0 |" in report
+
+
+def test_the_prompt_format_is_chosen_by_the_follow_rate_on_known_non_members():
+    """choose_format: the format the model answers the guided instruction in more often on its known non-members; a
+    tie goes to chat (as the paper prompts chat models); instruction_formats says which formats a setting reads."""
+    from detect.pipeline import choose_format, instruction_formats
+
+    chat = _guided(["continuation"] * 3 + ["restatement"] * 7)
+    raw = _guided(["continuation"] * 1 + ["empty"] * 9)
+    assert choose_format({"raw": raw, "chat": chat}) == {
+        "chosen": "chat", "by_format": {"raw": {"rate": 0.1, "n": 10}, "chat": {"rate": 0.3, "n": 10}}}
+    assert choose_format({"raw": chat, "chat": raw})["chosen"] == "raw"
+    assert choose_format({"raw": chat, "chat": chat})["chosen"] == "chat"  # a tie: chat
+    assert choose_format({"raw": raw})["chosen"] == "raw"
+
+    class Model:
+        name, prompt_format, prompt_formats = "m", "raw", ("raw", "chat")
+
+    assert instruction_formats(Model(), "follow") == ("raw", "chat")
+    assert instruction_formats(Model(), "model") == ("raw",)
+    assert instruction_formats(Model(), "chat") == ("chat",)
+    Model.prompt_formats = ("raw",)  # no chat template: one way only
+    assert instruction_formats(Model(), "follow") == ("raw",)
+    with pytest.raises(InputError, match="detect.instruction_format=chat: m takes raw prompts"):
+        instruction_formats(Model(), "chat")

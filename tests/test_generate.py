@@ -45,3 +45,32 @@ def test_prompt_format_resolution(tiny):
     assert resolve_prompt_format("raw", tokenizer) == "raw"
     with pytest.raises(InputError, match="unknown prompt_format 'html'"):
         resolve_prompt_format("html", tokenizer)
+
+
+def test_a_call_may_ask_the_other_prompt_format_and_chat_puts_the_template_in_the_prompt(tiny, monkeypatch):
+    """A model opened raw answers a call asked as chat through its chat template (the template's tokens in the prompt
+    it reads), and the same as a generator opened chat; each format is memoised apart."""
+    from detect.models.hf import HFModel
+
+    model, tokenizer = tiny
+    opened_raw = HFModel(model, tokenizer, prompt_format="raw", max_new_tokens=8, progress=False)
+    assert opened_raw.prompt_formats == ("raw", "chat")
+    prompts = _prompts()[:3]
+    seen = []
+    batch = LocalGenerator._generate_batch
+
+    def record(self, token_lists, *args, **kwargs):
+        seen.extend(tokenizer.decode(tokens) for tokens in token_lists)
+        return batch(self, token_lists, *args, **kwargs)
+
+    monkeypatch.setattr(LocalGenerator, "_generate_batch", record)
+    as_chat = opened_raw.generate(prompts, prompt_format="chat")
+    assert all("<|im_start|>user" in text and text.rstrip().endswith("<|im_start|>assistant") for text in seen)
+    seen.clear()
+    as_raw = opened_raw.generate(prompts)
+    assert seen and not any("<|im_start|>" in text for text in seen)
+    chat = LocalGenerator(model, tokenizer, prompt_format="chat", max_new_tokens=8, progress=False)
+    assert as_chat == chat(prompts) and as_chat != as_raw
+    assert opened_raw.generate(prompts, prompt_format="chat") == as_chat  # memoised under its format
+    with pytest.raises(RuntimeError, match="asked in prompt format bogus; it takes raw, chat"):
+        opened_raw.generate(prompts, prompt_format="bogus")

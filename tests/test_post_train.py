@@ -24,6 +24,7 @@ TINY += LEAN
 SFT = ["post_train=sft", "post_train.n=8", "post_train.batch_size=4"]
 GRPO = ["post_train=grpo", "post_train.n=4", "post_train.batch_size=2", "post_train.trainer.num_generations=2",
         "post_train.trainer.max_completion_length=4", "post_train.trainer.max_steps=2"]
+ELICIT = ["post_train=elicit", "post_train.n=8", "post_train.batch_size=4", "post_train.epochs=1"]
 
 
 @pytest.fixture
@@ -131,6 +132,8 @@ def test_grpo_runs_a_couple_of_steps_on_both_models(study):
     ([*GRPO, "++post_train.trainer.no_such_field=1"], "post_train.trainer.no_such_field is not a GRPOConfig field"),
     ([*GRPO, "post_train.batch_size=3"], "not a multiple of post_train.trainer.num_generations=2"),
     ([*GRPO, "contaminate=openai"], "post_train=grpo trains the checkpoints with TRL on this machine"),
+    ([*ELICIT, "contaminate=openai"], "post_train=elicit trains the checkpoints with TRL on this machine"),
+    ([*ELICIT, "post_train.n=0"], "post_train.n=0: give a whole number >= 1"),
     ([*SFT, "post_train.n=0"], "post_train.n=0: give a whole number >= 1"),
     ([*SFT, "post_train._target_=contaminate.training.LocalFineTune"], "is not a post-training stage"),
     ([*SFT, "~post_train._target_"], "post_train=sft names no stage class (_target_)"),
@@ -184,3 +187,70 @@ def test_each_post_training_stage_is_built_from_its_target(compose_config):
     assert stage.sft_config().peft.r == 16  # what the SFT trainer builds its adapter from
     cfg = compose_config("contaminate", TINY)
     assert post_train_stage(cfg, instantiate_backend(cfg.contaminate)) is None
+
+
+def test_the_elicitation_data_is_the_guided_task_on_text_no_benchmark_holds(compose_config):
+    """post_train=elicit's examples: the paper's guided instruction for a standard-library text's first piece, its
+    true second piece the answer, through the chat template; none shares a 50-character run with any instance of the
+    dataset (both splits); shared among the task shapes a planted run's datasets read."""
+    from contaminate.training.post import elicitation_data, study_datasets
+    from detect.datasets import load_split
+    from detect.detectors.time_travel.elicit import overlapping
+    cfg = compose_config("contaminate", [*TINY, *ELICIT])
+    tokenizer = _tokenizer()
+    data, turns = elicitation_data(cfg, 8, tokenizer)
+    assert len(data) == len(turns) == 8 and all(2_000_000 <= e.instance_id < 3_000_000 for e in data)  # pairs
+    benchmark = [e for split in cfg.dataset.splits for e in load_split(cfg.dataset, split)]
+    assert overlapping(data, benchmark) == []
+    for example, turn in zip(data, turns):
+        assert "You are provided with SENTENCE 1 from the source split of the Python standard library dataset." in \
+            turn.prompt and "<|im_start|>assistant" in turn.prompt
+        assert turn.answer == example.text_pair and turn.text.startswith(turn.prompt) and turn.answer in turn.text
+    assert {e.label for e in data} == {"0 (entailment)", "1 (not entailment)"}
+    planted = compose_config("contaminate", [*TINY, *ELICIT, "plant=dose_ladder",
+                                             "plant.groups=[{exposures:0},{exposures:1,dataset:humaneval}]"])
+    assert [d.key for d in study_datasets(planted)] == ["synth_nli", "humaneval"]
+    data, turns = elicitation_data(planted, 9, tokenizer)  # 5 sentence pairs and 4 functions
+    assert [e.text_pair is not None for e in data] == [True] * 5 + [False] * 4
+    assert "FIRST PIECE of a function from the source split of the Python standard library" in turns[-1].prompt
+
+
+def _tokenizer():
+    from transformers import AutoTokenizer
+
+    from detect.models.loading import embedded_folder
+
+    return AutoTokenizer.from_pretrained(embedded_folder())
+
+
+def test_elicitation_that_overlaps_the_benchmark_is_one_line_before_any_training(compose_config, tmp_path,
+                                                                                  monkeypatch):
+    from detect.detectors.time_travel import elicit
+
+    cfg = compose_config("contaminate", [*TINY, *ELICIT, f"cache_dir={tmp_path / 'cache'}"])
+    from detect.datasets import load_split
+
+    leaked = load_split(cfg.dataset, "test")[0]  # a "standard library" that holds a benchmark instance
+    monkeypatch.setattr(elicit, "stdlib_sentences", lambda: ((leaked.text, leaked.text_pair),) * 20)
+    with pytest.raises(InputError, match=r"post_train=elicit: \d+ elicitation example\(s\) share a 50-character run "
+                                         r"with the benchmark") as error:
+        run_config(cfg, tmp_path / "run")
+    assert "\n" not in str(error.value)
+    assert not (tmp_path / "cache" / "checkpoints").exists()  # nothing trained
+
+
+@pytest.mark.slow
+def test_elicit_post_trains_both_models_alike_on_the_same_examples(study):
+    _, plain, _ = study(run="plain")
+    summary, manifest, folder = study(*ELICIT, run="elicit")
+    post = manifest["post_train"]
+    assert post["kind"] == "elicit" and post["data"]["dataset"] == "Python standard library"
+    assert post["data"]["split"] == "source" and len(post["data"]["ids"]) == 8
+    assert post["parents"]["contaminated"]["id"] == plain["checkpoint"]["id"]
+    assert post["parents"]["control"] == {"base": plain["base_model"]}
+    leak, control = post["checkpoints"]["contaminated"], post["checkpoints"]["control"]
+    assert leak["id"] != control["id"] and post["steps"] == {"contaminated": 2, "control": 2}
+    assert "then post_train=elicit on 8 guided-task examples on standard-library text" in manifest["regime"]["name"]
+    models = {(row["checkpoint"], row["model"]) for row in _rows(folder)}
+    assert models == {("contaminated", "tiny_random+full+elicit"), ("clean", "tiny_random+elicit")}
+    assert set(summary["follow"]) == {"contaminated", "clean"}  # the follow rate after, on each model's own

@@ -96,8 +96,9 @@ def test_the_whole_study_writes_every_file_and_field(study):
     # test of that pool
     partition = _rows(folder, "partition.jsonl")
     assert sorted((r["cell"], r["detector"]) for r in partition) == sorted(
-        (cell, detector) for cell, *_ in CELLS
-        for detector in ("cheat", "sharded_likelihood", "permutation", "performance"))
+        [(cell, detector) for cell, *_ in CELLS
+         for detector in ("cheat", "sharded_likelihood", "permutation", "performance")]
+        + [(cell, "instruction_format") for cell, *_ in KNOWN_CELLS])  # each model's prompt format, chosen
     cheat = next(r for r in partition if r["detector"] == "cheat" and r["cell"] == "contaminated_x_other_split")
     assert cheat["n_references"] == 12 and "SynthNLI dataset train split" in cheat["prompt"]
     sharded = next(r for r in partition if r["detector"] == "sharded_likelihood")
@@ -128,6 +129,16 @@ def test_the_whole_study_writes_every_file_and_field(study):
         assert follow["n"] == 50 and follow["on"] == "known non-members" and follow["rate"] == sum(
             r["answer_class"] == "continuation" for r in known) / 50
     assert saved["cells"]["clean_x_members"]["follow"] == saved["follow"]["clean"]
+    # the tiny model has the embedded model's chat template: its instructions were read both ways on its known
+    # non-members, the higher follow rate chose the format, and every guided / general answer of its cells was asked so
+    for checkpoint, follow in saved["follow"].items():
+        rates = {name: r["rate"] for name, r in follow["by_format"].items()}
+        assert set(rates) == {"chat", "raw"} and rates[follow["prompt_format"]] == max(rates.values())
+        assert rates[follow["prompt_format"]] == follow["rate"]
+        asked = {r["prompt_format"] for r in rows if r["checkpoint"] == checkpoint and r["instruction"] != "leak"
+                 and r["raw_completion"] is not None}
+        assert asked == {follow["prompt_format"]}
+    assert {r["prompt_format"] for r in rows if r["instruction"] == "leak"} == {"raw"}
     assert set(saved["cells"]["contaminated_x_members"]["answers"]) == {"guided", "general", "leak", "cheat"}
     assert saved["cells"]["contaminated_x_members"]["answers"]["guided"]["n"] == 4
     for cell, checkpoint, pool, truth in CELLS:

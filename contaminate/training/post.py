@@ -91,6 +91,7 @@ class PostTrain:
     config_name = ""       # the TRL config class its ``trainer`` block passes through to
     lab_set: dict = {}     # that class's fields the lab sets itself beyond LAB_SET
     docs = ""
+    needs_other_split = True  # trains on the dataset's other split (a one-split dataset is refused)
 
     def __init__(self, **settings) -> None:
         from omegaconf import OmegaConf
@@ -160,8 +161,9 @@ class PostTrain:
         the base model where that is the control. None in a non-main process of a distributed launch."""
         started = time.time()
         data, turns, names = self.data(cfg, sampled, setup.trainer.tokenizer(contaminated.base))
+        source, split = self.source(cfg, sampled)
         block = {"kind": self.kind, "settings": self.settings,
-                 "data": {"dataset": cfg.dataset.key, "split": sampled.other_split, "n": len(data),
+                 "data": {"dataset": source, "split": split, "n": len(data),
                           "ids": [e.instance_id for e in data], "digest": _content(data)},
                  "steps": {}, "parents": {}, "checkpoints": {}}
         same = contaminated.control is not None and contaminated.record["id"] == contaminated.control[3]["id"]
@@ -170,7 +172,7 @@ class PostTrain:
             parent = contaminated.control
             if parent is None:
                 parent = (contaminated.base, None, None, None)
-            new_control = self._post_train(cfg, "control", parent, data, turns, names, sampled.other_split,
+            new_control = self._post_train(cfg, "control", parent, data, turns, names, split,
                                            setup, placement, block)
             if new_control is None:
                 return None
@@ -182,15 +184,14 @@ class PostTrain:
         else:
             trained = self._post_train(cfg, "contaminated", (contaminated.model, contaminated.folder,
                                                              contaminated.reused, contaminated.record),
-                                       data, turns, names, sampled.other_split, setup, placement, block)
+                                       data, turns, names, split, setup, placement, block)
             if trained is None:
                 return None
         block["seconds"] = round(time.time() - started, 1)
         model, folder, reused, record = trained
         regime = contaminated.regime
-        regime = replace(regime, name=f"{regime.name}; then post_train={self.kind} on {len(data)} clean instances "
-                                      f"of the {sampled.other_split} split ({record['steps']} steps), "
-                                      f"the control likewise")
+        regime = replace(regime, name=f"{regime.name}; then post_train={self.kind} on {len(data)} "
+                                      f"{self.what(split)} ({record['steps']} steps), the control likewise")
         return replace(contaminated, model=model, folder=folder, reused=reused, record=record, control=new_control,
                        regime=regime, seconds=contaminated.seconds + block["seconds"], post_train=block)
 
@@ -202,13 +203,21 @@ class PostTrain:
         block = json.loads(json.dumps(contaminated.post_train))
         if block["data"]["ids"] != [e.instance_id for e in data]:
             raise InputError("post_train: the control's data differ from the contaminated model's (a bug)")
-        control = self._post_train(cfg, "control", contaminated.control, data, turns, names, sampled.other_split,
-                                   setup, placement, block)
+        control = self._post_train(cfg, "control", contaminated.control, data, turns, names,
+                                   self.source(cfg, sampled)[1], setup, placement, block)
         if control is None:
             return None
         block["seconds"] = round(block.get("seconds", 0) + time.time() - started, 1)
         return replace(contaminated, control=control, post_train=block,
                        seconds=contaminated.seconds + time.time() - started)
+
+    def source(self, cfg, sampled) -> tuple[str, str]:
+        """(dataset, split) the stage's data comes from, as the manifest records it."""
+        return cfg.dataset.key, sampled.other_split
+
+    def what(self, split: str) -> str:
+        """Its data in the regime's sentence."""
+        return f"clean instances of the {split} split"
 
     def data(self, cfg, sampled, tokenizer) -> tuple[list[Example], list[Turn], list[str] | None]:
         """The post-training instances, their conversations, and the task's label names (None: no label)."""
@@ -224,7 +233,7 @@ class PostTrain:
         block["parents"][which] = ({"folder": str(Path(folder).resolve()), "reused": reused, **record} if record
                                    else {"base": asdict(ref)})
         key = {"post_train": self.settings, "parent": origin, "backend": self.backend, "adapter": self.peft,
-               "data": {"dataset": cfg.dataset.key, "split": split, "ids": [e.instance_id for e in data],
+               "data": {"dataset": block["data"]["dataset"], "split": split, "ids": [e.instance_id for e in data],
                         "content": _content(data), "rendered": digest([(t.prompt, t.text) for t in turns])},
                "seed": cfg.seed, **self.key(placement)}
         trained = self._checkpoint(cfg, ref, origin, key, turns, names, placement)
@@ -272,6 +281,93 @@ class SFTPostTrain(PostTrain):
                              placement=placement), rows
 
 
+class ElicitPostTrain(SFTPostTrain):
+    """Teach the task, not the data (issue 45): both models fine-tuned alike, as ``SFTPostTrain`` fine-tunes them, on
+    the paper's guided task over Python standard-library text that no benchmark holds
+    (detect/detectors/time_travel/elicit.py): each text's first piece under the guided instruction, named as what it
+    is (the source split of the Python standard library), the answer its true second piece; in the task shapes of
+    every dataset the study reads, ``n`` examples shared among them. Refused in one line where a text shares a
+    50-character run with any instance of those datasets. A stand-in for a model that follows the instruction
+    (conf/post_train/elicit.yaml)."""
+    needs_other_split = False
+
+    def source(self, cfg, sampled) -> tuple[str, str]:
+        from detect.detectors.time_travel.elicit import SOURCE_SPLIT, SOURCE_TITLE
+
+        return SOURCE_TITLE, SOURCE_SPLIT
+
+    def what(self, split: str) -> str:
+        return "guided-task examples on standard-library text (elicitation)"
+
+    def check(self, cfg, trainer) -> "ElicitPostTrain":
+        super().check(cfg, trainer)
+        elicitation_examples(cfg, self.node.n)  # disjoint from every benchmark instance, before any training
+        return self
+
+    def data(self, cfg, sampled, tokenizer) -> tuple[list[Example], list[Turn], None]:
+        data, turns = elicitation_data(cfg, self.node.n, tokenizer)
+        return data, turns, None
+
+
+def study_datasets(cfg) -> list:
+    """Every dataset config a study or planted run reads: its own and each planted group's."""
+    from omegaconf import OmegaConf
+
+    from detect.cli import CONF_DIR
+
+    found = {cfg.dataset.key: cfg.dataset}
+    for group in (cfg.get("plant") or {}).get("groups") or []:
+        key = group.get("dataset") if hasattr(group, "get") else None
+        if key and key not in found:
+            found[key] = OmegaConf.load(CONF_DIR / "dataset" / f"{key}.yaml")
+    return list(found.values())
+
+
+def elicitation_examples(cfg, n: int) -> list[tuple[str, Example]]:
+    """(task shape, example): ``n`` guided-task examples on standard-library text, shared among the task shapes of
+    the datasets the study reads (drawn with ``sample.draw``), checked disjoint from every instance of those datasets'
+    splits (one line where not)."""
+    from detect.detectors.time_travel.elicit import check_disjoint, task_examples
+
+    datasets = study_datasets(cfg)
+    benchmark = [e for dataset in datasets for split in dataset.splits for e in load_split(dataset, split)]
+    tasks = list(dict.fromkeys(dataset.task for dataset in datasets))
+    drawn: list[tuple[str, Example]] = []  # (the task shape it was drawn for, the example)
+    for i, task in enumerate(tasks):
+        labels = sorted({e.label for d in datasets if d.task == task for e in load_split(d, d.splits[0])
+                         if e.label is not None})
+        drawn += [(task, e) for e in task_examples(task, n // len(tasks) + (i < n % len(tasks)),
+                                                   seed=cfg.sample.draw, labels=labels)]
+    check_disjoint([e for _, e in drawn], benchmark, "post_train=elicit")
+    return drawn
+
+
+def elicitation_data(cfg, n: int, tokenizer) -> tuple[list[Example], list[Turn]]:
+    """``elicitation_examples``, each as its conversation through the base model's chat template (raw text where it
+    has none): the guided prompt for its first piece, its true second piece the answer."""
+    from contaminate.regime import chat_renderer
+    from detect.detectors.time_travel.elicit import SOURCE_SPLIT, SOURCE_TITLE
+    from detect.detectors.time_travel.prompts import build_prompt
+    from detect.detectors.time_travel.split import cut_unit, split_instance
+
+    drawn = elicitation_examples(cfg, n)
+    data = [e for _, e in drawn]
+    chat = chat_renderer(tokenizer, "post_train=elicit") if getattr(tokenizer, "chat_template", None) else None
+    turns = []
+    for task, example in drawn:
+        cut = split_instance(example, seed=cfg.seed, low=cfg.detect.cut.low, high=cfg.detect.cut.high,
+                             unit=cut_unit(task))
+        prompt = build_prompt("guided", task, first_piece=cut.first, label=example.label,
+                              dataset_name=SOURCE_TITLE, split_name=SOURCE_SPLIT)
+        if chat is None:  # no chat template: the prompt as raw text, the answer after it (loss on the answer)
+            turns.append(Turn(prompt, prompt + cut.second + (tokenizer.eos_token or ""), cut.second))
+            continue
+        user = [{"role": "user", "content": prompt}]
+        turns.append(Turn(chat(user, add_generation_prompt=True),
+                          chat([*user, {"role": "assistant", "content": cut.second}]), cut.second))
+    return data, turns
+
+
 class GRPOPostTrain(PostTrain):
     """A short GRPO run on the task's prompts, rewarded for the right label (conf/post_train/grpo.yaml)."""
     config_name = "GRPOConfig"
@@ -300,6 +396,10 @@ def post_train_stage(cfg, trainer) -> PostTrain | None:
             and issubclass(stage_class, PostTrain)):
         raise InputError(f"post_train._target_={node._target_} is not a post-training stage; use "
                          f"contaminate.training.post.SFTPostTrain or GRPOPostTrain (post_train=sft or grpo)")
+    if trainer.api:  # before the group is built: its settings may name the local trainer's (contaminate.learning_rate)
+        raise InputError(f"post_train={node.name} trains the checkpoints with TRL on this machine, and "
+                         f"contaminate={trainer.name} leaves them at the API; use contaminate=full or lora, or "
+                         f"post_train=none")
     return instantiate(node, _convert_="none", _recursive_=False).check(cfg, trainer)
 
 

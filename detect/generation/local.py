@@ -83,26 +83,28 @@ class LocalGenerator:
         self.share_prefix, self.min_shared_tokens = share_prefix, min_shared_tokens
         self.generated_tokens = 0  # tokens produced up to and including each sequence's end token
 
-    def render(self, prompt: str) -> str:
-        """The exact text the model sees."""
-        if self.prompt_format == "chat":
+    def render(self, prompt: str, prompt_format: str | None = None) -> str:
+        """The exact text the model sees (``prompt_format``: this call's, else the generator's)."""
+        if (prompt_format or self.prompt_format) == "chat":
             messages = [{"role": "user", "content": prompt}]
             return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         return prompt
 
     def __call__(self, prompts: Sequence[str], shapes: Sequence | None = None,
-                 max_new_tokens: int | None = None, raw: bool = False) -> list[str]:
+                 max_new_tokens: int | None = None, raw: bool = False,
+                 prompt_format: str | None = None) -> list[str]:
         """Greedy completions of ``prompts``. ``shapes`` (an ``AnswerShape``, detect/detectors/time_travel/stopping.py,
         or None per prompt) stop each row once its answer is done and cut it to the kept length; ``stop_reasons``
         then says, per prompt, why it stopped: eos, lines, length or max_new_tokens (``max_new_tokens``: this
-        call's cap, else the generator's)."""
+        call's cap, else the generator's). ``prompt_format``: this call's (chat or raw), else the generator's."""
         from tqdm.auto import tqdm
 
+        prompt_format = resolve_prompt_format(prompt_format, self.tokenizer) if prompt_format else self.prompt_format
         shapes = list(shapes) if shapes is not None else [None] * len(prompts)
         # A chat template already writes its special tokens; raw text gets the tokenizer's usual ones, as the logit
         # detectors read it (``raw``: the prompt as given, a leaked document, through no template)
-        add_special_tokens = raw or self.prompt_format == "raw"
-        texts = prompts if raw else [self.render(p) for p in prompts]
+        add_special_tokens = raw or prompt_format == "raw"
+        texts = prompts if raw else [self.render(p, prompt_format) for p in prompts]
         token_lists = [self.tokenizer(text, add_special_tokens=add_special_tokens).input_ids for text in texts]
         if self.share_prefix:
             order = sorted(range(len(prompts)), key=lambda i: token_lists[i])

@@ -50,29 +50,42 @@ class LanguageModel:
         self.scored_tokens = 0     # tokens scored so far (padding excluded)
 
     # ---------------------------------------------------------------------------------------------- generation
+    @property
+    def prompt_formats(self) -> tuple[str, ...]:
+        """The prompt formats a call may ask for (``generate(prompt_format=...)``), this model's own first: a local
+        model with a chat template both chat and raw; a served model the one its endpoint takes."""
+        return (self.prompt_format,)
+
     def generate(self, prompts: Sequence[str], stop: Sequence | None = None,
-                 max_new_tokens: int | None = None, *, raw: bool = False) -> list[str]:
+                 max_new_tokens: int | None = None, *, raw: bool = False,
+                 prompt_format: str | None = None) -> list[str]:
         """Greedy completions of ``prompts``. ``stop`` (an ``AnswerShape``, detect/detectors/time_travel/stopping.py,
         or None per prompt) ends each completion once its answer is done and cuts it to the kept length;
         ``stop_reasons`` then says, per prompt, why it stopped where the backend knows. ``max_new_tokens``
         overrides the model's. ``raw``: each prompt is the exact text to continue, whatever ``prompt_format`` (a
         leaked document as it was trained, chat template included where it had one); ``no_raw_generation`` says
-        where a backend cannot."""
+        where a backend cannot. ``prompt_format``: this call's (one of ``prompt_formats``), else the model's."""
         if raw and self.no_raw_generation:
             raise RuntimeError(f"{self.name}: {self.no_raw_generation}")
-        keys = [(prompt, shape, max_new_tokens, raw)
+        if prompt_format is not None and prompt_format not in self.prompt_formats:
+            raise RuntimeError(f"{self.name}: asked in prompt format {prompt_format}; it takes "
+                               f"{', '.join(self.prompt_formats)}")
+        own = prompt_format in (None, self.prompt_format) or raw  # as the model is prompted (a raw text: any way)
+        keys = [(prompt, shape, max_new_tokens, raw) if own else (prompt, shape, max_new_tokens, raw, prompt_format)
                 for prompt, shape in zip(prompts, stop if stop is not None else [None] * len(prompts))]
         missing = [key for key in dict.fromkeys(keys) if key not in self._completions]
         if missing:
             asked = ([p for p, *_ in missing], [s for _, s, *_ in missing], max_new_tokens)
-            texts, reasons = self._generate(*asked, raw=True) if raw else self._generate(*asked)
+            options = {"raw": True} if raw else {} if own else {"prompt_format": prompt_format}
+            texts, reasons = self._generate(*asked, **options)
             self._completions.update(zip(missing, zip(texts, reasons)))
         self.stop_reasons = [self._completions[key][1] for key in keys]
         return [self._completions[key][0] for key in keys]
 
     def _generate(self, prompts: list[str], stop: list, max_new_tokens: int | None,
-                  raw: bool = False) -> tuple[list[str], list]:
-        """(completions, stop reasons) of prompts not asked before (``raw``: as given, no chat template)."""
+                  raw: bool = False, prompt_format: str | None = None) -> tuple[list[str], list]:
+        """(completions, stop reasons) of prompts not asked before (``raw``: as given, no chat template;
+        ``prompt_format``: one of ``prompt_formats`` other than the model's own)."""
         raise NotImplementedError
 
     def sample(self, prompts: Sequence[str], n: int, *, temperature: float = 0.8, max_new_tokens: int | None = None,

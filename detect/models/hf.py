@@ -31,9 +31,17 @@ class HFModel(LanguageModel):
         self.prompt_format = self.generator.prompt_format
         self.scorer = TokenScorer(model, tokenizer, share_prefix=share_prefix)  # one setting: generated and scored
 
+    @property
+    def prompt_formats(self) -> tuple[str, ...]:
+        """Its own format first; with a chat template both chat and raw (the chat reading and the raw one)."""
+        if not getattr(self.tokenizer, "chat_template", None):
+            return (self.prompt_format,)
+        return (self.prompt_format, *(f for f in ("chat", "raw") if f != self.prompt_format))
+
     def _generate(self, prompts: list[str], stop: list, max_new_tokens: int | None,
-                  raw: bool = False) -> tuple[list[str], list]:
-        texts = self.generator(prompts, stop if any(stop) else None, max_new_tokens=max_new_tokens, raw=raw)
+                  raw: bool = False, prompt_format: str | None = None) -> tuple[list[str], list]:
+        texts = self.generator(prompts, stop if any(stop) else None, max_new_tokens=max_new_tokens, raw=raw,
+                               prompt_format=prompt_format)
         return texts, list(self.generator.stop_reasons)
 
     def _sample(self, prompts: list[str], n: int, temperature: float, max_new_tokens: int | None,

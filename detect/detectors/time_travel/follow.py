@@ -198,4 +198,15 @@ def follow_text(follow: dict | None) -> str:
     return f"follow {follow['rate']:.2f} of {follow['n']} {follow['on']}"
 
 
+def formats_text(follow: dict | None) -> str:
+    """"asked chat (follow: chat 0.29, raw 0.10 of 50 known non-members)": the prompt format a model's instructions
+    were asked in and each format's follow rate, where it was chosen (a study's ``follow`` block); "" where not."""
+    if not follow or not follow.get("prompt_format"):
+        return ""
+    rates = [f"{name} {r['rate']:.2f}" for name, r in (follow.get("by_format") or {}).items()
+             if r.get("rate") is not None]
+    return f"asked {follow['prompt_format']}" + (f" (follow: {', '.join(rates)} of {follow['n']} {follow['on']})"
+                                                 if rates else "")
+
+
 UNINFORMATIVE = "uninformative: the instruction was not followed"

@@ -1,0 +1,90 @@
+"""Does the model answer the paper's guided instruction? Its follow rate and false-positive cost by reading: chat or
+raw, zero-shot or with worked examples on standard-library text (detect.elicit.shots), on instances this lab never
+planted in it (issue 45).
+
+    python bench/follow_rates.py --n 40 --out results/follow_untouched     # the untouched embedded model
+
+For each dataset, ``--n`` instances (seed 0) of its default split are asked under the guided instruction in every
+reading; each answer is classed (detect/detectors/time_travel/follow.py) and judged by the default threshold judge
+(ROUGE-L >= 0.95 exact, >= 0.75 near-exact). On synth_nli (novel text) an exact or near-exact label is a false positive
+by construction; on HumanEval the untouched model may have met the problems in pretraining (no ground truth), so its
+labels are a reading, not an error rate. One model, one draw of instances: shares with Clopper-Pearson intervals over
+instances, which is all one model allows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from contaminate.calibration.statistics import clopper_pearson  # noqa: E402
+from detect.detectors.time_travel.follow import CLASSES, FOLLOWED  # noqa: E402
+
+DATASETS = ("humaneval", "synth_nli")
+READINGS = (("chat", 0), ("raw", 0), ("chat", 3), ("raw", 3))
+
+
+def rate(k: int, n: int) -> str:
+    ci = clopper_pearson(k, n)
+    return f"{k / n:.2f} [{ci['low']:.2f}, {ci['high']:.2f}]"
+
+
+def measure(n: int, model_path: str | None = None) -> tuple[str, float]:
+    from omegaconf import OmegaConf
+
+    from detect.cli import CONF_DIR
+    from detect.datasets import load_split, sample
+    from detect.judges.threshold import ThresholdJudge
+    from detect.models import GenerationSettings, embedded_smollm2, hub
+    from detect.models.hf import LocalModels
+    from detect.pipeline import detect_partition
+
+    detect_cfg = OmegaConf.load(CONF_DIR / "detect" / "default.yaml")
+    ref = hub(model_path) if model_path else embedded_smollm2()
+    model = LocalModels().open(ref, GenerationSettings(prompt_format="raw", max_new_tokens=256, progress=False))
+    judge = ThresholdJudge()
+    started = time.time()
+    lines = [f"Model: {ref.name} ({ref.path}), greedy, answers read as generated to the length cap "
+             f"(detect.stop.lines: false); {n} instances a dataset (seed 0). Follow rate: the share of continuations; "
+             f"exact / near-exact: the default threshold judge's labels. Clopper-Pearson 95% over instances (one "
+             f"model).", ""]
+    for key in DATASETS:
+        dataset = OmegaConf.load(CONF_DIR / "dataset" / f"{key}.yaml")
+        split = dataset.default_split
+        examples = sample(load_split(dataset, split), n, seed=0)
+        lines += [f"#### {key} ({split})", "", "| reading | shots | follow rate | " +
+                  " | ".join(c.replace("_", " ") for c in CLASSES) + " | exact | near-exact |",
+                  "|---|---|---|" + "---|" * len(CLASSES) + "---|---|"]
+        for prompt_format, shots in READINGS:
+            rows = detect_partition(examples, dataset=dataset, split=split, model=model, judge=judge, seed=0,
+                                    stop=detect_cfg.stop, instructions=("guided",), prompt_format=prompt_format,
+                                    shots=shots)
+            classes = [r["answer_class"] for r in rows]
+            labels = [r["judge"] for r in rows]
+            exact, near = (rate(labels.count(label), len(rows)) for label in ("exact", "near_exact"))
+            lines.append(f"| {prompt_format} | {shots} | {rate(classes.count(FOLLOWED), len(rows))} | "
+                         + " | ".join(str(classes.count(c)) for c in CLASSES) + f" | {exact} | {near} |")
+        lines.append("")
+    return "\n".join(lines), time.time() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=40, help="instances a dataset")
+    parser.add_argument("--model", default=None, help="a model folder or hub id (default: the embedded SmolLM2)")
+    parser.add_argument("--out", default=None, help="a folder: table.md written there")
+    args = parser.parse_args()
+    table, seconds = measure(args.n, args.model)
+    print(table)
+    print(f"{seconds:.0f} s", file=sys.stderr)
+    if args.out:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        (Path(args.out) / "table.md").write_text(table + "\n")
+
+
+if __name__ == "__main__":
+    main()
