@@ -46,32 +46,9 @@ def main(cfg) -> None:
                   + (f"; within-model AUC {shown}" if shown else ""))
         print(f"per group: {out_dir / 'groups'}; plant.md beside it")
         return
-    for name, cell in summary["cells"].items():
-        if "alg2" not in cell:  # Algorithm 2 switched off: the cells-right line below says the rest
-            continue
-        alg2 = cell["alg2"]
-        from detect.pipeline import uninformative
+    from contaminate.report import command_lines
 
-        found = 'contaminated' if alg2['contaminated'] else 'clean'
-        unread = uninformative(cell)  # the model mostly did not answer the guided instruction: "clean" says nothing
-        print(f"{name:<28} truth {cell['ground_truth']:<12} Algorithm 2: {alg2['exact']} exact, "
-              f"{alg2['near_exact']} near-exact -> " + (f"{unread} (the rule: {found})" if unread else found)
-              + ("" if cell['correct']['alg2'] or unread else "  (wrong)"))
-    for name, why in (summary.get("cells_not_run") or {}).items():  # a dataset of one split: no other-split cell
-        print(f"{name:<28} not run: {why}")
-    for checkpoint, fit in (summary.get("recipe") or {}).get("models", {}).items():
-        from detect.judges.recipe import fit_line
-
-        print(f"recipe on the {checkpoint} model: " + (f"refused: {fit['refused']}" if "refused" in fit
-                                                       else fit_line(fit)))
-    from detect.detectors.time_travel.follow import follow_text, formats_text
-
-    for checkpoint, follow in (summary.get("follow") or {}).items():  # did each model answer the paper's instruction?
-        print(f"instructions on the {checkpoint} model: {formats_text(follow) or follow_text(follow)}"
-              + ("" if follow["informative"] else f"; below {follow['bar']:.2f}: Algorithm 1 and 2 uninformative"))
-    cells = len(summary["cells"])
-    print("cells right: " + ", ".join(f"{name} {round(share * cells)}/{cells}"
-                                      for name, share in summary["accuracy"].items()))
+    print("\n".join(command_lines(summary)))
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@
 Reads every finished study under the folders (``results.jsonl`` + ``manifest.json``) and writes to ``--out``
 (default ``<first folder>/calibration``): ``calibration.json`` (the thresholds; ``judge.calibration=<path>``
 loads them into any detection; ``by_regime``: every detector per regime, Algorithm 2's rule everywhere, threshold
-transfer, what is missing), ``calibration.md``, ``dose_response.csv``/``.md`` and PNG plots. What is measured and
+transfer, what is missing), ``calibration.md``, ``dose_response.csv``/``.md`` and PNG plots, and ``answers.md``
+(each generated answer classed, follow.py: the follow rate by reading, pool and dose, over draws). What is measured and
 how: ``contaminate/calibration/__init__.py``, ``membership.py`` and ``regimes.py``. ``--keep-studies`` also writes
 ``<out>/studies``: each study's manifest, summary and rows, compressed, from which the calibration recomputes.
 
@@ -106,6 +107,10 @@ def main(argv: Sequence[str] | None = None) -> Path:
     (out / "calibration.json").write_text(json.dumps(result.to_json(), indent=1))
     write_cards(result.cards, out)
     write_reports(result, out)
+    from contaminate.calibration.answers import table as answers_table
+
+    # did the models answer the paper's instruction? each answer classed, by reading, pool and dose (issue 45)
+    (out / "answers.md").write_text(answers_table(result.sources))
     if args.keep_studies:
         keep_studies(result.sources, out)
     missing = result.by_regime["missing"]

@@ -148,6 +148,47 @@ def skipped_lines(summary: dict) -> list[str]:
                                    found.items()]
 
 
+def cells_right(summary: dict) -> str:
+    """"alg2 5/5 (2 uninformative), cheat_strict 4/5": each verdict's cells right by the rule's outcome, and how many
+    of them read answers that mostly did not answer the instruction (uninformative: right by the rule, not by
+    evidence)."""
+    n = len(summary["cells"])
+    unread = summary.get("uninformative") or {}
+    return ", ".join(f"{name} {round(share * n)}/{n}" + (f" ({unread[name]} uninformative)" if unread.get(name) else "")
+                     for name, share in summary["accuracy"].items())
+
+
+def command_lines(summary: dict) -> list[str]:
+    """What ``python -m contaminate`` prints after the run folder for a study: Algorithm 2's verdict on each cell
+    (uninformative where its model mostly did not answer the instruction), the cells that cannot exist, each model's
+    recipe and the prompt format its instructions were asked in with its follow rate, and the cells right. A pure
+    function of summary.json, so the README's block is checked against a committed summary (tests/test_docs.py)."""
+    from detect.detectors.time_travel.follow import follow_text, formats_text
+    from detect.judges.recipe import fit_line
+
+    lines = []
+    for name, cell in summary["cells"].items():
+        if "alg2" not in cell:  # Algorithm 2 switched off: the cells-right line below says the rest
+            continue
+        alg2 = cell["alg2"]
+        found = "contaminated" if alg2["contaminated"] else "clean"
+        # the model mostly did not answer the guided instruction: "clean" would say nothing (its follow line below)
+        unread = uninformative(cell)
+        lines.append(f"{name:<28} truth {cell['ground_truth']:<12} Algorithm 2: {alg2['exact']} exact, "
+                     f"{alg2['near_exact']} near-exact -> "
+                     + (f"uninformative: instruction not followed (the rule: {found})" if unread else found)
+                     + ("" if cell["correct"]["alg2"] or unread else "  (wrong)"))
+    lines += [f"{name:<28} not run: {why}" for name, why in (summary.get("cells_not_run") or {}).items()]
+    lines += [f"recipe on the {checkpoint} model: " + (f"refused: {fit['refused']}" if "refused" in fit
+                                                       else fit_line(fit))
+              for checkpoint, fit in (summary.get("recipe") or {}).get("models", {}).items()]
+    for checkpoint, follow in (summary.get("follow") or {}).items():  # did each model answer the paper's instruction?
+        lines.append(f"instructions on the {checkpoint} model: {formats_text(follow) or follow_text(follow)}"
+                     + ("" if follow["informative"] else f"; below {follow['bar']:.2f}: Algorithm 1 and 2 "
+                                                         f"uninformative"))
+    return lines + ["cells right: " + cells_right(summary)]
+
+
 def write_report(path: Path, summary: dict, manifest: dict) -> None:
     cells = summary["cells"]
     lines = [
@@ -206,8 +247,7 @@ def write_report(path: Path, summary: dict, manifest: dict) -> None:
                   + (" **Warning: the texts alone separate the members from the non-members, so the detectors' "
                      "numbers cannot be read as membership.**" if blind["biased"] else
                      " The split is not separable without the model at this size, as a random split should be.")]
-    lines += ["", "Cells right: " + ", ".join(f"{name} {round(share * len(cells))}/{len(cells)}"
-                                             for name, share in summary["accuracy"].items()) + ".", "",
+    lines += ["", "Cells right: " + cells_right(summary) + ".", "",
               "## Training loss", "", "![training loss](loss.png)", "",
               "Rows with every prompt, completion and score: `results.jsonl`. Provenance: `manifest.json`.", ""]
     path.write_text("\n".join(lines))

@@ -59,7 +59,7 @@ from contaminate.training.local import LOGGING_ONLY
 from detect.datasets import Example, disjoint_pools, load_split, sample
 from detect.datasets.corpus import PYDOC, STDLIB_DOCSTRINGS
 from detect.datasets.sources import source_of
-from detect.detectors import Detector, Evidence
+from detect.detectors import Detector, Evidence, read_back
 from detect.detectors.base import PlainText
 from detect.detectors.time_travel.follow import follow_block
 from detect.errors import InputError
@@ -72,6 +72,7 @@ from detect.pipeline import (
     reference_setting,
     run_partition,
     summarize,
+    uninformative,
     unjudged,
     verdicts,
     write_jsonl,
@@ -677,6 +678,13 @@ def summarize_study(cfg, sampled: Sampled, contaminated: Contaminated, cell_rows
                            for name in verdict_names}
     if follows:  # each model's follow rate on its known non-members: its cells' Algorithm 1 / 2 are read against it
         summary["follow"] = follows
+    # the cells whose verdict read answers that mostly did not answer: counted right or wrong by the rule's outcome
+    # above, said beside it ("alg2 5/5, 2 uninformative"), never read as a clean model's
+    unread = {name: sum(1 for c in summary["cells"].values() if uninformative(c)) for name in verdict_names
+              if any(cls.follows_instruction and name in cls.verdicts(block) for c in summary["cells"].values()
+                     for cls, block in read_back(c))}
+    if any(unread.values()):
+        summary["uninformative"] = {name: k for name, k in unread.items() if k}
     recipe = study_recipe(cfg, cell_rows, detectors, cells)
     if recipe is not None:
         summary["recipe"] = recipe

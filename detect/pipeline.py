@@ -41,6 +41,7 @@ from detect.validate import check_node, count
 
 _SAID: set[tuple[str, str]] = set()  # (model, detector) skips already printed: one line per run, not per cell
 FOLLOW_BAR = 0.5  # detect.follow.min_rate: below it a model "mostly does not follow" the instruction
+ANSWER_END = "\n---"  # where a worked example's answer ends (elicit.SEPARATOR): a few-shot answer is cut there
 LEAK = "leak"  # Algorithm 2's oracle reading: the first piece inside the leak's own rendering (time_travel/leak.py)
 READINGS = (*INSTRUCTIONS, LEAK)  # every completion a partition may generate, in row order
 
@@ -133,7 +134,8 @@ def detect_partition(
                 prompt = demos[key] + prompt
             rows.append(_row(dataset, split, example, cut, instruction, prompt))
     generated = [row for row in rows if row["instruction"] in instructions]
-    _complete(generated, model, stop, prompt_format=prompt_format)
+    # with worked examples, the answer ends where the model writes their separator, as each demonstration's did
+    _complete(generated, model, stop, prompt_format=prompt_format, end=ANSWER_END if shots else None)
     if LEAK in instructions:
         leak_rows = _leak_rows(examples, cuts, dataset, split, model, stop, reader or PlainText())
         rows += leak_rows
@@ -223,11 +225,13 @@ def unjudged(guided: Sequence[dict]) -> list[None]:
     return [None] * len(guided)
 
 
-def _complete(rows: list[dict], model, stop, leaks: Sequence | None = None, prompt_format: str | None = None) -> None:
+def _complete(rows: list[dict], model, stop, leaks: Sequence | None = None, prompt_format: str | None = None,
+              end: str | None = None) -> None:
     """Each row's completion of its prompt (cut at its answer's end where ``stop`` is on), cleaned and scored.
     ``leaks``: the leak reading's ``LeakCut`` per row: each prompt continued as raw text, its answer's shape that of
     the second piece as the rendering writes it, the continuation read back as the instance's own text.
-    ``prompt_format``: this call's (chat or raw), else the model's own; each row records the one it was asked in."""
+    ``prompt_format``: this call's (chat or raw), else the model's own; each row records the one it was asked in.
+    ``end``: the answer ends where the model writes it (few-shot: the demonstrations' separator), cut there."""
     if not rows:
         return
     prompts = [row["prompt"] for row in rows]
@@ -239,10 +243,13 @@ def _complete(rows: list[dict], model, stop, leaks: Sequence | None = None, prom
     lines = leaks is not None or bool(stop is not None and stop.get("lines", False))
     if stop is not None and stop.enabled:
         shapes = [AnswerShape.of(r["first_piece"], r["separator"], answer, length_factor=stop.length_factor,
-                                 margin_chars=stop.margin_chars, lines=lines) for r, answer in zip(rows, written)]
+                                 margin_chars=stop.margin_chars, lines=lines, end=end)
+                  for r, answer in zip(rows, written)]
         raw_completions = model.generate(prompts, stop=shapes, **options)
     else:
         raw_completions = model.generate(prompts, **options)
+        if end:  # no stop rule: the answer still ends at the separator
+            raw_completions = [raw[: raw.index(end)] if end in raw else raw for raw in raw_completions]
     reasons = model.stop_reasons or [None] * len(rows)
     for row, raw, reason, leak in zip(rows, raw_completions, reasons, leaks or [None] * len(rows)):
         row["raw_completion"], row["stop"], row["prompt_format"] = raw, reason, asked

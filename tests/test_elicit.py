@@ -57,7 +57,7 @@ def test_few_shot_prompts_put_the_demonstrations_before_the_papers_prompt():
 
         def generate(self, prompts, stop=None):
             self.prompts += prompts
-            return ["an answer"] * len(prompts)
+            return ["an answer\n\n---\n\nINSTRUCTION:\nthe next worked example"] * len(prompts)
 
     dataset = OmegaConf.create({"key": "synth_nli", "title": "SynthNLI", "task": "nli"})
     examples = [Example(i, f"Ada Vell built raft {i} in the town of Orm.", f"Ada built raft {i}.", "0 (entailment)")
@@ -70,6 +70,8 @@ def test_few_shot_prompts_put_the_demonstrations_before_the_papers_prompt():
                              dataset_name="SynthNLI", split_name="test")
         assert row["prompt"].endswith(SEPARATOR + plain) and row["prompt"].count(SEPARATOR) == 2
         assert row["prompt"] in model.prompts
+    # the answer ends where the model writes the demonstrations' separator, as each worked example's did
+    assert {r["raw_completion"] for r in rows} == {"an answer\n"} and {r["completion"] for r in rows} == {"an answer"}
     guided = [r["prompt"] for r in rows if r["instruction"] == "guided"]
     assert guided[0].split(SEPARATOR)[:2] == guided[1].split(SEPARATOR)[:2]  # the same demonstrations each instance
 

@@ -177,6 +177,11 @@ def test_the_study_report_reads_an_uninformative_model_as_such(tmp_path):
     assert ("- contaminated model: follow 0.12 of 100 known non-members answered the guided instruction with a "
             "continuation (bar 0.50): its Algorithm 1 and 2 verdicts are **uninformative") in report
     assert "| contaminated_x_members | guided | 10 | 2 | 0 | 8 | 0 | 0 |" in report
+    from contaminate.report import cells_right
+
+    # the cells right by the rule's outcome, and how many of them were read from answers that mostly did not answer
+    assert cells_right({**summary, "accuracy": {"alg2": 0.0, "cheat_strict": 1.0},
+                        "uninformative": {"alg2": 1}}) == "alg2 0/1 (1 uninformative), cheat_strict 1/1"
 
 
 def test_the_prompt_format_is_chosen_by_the_follow_rate_on_known_non_members():

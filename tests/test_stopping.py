@@ -59,6 +59,12 @@ def test_answer_shape_length_cap():
     assert AnswerShape.of("a", " ", "b", length_factor=None).cut("z" * 999) == "z" * 999
 
 
+def test_a_few_shot_answer_ends_at_the_demonstrations_separator():
+    shape = AnswerShape.of("first", " ", "second piece", lines=False, end="\n---")
+    assert shape.done("second piece\n") is None and shape.done("second piece\n\n---") == "end"
+    assert shape.cut("second piece\n\n---\n\nINSTRUCTION:") == "second piece\n"
+
+
 def test_by_default_the_answer_runs_to_the_cap():
     """lines=False (detect.stop.lines: false, the default): a restated header and the replay after it are both kept
     (the line stop would have ended at the header), and only the cap or the end token stops it."""

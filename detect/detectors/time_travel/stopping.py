@@ -80,20 +80,26 @@ class AnswerShape:
     first_piece: str = ""
     max_chars: int | None = None
     lines: bool = True  # stop at the reference's line count (the line-stop variant); False: at the length cap only
+    end: str | None = None  # the answer ends where the model writes this (few-shot: the demonstrations' separator)
 
     @classmethod
     def of(cls, first_piece: str, separator: str, reference: str, *, length_factor: float | None = 2.0,
-           margin_chars: int = 64, lines: bool = True) -> "AnswerShape":
+           margin_chars: int = 64, lines: bool = True, end: str | None = None) -> "AnswerShape":
         whole = len(first_piece) + len(separator) + len(reference)
         max_chars = None if length_factor is None else int(length_factor * whole) + margin_chars
-        return cls(reference, first_piece, max_chars, lines)
+        return cls(reference, first_piece, max_chars, lines, end)
 
     def done(self, text: str) -> str | None:
-        """Why generation can stop here ("lines" or "length"), or None."""
+        """Why generation can stop here ("end", "lines" or "length"), or None."""
+        if self.end and self.end in text:
+            return "end"
         if self.max_chars is not None and len(text) >= self.max_chars:
             return "length"
         return "lines" if self.lines and completion_is_final(text, self.reference, self.first_piece) else None
 
     def cut(self, text: str) -> str:
-        """The raw completion as kept: at most ``max_chars`` characters, wherever the tokens ended."""
+        """The raw completion as kept: up to ``end`` where written, at most ``max_chars`` characters, wherever the
+        tokens ended."""
+        if self.end and self.end in text:
+            text = text[: text.index(self.end)]
         return text if self.max_chars is None else text[: self.max_chars]
