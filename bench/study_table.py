@@ -46,16 +46,30 @@ def verdict_table(summary: dict) -> list[str]:
         alg2, rouge = cell["alg2"], cell["alg1"]["rouge_l"]
         verdict = "contaminated" if alg2["contaminated"] else "clean"
         right = "right" if cell["correct"]["alg2"] else "wrong"
+        if cell.get("follow") and not cell["follow"]["informative"]:  # issue 45: its model mostly did not answer
+            verdict, right = "uninformative", f"the rule: {verdict}, {right}"
         lines.append(f"| {label} | {alg2['exact']} | {alg2['near_exact']} | {verdict} ({right}) | "
                      f"{rouge['guided_mean']:.2f} / {rouge['general_mean']:.2f} ({rouge['p_value']:.3f}) |")
     return lines
+
+
+def follow_lines(summary: dict) -> list[str]:
+    """Each model's follow rate on its known non-members and the format its instructions were asked in (issue 45)."""
+    follows = summary.get("follow") or {}
+    if not follows:
+        return []
+    text = "; ".join(f"{checkpoint} model {f['rate']:.2f} of {f['n']}, asked {f.get('prompt_format', '-')}"
+                     + (" (" + ", ".join(f"{name} {r['rate']:.2f}" for name, r in f.get("by_format", {}).items()) + ")"
+                        if f.get("by_format") else "") for checkpoint, f in follows.items())
+    return ["", f"Follow rate on the known non-members (continuations among guided answers; below 0.50 Algorithm 1 "
+                f"and 2 are uninformative): {text}."]
 
 
 def main(folder: str) -> str:
     root = Path(folder)
     summary = json.loads((root / "summary.json").read_text())
     manifest = json.loads((root / "manifest.json").read_text())
-    return "\n".join([*timing_lines(manifest), "", *verdict_table(summary)]) + "\n"
+    return "\n".join([*timing_lines(manifest), *follow_lines(summary), "", *verdict_table(summary)]) + "\n"
 
 
 if __name__ == "__main__":

@@ -176,6 +176,20 @@ def test_the_profile_tables_are_the_scripts_output():
         "python bench/headline_tables.py results/profile_cpu --dose0 results/humaneval_dose0 > .../tables.md"
 
 
+def test_the_readme_first_command_output_is_what_the_command_prints_from_the_measured_summary():
+    """The README's block of what the first command prints, line by line, is contaminate.report.command_lines of the
+    measured run's committed summary (results/readme_study_45/after), below the run folder's line."""
+    import re
+
+    from contaminate.report import command_lines
+
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(r"The first command prints.*?\n```\n(.*?)\n```", readme, re.DOTALL).group(1).splitlines()
+    summary = json.loads((ROOT / "results" / "readme_study_45" / "after" / "summary.json").read_text())
+    assert block[0] == "runs/contaminate/<time>_synth_nli_smollm2_135m_full"
+    assert block[1:] == command_lines(summary)
+
+
 def test_the_profile_answers_table_is_the_modules_output():
     """results/profile_cpu/answers.md (included in its README): every answer of the committed rows classed again
     (follow.py) and its follow rate over runs, as python -m contaminate.calibration.answers prints it."""
@@ -244,7 +258,8 @@ def test_the_readme_study_table_is_the_scripts_output():
     sys.path.insert(0, str(ROOT / "bench"))
     import study_table
 
-    for folder in (ROOT / "results" / "readme_study", ROOT / "results" / "readme_study" / "fp32"):
+    for folder in (ROOT / "results" / "readme_study", ROOT / "results" / "readme_study" / "fp32",
+                   ROOT / "results" / "readme_study_45" / "before", ROOT / "results" / "readme_study_45" / "after"):
         name = folder.relative_to(ROOT)
         assert study_table.main(str(folder)) == (folder / "table.md").read_text(), \
             f"python bench/study_table.py {name} > {name}/table.md"
