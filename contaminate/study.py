@@ -69,6 +69,7 @@ from detect.pipeline import (
     choose_format,
     follow_bar,
     instruction_formats,
+    is_record,
     reference_setting,
     run_partition,
     summarize,
@@ -758,7 +759,8 @@ def write_outputs(out_dir: Path, summary: dict, manifest: dict, cell_rows: dict[
     rows = [row for cell, *_ in (*CELLS, *KNOWN_CELLS) for row in cell_rows.get(cell, [])]
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2))
     write_jsonl(out_dir / "results.jsonl", [row for row in rows if row.get("level") != "partition"])
-    write_jsonl(out_dir / "partition.jsonl", [row for row in rows if row.get("level") == "partition"])
+    write_jsonl(out_dir / "partition.jsonl", [row for row in rows if row.get("level") == "partition"
+                                              and not is_record(row)])  # skips and format choices: summary.json
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     write_report(out_dir / "report.md", summary, manifest)
 

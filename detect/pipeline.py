@@ -447,6 +447,13 @@ def summarize(rows: Sequence[dict], detectors: Sequence[Detector], *, seed: int 
     return summary
 
 
+def is_record(row: dict) -> bool:
+    """A row that records how a cell was read, not a detector's output: a detector skipped and why (``summarize``
+    reads it into ``skipped``), or a known cell's choice of prompt format (``instruction_format``). Kept with a cell's
+    cached rows, left out of partition.jsonl."""
+    return row.get("level") == "partition" and ("skipped" in row or row.get("detector") == "instruction_format")
+
+
 def uninformative(summary: dict) -> str | None:
     """"uninformative: the instruction was not followed (follow 0.12 of 100 known non-members, below 0.50)" where a
     summary's follow rate is below its bar (Algorithm 1 and 2's verdicts then read answers that mostly do not answer),
@@ -589,7 +596,8 @@ def main(cfg, out_dir: Path) -> dict:
     # --- write
     instance_rows = [row for row in rows if row.get("level") != "partition"]
     write_jsonl(out_dir / "results.jsonl", instance_rows)
-    write_jsonl(out_dir / "partition.jsonl", [row for row in rows if row.get("level") == "partition"])
+    write_jsonl(out_dir / "partition.jsonl", [row for row in rows if row.get("level") == "partition"
+                                              and not is_record(row)])
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     write_report(out_dir / "report.md", summary, instance_rows)
     return summary

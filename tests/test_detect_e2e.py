@@ -34,6 +34,11 @@ def test_detect_on_tiny_random_writes_the_run_folder(compose_config, tmp_path):
     assert summary["sharded_likelihood"]["p_value"] == sharded["p_value"]
     assert permutation["n_instances"] == 20 and permutation["n_permutations"] == 25
     assert summary["permutation"]["p_value"] == permutation["p_value"] and "performance" not in summary
+    # what did not run says why in the summary (not only on stderr): the performance test needs known non-members;
+    # with none, the instructions are asked as the model is (chat) and the follow rate is the partition's own
+    assert summary["skipped"]["performance"].startswith("it needs known non-members")
+    assert summary["instruction_format"]["chosen"] == "chat"
+    assert summary["follow"]["on"] == "instances of this partition"
     assert len(rows) == 20 and all(ROW_FIELDS <= row.keys() for row in rows)
     assert set(summary["membership"]) == {"loss", "zlib", "min_k", "min_k_plus"}  # no reference model given
     # without a format the leak's rendering is the bare text: the raw variant is the same reading

@@ -29,6 +29,7 @@ from typing import Sequence
 from detect.datasets import Example
 from detect.detectors.base import Detector, Evidence, verdict
 from detect.detectors.time_travel.follow import classify
+from detect.detectors.time_travel.scores import lcs_length as _lcs
 from detect.validate import Range
 
 PROMPT = "Please, generate the first instances of the {dataset_name} dataset {split_name} split.\n"
@@ -36,16 +37,6 @@ VERDICTS = ("clean", "suspicious", "contaminated")
 EXACT, NEAR_EXACT = 0.95, 0.75  # ROUGE-L of a line against a reference instance: exact / near-exact replica
 _HEADER = re.compile(r"^\s*[\w .()-]{1,40}:\s+")
 _IDENTIFIER = re.compile(r"^(?=.*[\d_])[A-Za-z][\w]*$")  # sentence1, question_id: not an English word
-
-
-def _lcs(a: Sequence[str], b: Sequence[str]) -> int:
-    previous = [0] * (len(b) + 1)
-    for token in a:
-        current = [0]
-        for j, other in enumerate(b):
-            current.append(previous[j] + 1 if token == other else max(previous[j + 1], current[j]))
-        previous = current
-    return previous[-1]
 
 
 def _f1(overlap: int, n_reference: int, n_candidate: int) -> float:

@@ -36,6 +36,7 @@ from collections import Counter
 from typing import Sequence
 
 from detect.detectors.time_travel.prompts import strip_echoed_header
+from detect.detectors.time_travel.scores import lcs_length as _lcs
 
 CLASSES = ("continuation", "empty", "restatement", "instruction_echo", "metadata_echo")
 FOLLOWED = "continuation"
@@ -56,16 +57,6 @@ def _contains(whole: Sequence[str], part: Sequence[str]) -> bool:
     """Whether ``part`` occurs as a contiguous run of ``whole``."""
     n = len(part)
     return any(list(whole[i:i + n]) == list(part) for i in range(len(whole) - n + 1))
-
-
-def _lcs(a: Sequence[str], b: Sequence[str]) -> int:
-    previous = [0] * (len(b) + 1)
-    for token in a:
-        current = [0]
-        for j, other in enumerate(b):
-            current.append(previous[j] + 1 if token == other else max(previous[j + 1], current[j]))
-        previous = current
-    return previous[-1]
 
 
 def _similarity(a: str, b: str) -> float:

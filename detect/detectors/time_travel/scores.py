@@ -26,6 +26,17 @@ def _rouge_scorer():
     return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
 
 
+def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
+    """The length of the longest common subsequence of two token lists (ROUGE-L's numerator), in O(len(a) len(b))."""
+    previous = [0] * (len(b) + 1)
+    for token in a:
+        current = [0]
+        for j, other in enumerate(b):
+            current.append(previous[j] + 1 if token == other else max(previous[j + 1], current[j]))
+        previous = current
+    return previous[-1]
+
+
 def rouge_l(reference: str, candidate: str) -> float:
     """ROUGE-L F1 of ``candidate`` against ``reference``, in [0, 1]."""
     return float(_rouge_scorer().score(reference, candidate)["rougeL"].fmeasure)
