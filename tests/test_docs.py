@@ -259,7 +259,7 @@ def test_the_readme_study_table_is_the_scripts_output():
     import study_table
 
     for folder in (ROOT / "results" / "readme_study", ROOT / "results" / "readme_study" / "fp32",
-                   ROOT / "results" / "readme_study_45" / "before", ROOT / "results" / "readme_study_45" / "after"):
+                   *(ROOT / "results" / "readme_study_45" / name for name in ("before", "after", "elicit"))):
         name = folder.relative_to(ROOT)
         assert study_table.main(str(folder)) == (folder / "table.md").read_text(), \
             f"python bench/study_table.py {name} > {name}/table.md"
