@@ -82,7 +82,8 @@ def run_partition(evidence: Evidence, detectors: Sequence[Detector], *, judge, d
     timing["partition_s"] = round(time.time() - started, 2)
     if skipped:
         timing["skipped"] = skipped
-        # kept with the rows (partition.jsonl, a study's cell cache), so a summary says what did not run and why
+        # kept with the rows (a study's cell cache; not in partition.jsonl: is_record), so a summary says what did
+        # not run and why
         rows += [{"level": "partition", "detector": name, "skipped": reason, "dataset": evidence.dataset.key,
                   "split": evidence.split} for name, reason in skipped.items()]
     return rows, timing
@@ -208,7 +209,8 @@ def instruction_formats(model, setting: str = "model") -> tuple[str, ...]:
 def choose_format(known: dict[str, Sequence[dict]], bar: float = FOLLOW_BAR) -> dict:
     """The prompt format a model follows the guided instruction in more often, from its known non-members' guided
     answers in each (``known``: format -> rows): the higher follow rate, a tie to chat (as the paper prompts its chat
-    models), then to the first given. Chosen on instances it cannot have seen, so the choice costs no false positive.
+    models), then to the first given. Chosen on instances it cannot have seen, never on members; they are the ones the
+    recipe fits on, so its guarantee holds given the choice only as far as the follow rate and the labels are apart.
     Returns {"chosen", "by_format": {format: {"rate", "n"}}}."""
     rates = {}
     for name, rows in known.items():
