@@ -163,7 +163,6 @@ def command_lines(summary: dict) -> list[str]:
     (uninformative where its model mostly did not answer the instruction), the cells that cannot exist, each model's
     recipe and the prompt format its instructions were asked in with its follow rate, and the cells right. A pure
     function of summary.json, so the README's block is checked against a committed summary (tests/test_docs.py)."""
-    from detect.detectors.time_travel.follow import follow_text, formats_text
     from detect.judges.recipe import fit_line
 
     lines = []

@@ -65,10 +65,12 @@ from detect.detectors.time_travel.follow import follow_block
 from detect.errors import InputError
 from detect.models import ModelRef, digest
 from detect.pipeline import (
+    FORMAT_CHOICE,
     check_detection,
     choose_format,
     follow_bar,
     instruction_formats,
+    instruction_setting,
     is_record,
     reference_setting,
     run_partition,
@@ -98,7 +100,6 @@ KNOWN_CELLS = (
     ("clean_x_known_non_members", "clean", "known_non_members", "clean"),
 )
 KNOWN_INSTRUCTIONS = ("guided",)  # what the recipe reads of the known non-members (Algorithm 2's judge: guided only)
-FORMAT_CHOICE = "instruction_format"  # a known cell's record of the prompt format its model's instructions are asked in
 # The clean model's cells run first: where the reference model is the clean model (detect.reference_model=clean, or
 # base without a background), its statistics of the members and non-members then serve, from memory, as the reference
 # model's for the contaminated model's cells of the same instances (a third reference model memoises its own).
@@ -545,7 +546,7 @@ def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, runtime_key:
     if known is not None:  # the recipe reads Algorithm 2's guided completions of them, where Algorithm 2 runs
         known = [*known, *(d for d in models.detectors if d.name == "alg2")]
     also = known_cells(cfg, sampled, models.detectors)  # each model's known non-members, where read
-    setting = cfg.detect.get("instruction_format", "model")
+    setting = instruction_setting(cfg.detect)
     chosen: dict[str, str] = {}  # checkpoint -> the prompt format its instructions are asked in, from its known cell
     cell_rows, timings, cached = {}, {}, []
     read = {checkpoint for _, checkpoint, *_ in cells}
@@ -617,7 +618,7 @@ def detect_cell(cfg, models: StudyModels, checkpoint: str, instances: list[Examp
     if known:  # the recipe reads their ROUGE-L, not a judge's labels: an LLM judge is not paid for them
         judge = unjudged
     if known:
-        formats = instruction_formats(evidence.model, cfg.detect.get("instruction_format", "model"))
+        formats = instruction_formats(evidence.model, instruction_setting(cfg.detect))
         found = {name: run_partition(evidence, detectors, judge=judge, detect_cfg=cfg.detect,
                                      semantic=models.semantic(), instructions=KNOWN_INSTRUCTIONS, prompt_format=name)
                  for name in formats}
@@ -681,11 +682,11 @@ def summarize_study(cfg, sampled: Sampled, contaminated: Contaminated, cell_rows
         summary["follow"] = follows
     # the cells whose verdict read answers that mostly did not answer: counted right or wrong by the rule's outcome
     # above, said beside it ("alg2 5/5, 2 uninformative"), never read as a clean model's
-    unread = {name: sum(1 for c in summary["cells"].values() if uninformative(c)) for name in verdict_names
-              if any(cls.follows_instruction and name in cls.verdicts(block) for c in summary["cells"].values()
-                     for cls, block in read_back(c))}
-    if any(unread.values()):
-        summary["uninformative"] = {name: k for name, k in unread.items() if k}
+    instructed = {name for c in summary["cells"].values() for cls, block in read_back(c) if cls.follows_instruction
+                  for name in cls.verdicts(block)}  # Algorithm 1 and 2's verdicts
+    unread = sum(1 for c in summary["cells"].values() if uninformative(c))
+    if unread and instructed:
+        summary["uninformative"] = {name: unread for name in verdict_names if name in instructed}
     recipe = study_recipe(cfg, cell_rows, detectors, cells)
     if recipe is not None:
         summary["recipe"] = recipe

@@ -188,6 +188,12 @@ def _leak_rows(examples: Sequence[Example], cuts: Sequence, dataset, split: str,
 
 
 INSTRUCTION_FORMATS = ("follow", "model", "chat", "raw")  # detect.instruction_format
+FORMAT_CHOICE = "instruction_format"  # a known cell's record of the prompt format its model's instructions are asked in
+
+
+def instruction_setting(detect_cfg) -> str:
+    """``detect.instruction_format`` (``model`` where a config predates it)."""
+    return detect_cfg.get("instruction_format", "model")
 
 
 def instruction_formats(model, setting: str = "model") -> tuple[str, ...]:
@@ -305,7 +311,7 @@ def fit_recipe_judge(judge, known: Sequence[Example], evidence: Evidence, *, det
                                     judge=unjudged, semantic=semantic, seed=evidence.seed,
                                     cut_low=detect_cfg.cut.low, cut_high=detect_cfg.cut.high, stop=detect_cfg.stop,
                                     instructions=("guided",), prompt_format=name, shots=elicit_shots(detect_cfg))
-             for name in instruction_formats(evidence.model, detect_cfg.get("instruction_format", "model"))}
+             for name in instruction_formats(evidence.model, instruction_setting(detect_cfg))}
     choice = choose_format(found, follow_bar(detect_cfg))
     rows = found[choice["chosen"]]
     judge.fit_on(rows, partition_size=judge.partition_size, rule=judge.rule)
@@ -335,7 +341,7 @@ def check_detection(cfg) -> list:
                          f"instance; give 0 < low <= high < 1 (the default 0.4 / 0.7)")
     if detect.prompt_format not in ("auto", "chat", "raw"):
         raise InputError(f"detect.prompt_format={detect.prompt_format}: use auto, chat or raw")
-    setting = detect.get("instruction_format", "model")
+    setting = instruction_setting(detect)
     if setting not in INSTRUCTION_FORMATS:
         raise InputError(f"detect.instruction_format={setting}: use follow (each model asked the way it follows the "
                          f"instruction more on its known non-members), model (as detect.prompt_format), chat or raw")
@@ -453,7 +459,7 @@ def is_record(row: dict) -> bool:
     """A row that records how a cell was read, not a detector's output: a detector skipped and why (``summarize``
     reads it into ``skipped``), or a known cell's choice of prompt format (``instruction_format``). Kept with a cell's
     cached rows, left out of partition.jsonl."""
-    return row.get("level") == "partition" and ("skipped" in row or row.get("detector") == "instruction_format")
+    return row.get("level") == "partition" and ("skipped" in row or row.get("detector") == FORMAT_CHOICE)
 
 
 def uninformative(summary: dict) -> str | None:
@@ -565,7 +571,7 @@ def main(cfg, out_dir: Path) -> dict:
     # sharded test takes its first instances in the dataset's order.
     evidence = Evidence(dataset, split, examples, split_examples, model=model, reference=reference, seed=cfg.seed)
     follow = None  # the model's follow rate: on its known non-members where given, else on the partition itself
-    formats = instruction_formats(model, cfg.detect.get("instruction_format", "model"))
+    formats = instruction_formats(model, instruction_setting(cfg.detect))
     # the format the instructions are asked in: chosen on the known non-members where given, else the model's own
     choice = {"chosen": formats[0], "by_format": {}, "why": "no known non-members to choose on (judge=recipe gives "
                                                              "them): the first the setting allows"}
@@ -589,7 +595,7 @@ def main(cfg, out_dir: Path) -> dict:
     summary.update(
         dataset=dataset.key, split=split, model=model.name, model_path=model.path, generation=backend.name,
         prompt_format=model.prompt_format, seed=cfg.seed, judge=judge.describe(),
-        instruction_format={"setting": cfg.detect.get("instruction_format", "model"), **choice},
+        instruction_format={"setting": instruction_setting(cfg.detect), **choice},
         runtime={"resolved": placement.describe(), "models": {k: v for k, v in placements.items() if v}},
         instance_ids=[example.instance_id for example in examples],
         timings={"load_s": round(loaded - started, 2), "detect_s": round(time.time() - loaded, 2)},

@@ -311,15 +311,13 @@ class ElicitPostTrain(SFTPostTrain):
 
 def study_datasets(cfg) -> list:
     """Every dataset config a study or planted run reads: its own and each planted group's."""
-    from omegaconf import OmegaConf
-
-    from detect.cli import CONF_DIR
+    from detect.cli import group_option
 
     found = {cfg.dataset.key: cfg.dataset}
     for group in (cfg.get("plant") or {}).get("groups") or []:
         key = group.get("dataset") if hasattr(group, "get") else None
         if key and key not in found:
-            found[key] = OmegaConf.load(CONF_DIR / "dataset" / f"{key}.yaml")
+            found[key] = group_option("dataset", key)  # as a planted group reads its own (planted.group_config)
     return list(found.values())
 
 
