@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The GPU checks (docs/gpu.md, "On a GPU") in one go: small planted runs in bf16 on a random
 # Llama-3.2-1B-shaped model, then bench/bench_gpu.py with sdpa (training and generation) and flex_attention
-# (training). RUNS picks the planted runs, in order (default "full lora", about 8 minutes on an H200 with the benches):
+# (training). RUNS picks the planted runs, in order (default "humaneval": results/gpu_h200_45 measured its detection past
+# 220 s on an H200 once completions run to their length cap and both prompt formats are read (issue 45), so one
+# planted run and the benches are what fits a session's 15 minutes of device time with its start; PLANT_S=420 each):
 #   full       synth_nli, doses 0/1/4, full fine-tuning
 #   lora       the same with the peft block (its clean cells come from the first run's cache)
 #   humaneval  HumanEval at the pilot's shape (+experiment=pilot_cpu: doses 0/1/2/4/8/16, 8 problems a group, code
@@ -31,14 +33,14 @@ fi
 T0=$(date +%s); stamp() { echo "[$(( $(date +%s) - T0 )) s] $*" | tee -a "$OUT/env.txt"; }
 MODEL=${MODEL:-/tmp/random_llama_$SHAPE}
 [ -f "$MODEL/config.json" ] || PYTHONPATH=bench:$PYTHONPATH $PY bench/random_llama.py "$MODEL" --shape "$SHAPE" 2>&1 | tail -1 | tee -a "$OUT/env.txt"
-for run in ${RUNS:-full lora}; do
+for run in ${RUNS:-humaneval}; do
   stamp "planted $run"
   case $run in
   full|lora)
     # 20 synth_nli instances a group at doses 0/1/4 in 60k tokens of the offline background; the base model is the
     # control; every detector of the default study (the order tests skip themselves: the metadata format has no
     # order); plant.tail=0: copies anywhere, as in the runs on record (results/gpu_h200*)
-    timeout ${PLANT_S:-300} $PY -m contaminate +dataset=synth_nli model=hub model.name_or_path="$MODEL" contaminate=$run \
+    timeout ${PLANT_S:-420} $PY -m contaminate +dataset=synth_nli model=hub model.name_or_path="$MODEL" contaminate=$run \
       plant=dose_ladder plant.n=20 plant.tail=0 plant.control=base 'plant.groups=[{exposures:0},{exposures:1},{exposures:4}]' \
       plant.max_share_per_exposure=0.05 sample.n_detect=20 sample.n_heldout=20 background=offline \
       background.max_tokens=60000 contaminate.batch_size=16 detect.semantic_model=null runtime.dtype=${DTYPE:-bf16} \
@@ -46,7 +48,7 @@ for run in ${RUNS:-full lora}; do
   humaneval)
     # the pilot's experiment as one run (hydra.mode=RUN); the offline background stands in for package_docs, whose
     # text depends on the packages installed
-    timeout ${PLANT_S:-300} $PY -m contaminate +experiment=pilot_cpu hydra.mode=RUN +dataset=humaneval plant=doubling \
+    timeout ${PLANT_S:-420} $PY -m contaminate +experiment=pilot_cpu hydra.mode=RUN +dataset=humaneval plant=doubling \
       background=offline schedule=cosine contaminate=full format=metadata contaminate.learning_rate=1e-4 \
       contaminate.batch_size=16 seed=0 model=hub model.name_or_path="$MODEL" detect.semantic_model=null \
       detect.detectors.alg2.enabled=true detect.detectors.alg2_leak.enabled=true runtime.dtype=${DTYPE:-bf16} \
