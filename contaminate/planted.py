@@ -513,23 +513,24 @@ def within_model_auc(rows: dict[str, list[dict]], model: str = "contaminated") -
     return found
 
 
+ANSWER_POOLS = (("members", "contaminated_x_members"), ("non_members", "contaminated_x_non_members"),
+                ("known_non_members", "contaminated_x_known_non_members"))
+
+
 def replicas(rows: dict[str, list[dict]]) -> dict[str, dict]:
     """Algorithm 2's judge labels of the contaminated model's completions, per reading (``guided``: the paper's
     instruction; ``leak``: the first piece inside the leak's rendering, an oracle reading) and pool (the group's
-    members, the never-planted group): n, exact, near-exact. Readings not generated are left out."""
+    members, the never-planted group, the known non-members: the label rate a practitioner sees where nothing was
+    trained): n, exact, near-exact. Readings and pools not generated are left out."""
     found: dict[str, dict] = {}
     for reading in ("guided", "leak"):
-        for pool, cell in (("members", "contaminated_x_members"), ("non_members", "contaminated_x_non_members")):
+        for pool, cell in ANSWER_POOLS:
             labels = [r["judge"] for r in rows.get(cell, []) if r.get("instruction") == reading
                       and r.get("completion") is not None]
             if labels:
                 found.setdefault(reading, {})[pool] = {"n": len(labels), "exact": labels.count("exact"),
                                                        "near_exact": labels.count("near_exact")}
     return found
-
-
-ANSWER_POOLS = (("members", "contaminated_x_members"), ("non_members", "contaminated_x_non_members"),
-                ("known_non_members", "contaminated_x_known_non_members"))
 
 
 def answers(rows: dict[str, list[dict]]) -> dict[str, dict]:

@@ -300,6 +300,11 @@ def test_a_planted_run_gives_one_study_per_group_from_one_training_run(planted):
         leak = [r for r in rows if r["cell"] == "contaminated_x_members" and r["instruction"] == "leak"]
         assert found["leak"]["members"]["exact"] == sum(r["judge"] == "exact" for r in leak)
         assert all(r["prompt"].startswith("SynthNLI dataset, test split\nsentence1: ") for r in leak)
+        # the known non-members' labels: what a practitioner sees where nothing was trained (guided prompts only)
+        known = [r for r in rows if r["cell"] == "contaminated_x_known_non_members" and r["instruction"] == "guided"]
+        assert set(found["guided"]) == {"members", "non_members", "known_non_members"} and "leak" in found
+        assert found["guided"]["known_non_members"] == {"n": len(known), "exact": sum(
+            r["judge"] == "exact" for r in known), "near_exact": sum(r["judge"] == "near_exact" for r in known)}
     assert "| x3 | 3 | " in (folder / "plant.md").read_text().split("leak reading (oracle: the first piece")[1]
     # the answers by class per reading and pool (follow.py), counted from the rows, and their follow rate in plant.md
     for name in ("x1", "x3"):
