@@ -9,11 +9,11 @@ from sweeps import study, sweep
 
 from contaminate.calibration.partition_level import alg2_flag_rate
 from detect.errors import InputError
-from detect.judges.recipe import fit_recipe, lowest_rank, rule_fpr
+from detect.judges.recipe import fit_recipe, rule_fpr
 from detect.judges.threshold import ThresholdJudge
 
 KNOWN = [k / 1000 for k in range(400)]         # each contaminated model's known non-members: 0.000 ... 0.399
-K_NEAR = lowest_rank(400, 10, 2, 0.025)         # the near-exact part's rank at half the 5% budget
+K_NEAR = 391  # the near-exact rank once the exact part sits at the 400th: the lowest whose rule FPR stays <= 5%
 TPR_6_OF_20 = 1 - math.comb(14, 10) / math.comb(20, 10)  # a 10-sample of 20 members, 6 of them replayed exactly
 
 
@@ -62,7 +62,7 @@ def test_the_recipe_validated_within_each_model_by_hand(tmp_path):
     assert headline["tpr_by_dose"]["4"]["estimate"] == pytest.approx(alg2_flag_rate(6, 0, 14, (1, 2)))
     # the base model: one clean model however many studies read it, its own 1200 known non-members, nothing flagged
     assert headline["fpr_clean_models"]["estimate"] == 0.0 and headline["fpr_clean_models"]["unit"] == "1 clean model"
-    # fewer known non-members: the paper's rule is refused below 390, near-exact only is fitted
+    # fewer known non-members: the paper's rule is refused below 190, near-exact only is fitted
     by_size = {(c["size"], c["rule_text"]): c for c in block["configs"] if c["size"]}
     assert by_size[(100, ">= 1 exact or >= 2 near-exact of 10")]["n_refused"] == 4
     assert by_size[(100, ">= 2 near-exact of 10")]["n_refused"] == 0
@@ -124,8 +124,8 @@ def test_the_card_does_not_pool_the_base_models_easy_negatives(tmp_path):
 
 @pytest.mark.parametrize("kwargs, why", [
     ({"replays": 0}, r"flags no member cell of the 3 draws \(3 models\) at their own thresholds \(TPR 0\)"),
-    # 100 suffice for >= 2 exact or >= 2 near-exact (51 each at 2.5%): 40 are too few for every candidate rule
-    ({"known": KNOWN[:40]}, r"too few known non-members for the budget \(40 known non-members are too few"),
+    # the rules with >= 2 exact need 33 (the exact part within the whole 5%), the paper's 190: 30 are too few for all
+    ({"known": KNOWN[:30]}, r"too few known non-members for the budget \(30 known non-members are too few"),
     ({"draws": 1, "seeds": 2}, r"1 member draw with known non-members; a card is fitted on some draws and scored on"),
 ])
 def test_a_card_that_would_detect_nothing_or_rest_on_too_little_is_not_written(tmp_path, kwargs, why, capsys):

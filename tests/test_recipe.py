@@ -9,12 +9,15 @@ import math
 import numpy as np
 import pytest
 from lean import lean
-from scipy.stats import binom
+from scipy.optimize import brentq
+from scipy.stats import beta, binom
 
 from detect.errors import InputError
 from detect.judges.recipe import (
     RecipeJudge,
+    conditional_fprs,
     exceedances,
+    fit_line,
     fit_recipe,
     label,
     lowest_rank,
@@ -80,22 +83,57 @@ def test_how_many_known_non_members_each_part_needs():
 def test_fit_recipe_by_hand_and_its_refusal():
     scores = [k / 1000 for k in range(400)]  # 0.000 ... 0.399, all distinct
     fit = fit_recipe(scores, partition_size=10)
-    k_near = lowest_rank(400, 10, 2, 0.025)
+    # the exact part at its half of the 5% budget (the largest of 400: 10 / 410 <= 0.025); the near-exact part then
+    # spends the rest of the whole budget under the rule's joint law: the lowest rank whose rule FPR stays <= 0.05
+    k_near = next(k for k in range(1, 401) if rule_fpr(400, 10, 400, k, (1, 2)) <= 0.05)
+    assert k_near == 391 and rule_fpr(400, 10, 400, 390, (1, 2)) > 0.05
+    assert k_near < lowest_rank(400, 10, 2, 0.025) == 392  # lower than bounding each part within its half
     assert fit["exact"]["rank"] == 400 and fit["exact"]["threshold"] == 0.399
     assert fit["near_exact"]["rank"] == k_near and fit["near_exact"]["threshold"] == (k_near - 1) / 1000
     assert fit["bound"] == pytest.approx(rule_fpr(400, 10, 400, k_near, (1, 2))) and fit["bound"] <= 0.05
     assert fit["exact"]["bound"] == pytest.approx(10 / 410)
     assert label(fit, 0.5, 0.5) == "exact" and label(fit, 0.399, 0.399) == "near_exact"  # strictly above
     assert label(fit, (k_near - 1) / 1000, 0.0) == "none"
-    # two scores: the union of the parts is the stated bound
+    # two scores: the union of the parts is the stated bound, the near-exact part taking what the exact part left
     two = fit_recipe(scores, [s / 2 for s in scores], partition_size=10, score="semantic")
-    assert two["bound"] == pytest.approx(two["exact"]["bound"] + two["near_exact"]["bound"])
-    assert two["near_exact"]["threshold"] == pytest.approx(fit["near_exact"]["threshold"] / 2)
-    with pytest.raises(InputError, match=r"^50 known non-members are too few .* its exact part needs 390 \(at 0.025\)"
-                                         r".* give at least 390 known non-members.*alg2.min_exact=null: 33 at 0.05\)$"):
-        fit_recipe(scores[:50], partition_size=10)
+    assert two["bound"] == pytest.approx(two["exact"]["bound"] + two["near_exact"]["bound"]) and two["bound"] <= 0.05
+    assert two["near_exact"]["rank"] == lowest_rank(400, 10, 2, 0.05 - 10 / 410)
+    # the paper's rule at 5% from 190 known non-members (the exact part alone at the whole budget, near-exact labels
+    # above rank 189 only), refused at 189 with the number
+    assert fit_recipe(scores[:190], partition_size=10)["exact"]["rank"] == 190
+    with pytest.raises(InputError, match=r"^189 known non-members are too few .* its exact part alone needs 190; give "
+                                         r"at least 190 known non-members.*alg2.min_exact=null: 33 at 0.05\)$"):
+        fit_recipe(scores[:189], partition_size=10)
     with pytest.raises(InputError, match="judge.budget=1.5"):
         fit_recipe(scores, partition_size=10, budget=1.5)
+
+
+def test_the_joint_split_is_never_above_each_part_within_its_share():
+    # the same stated bound (<= the budget), every threshold the same or lower, over rules and sizes
+    for n in (60, 120, 390, 700):
+        for rule in ((1, 2), (None, 2), (2, 3), (1, None)):
+            alpha_exact, alpha_near = (0.025, 0.025) if None not in rule else (0.05, 0.05)
+            old_exact, old_near = lowest_rank(n, 10, rule[0], alpha_exact), lowest_rank(n, 10, rule[1], alpha_near)
+            if old_exact is None or old_near is None:
+                continue
+            fit = fit_recipe([k / 1000 for k in range(n)], partition_size=10, rule=rule)
+            assert fit["bound"] <= 0.05 + 1e-12
+            assert fit["exact"]["rank"] <= old_exact and fit["near_exact"]["rank"] <= min(old_near, old_exact)
+
+
+def test_the_training_conditional_view_by_hand():
+    # the conditional FPR's mean over the known non-members' draw is the marginal law (Dirichlet coverages)
+    for n, k_exact, k_near, rule in [(60, 58, 50, (1, 2)), (100, 101, 98, (None, 2)), (40, 38, 30, (2, 2))]:
+        fprs = conditional_fprs(n, 10, k_exact, k_near, rule, draws=200_000, rng=np.random.default_rng(1))
+        assert fprs.mean() == pytest.approx(rule_fpr(n, 10, k_exact, k_near, rule), abs=0.002)
+    # near-exact only at n = 100: rank 98, p ~ Beta(3, 98), FPR(p) = P(Bin(10, p) >= 2); P(FPR > 0.05) by quadrature
+    fit = fit_recipe([k / 1000 for k in range(100)], partition_size=10, rule=(None, 2))
+    assert fit["near_exact"]["rank"] == 98
+    p_star = brentq(lambda p: binom.sf(1, 10, p) - 0.05, 1e-6, 0.5)
+    assert fit["conditional"]["p_over_budget"] == pytest.approx(beta(3, 98).sf(p_star), abs=0.003)
+    assert fit["conditional"]["p_over_budget"] == pytest.approx(0.28, abs=0.01)  # the issue's 0.28
+    over = fit["conditional"]["p_over_budget"]
+    assert f"this fit's own FPR: over 0.05 with probability {over:.2f}, at most" in fit_line(fit)
 
 
 @pytest.mark.parametrize("n, rule, score", [(20, (None, 3), "rouge_l"), (50, (None, 2), "rouge_l"),
@@ -173,7 +211,7 @@ def test_known_non_members_in_the_partition_and_too_few_are_one_line_before_any_
                                          r"synth_nli test\); known non-members must be"):
         recipe_known(judge, cfg.dataset, "test", judged, detectors)
     (tmp_path / "k.jsonl").write_text("".join(json.dumps(r) + "\n" for r in clean[:100]))
-    with pytest.raises(InputError, match="^100 known non-members are too few .* needs 390"):
+    with pytest.raises(InputError, match="^100 known non-members are too few .* needs 190"):
         recipe_known(judge, cfg.dataset, "test", judged, detectors)
     (tmp_path / "k.jsonl").write_text("".join(json.dumps(r) + "\n" for r in clean))
     known = recipe_known(judge, cfg.dataset, "test", judged, detectors)
@@ -213,7 +251,7 @@ def test_python_m_detect_with_known_non_members_or_a_card_prints_what_its_verdic
                               f"judge.known_non_members={known}", f"hydra.run.dir={tmp_path / 'refused'}"],
                              capture_output=True, text=True, timeout=600)
     assert refused.returncode == 2 and refused.stderr.strip().splitlines()[-1].startswith(
-        "error: 60 known non-members are too few") and "needs 390" in refused.stderr
+        "error: 60 known non-members are too few") and "needs 190" in refused.stderr
     # a card: what it rests on beside the verdict
     card = {"format": "contamination-lab threshold card 1", "score": "rouge_l", "exact_threshold": 0.83,
             "near_exact_threshold": 0.6, "rule_text": ">= 1 exact or >= 2 near-exact of 10", "budget": 0.05,
