@@ -1,6 +1,6 @@
 """How many known non-members the recipe needs (detect/judges/recipe.py): for each rule, partition size and budget,
-the fewest with which its partition FPR can be bounded (each part's threshold at the largest known score, the
-budget split evenly between the exact and the near-exact parts where the rule has both). Computed, not measured.
+the fewest with which its partition FPR can be bounded (one score for both labels: the recipe's joint split, where
+the exact part may take the whole budget at the largest known score). Computed, not measured.
 
     python bench/recipe_needs.py > results/recipe_needs/needs.md     # the table docs/calibration.md includes
 """
@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from detect.judges.recipe import EXACT_SHARE, n_needed, rule_text, shares  # noqa: E402
+from detect.judges.recipe import EXACT_SHARE, joint_ranks, rule_text  # noqa: E402
 
 RULES = [(1, 2), (1, None), (None, 2), (None, 3), (2, 2)]
 SIZES = (10, 20)
@@ -19,8 +19,18 @@ BUDGETS = (0.05, 0.01)
 
 
 def needed(rule: tuple, m: int, budget: float) -> int:
-    alpha_exact, alpha_near = shares(rule, budget, EXACT_SHARE)
-    return max(n_needed(m, rule[0], alpha_exact), n_needed(m, rule[1], alpha_near))
+    """The fewest n with which the recipe fits the rule (joint_ranks is monotone in n: more known scores never hurt)."""
+    def fits(n: int) -> bool:
+        return joint_ranks(n, m, rule, budget, EXACT_SHARE, True) is not None
+
+    high = 1
+    while not fits(high):
+        high *= 2
+    low = high // 2 + 1 if high > 1 else 1
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if fits(middle) else (middle + 1, high)
+    return low
 
 
 def table() -> str:

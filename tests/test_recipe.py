@@ -19,6 +19,7 @@ from detect.judges.recipe import (
     exceedances,
     fit_line,
     fit_recipe,
+    joint_ranks,
     label,
     lowest_rank,
     n_needed,
@@ -101,6 +102,8 @@ def test_fit_recipe_by_hand_and_its_refusal():
     # the paper's rule at 5% from 190 known non-members (the exact part alone at the whole budget, near-exact labels
     # above rank 189 only), refused at 189 with the number
     assert fit_recipe(scores[:190], partition_size=10)["exact"]["rank"] == 190
+    # a near-exact-only rule whose bar would sit above every known score is too few, not a rule that never flags
+    assert joint_ranks(32, 10, (None, 2), 0.05, 0.5, True) is None and joint_ranks(33, 10, (None, 2), 0.05, 0.5, True)
     with pytest.raises(InputError, match=r"^189 known non-members are too few .* its exact part alone needs 190; give "
                                          r"at least 190 known non-members.*alg2.min_exact=null: 33 at 0.05\)$"):
         fit_recipe(scores[:189], partition_size=10)
@@ -132,6 +135,11 @@ def test_the_training_conditional_view_by_hand():
     p_star = brentq(lambda p: binom.sf(1, 10, p) - 0.05, 1e-6, 0.5)
     assert fit["conditional"]["p_over_budget"] == pytest.approx(beta(3, 98).sf(p_star), abs=0.003)
     assert fit["conditional"]["p_over_budget"] == pytest.approx(0.28, abs=0.01)  # the 0.28
+    # the paper's rule on 400 (docs/calibration.md quotes these): bound 0.046, over 5% with probability 0.35, under
+    # 0.081 with probability 0.9
+    paper = fit_recipe([k / 1000 for k in range(400)], partition_size=10)
+    assert (round(paper["bound"], 3), round(paper["conditional"]["p_over_budget"], 2),
+            round(paper["conditional"]["quantile"], 3)) == (0.046, 0.35, 0.081)
     over = fit["conditional"]["p_over_budget"]
     assert f"this fit's own FPR: over 0.05 with probability {over:.2f}, at most" in fit_line(fit)
 

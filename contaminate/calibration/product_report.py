@@ -34,7 +34,9 @@ def recipe_section(recipe: dict, budget: float) -> list[str]:
              f"[95% t-interval over draws, at least as wide as each cell's instance-level sampling error]; "
              f"(labelled / instances) counts the instances labelled exact or near-exact. The stated bound is marginal "
              f"(over the known non-members and the partition together): a unit's realised rate may exceed it; their "
-             f"mean should not.", ""]
+             f"mean should not. One fit's own: the training-conditional view of a single fit (its FPR given the known "
+             f"non-members it was fitted on), P(above the budget) and the FPR it stays under with probability 0.9, "
+             f"the worst over the models.", ""]
     for group, block in recipe.items():
         models = block["models"]
         configs = block["configs"]
@@ -42,14 +44,15 @@ def recipe_section(recipe: dict, budget: float) -> list[str]:
         lines += [f"### {group}", "",
                   f"{models['contaminated']} contaminated and {models['clean']} clean model(s); known non-members a "
                   f"model: {', '.join(map(str, models['known_non_members']))}.", "",
-                  "| score | rule | known non-members | stated bound | FPR, own non-members | FPR, other split | "
-                  "FPR, clean models | " + " | ".join(f"TPR x{d}" for d in doses) + " | refused |",
-                  "|---|---|---|---|---|---|---|" + "---|" * len(doses) + "---|"]
+                  "| score | rule | known non-members | stated bound | one fit's own | FPR, own non-members | "
+                  "FPR, other split | FPR, clean models | " + " | ".join(f"TPR x{d}" for d in doses) + " | refused |",
+                  "|---|---|---|---|---|---|---|---|" + "---|" * len(doses) + "---|"]
         for config in configs:
             size = "all" if config["size"] is None else f"{config['size']} ({config['subsets']} subsets)"
             fitted = "/".join(map(str, config["fitted_on"])) or "-"
             lines.append(f"| {config['score']} | {config['rule_text']} | {size if config['size'] else fitted} | "
-                         f"{_bound(config['stated_bound'])} | {_with_counts(config['fpr'])} | "
+                         f"{_bound(config['stated_bound'])} | {_own(config.get('own_fit'))} | "
+                         f"{_with_counts(config['fpr'])} | "
                          f"{_with_counts(config['fpr_other_split'])} | {_with_counts(config['fpr_clean_models'])} | "
                          + " | ".join(_with_counts(config["tpr_by_dose"].get(d)) for d in doses)
                          + f" | {config['n_refused'] or '-'} |")
@@ -59,6 +62,14 @@ def recipe_section(recipe: dict, budget: float) -> list[str]:
                       *(f"- {r}" for r in refusals)]
         lines += ["", *logit_lines(block["logit"]), ""]
     return lines
+
+
+def _own(found: dict | None) -> str:
+    """"P 0.35 over, <= 0.081 at 0.9" (a fit's own FPR; "-" where none was fitted)."""
+    if not found:
+        return "-"
+    over = "" if found["p_over_budget"] is None else f"P {found['p_over_budget']:.2f} over, "
+    return f"{over}<= {found['quantile']:.3f} at {1 - found['delta']:g}"
 
 
 def logit_lines(logit: dict) -> list[str]:

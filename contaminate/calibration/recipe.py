@@ -116,7 +116,7 @@ def validate_config(models: Sequence[Model], *, score: str, rule: tuple, budget:
                     partition_size: int, size: int | None = None, seed: int = 0) -> dict:
     """The recipe with one score and rule, fitted on each model's known non-members (all, or ``SUBSETS`` subsets of
     ``size``), scored on its pools: the stated bound, the realised FPR and the TPR by dose over units."""
-    per_model, refused, bounds, fitted_on, thresholds = {}, [], [], [], {}
+    per_model, refused, bounds, fitted_on, thresholds, own = {}, [], [], [], {}, []
     rng = np.random.default_rng(seed)
     for model in models:
         if not model.known or (size is not None and size > len(model.known)):
@@ -132,6 +132,7 @@ def validate_config(models: Sequence[Model], *, score: str, rule: tuple, budget:
         per_model[model] = {key: (float(np.mean([e[key][0] for e in evaluated])), evaluated[0][key][1])
                             for key in evaluated[0]}
         bounds.append(fits[0]["bound"])
+        own.append(fits[0].get("conditional"))
         fitted_on.append(fits[0]["n"])
         thresholds[model.label] = {"exact": fits[0]["exact"]["threshold"],
                                    "near_exact": fits[0]["near_exact"]["threshold"]}
@@ -140,6 +141,8 @@ def validate_config(models: Sequence[Model], *, score: str, rule: tuple, budget:
         "score": score, "rule": {"min_exact": rule[0], "min_near_exact": rule[1]},
         "rule_text": rule_text(rule, partition_size), "size": size, "subsets": None if size is None else SUBSETS,
         "fitted_on": sorted(set(fitted_on)), "stated_bound": max(bounds) if bounds else None,
+        # the training-conditional view of one fit (detect/judges/recipe.py conditional), the worst over the models
+        "own_fit": own_fit(own),
         "refused": sorted(set(refused)), "n_refused": len(refused),
         "fpr": summary_over_units(per_model, NON_MEMBERS, partition_size),
         "fpr_other_split": summary_over_units(per_model, OTHER_SPLIT, partition_size),
@@ -149,6 +152,17 @@ def validate_config(models: Sequence[Model], *, score: str, rule: tuple, budget:
                       for model, rates in per_model.items()},
         "thresholds": thresholds if size is None else None,  # each model's own (a subset's vary: not kept)
     }
+
+
+def own_fit(found: Sequence[dict | None]) -> dict | None:
+    """The models' fits' training-conditional views, the worst of each number: P(a fit's own FPR > budget) and the
+    FPR a fit stays under with probability 1 - delta."""
+    found = [c for c in found if c]
+    if not found:
+        return None
+    over = [c["p_over_budget"] for c in found if c["p_over_budget"] is not None]
+    return {"p_over_budget": max(over) if over else None, "quantile": max(c["quantile"] for c in found),
+            "delta": found[0]["delta"]}
 
 
 def configs(scores: Sequence[str]) -> list[tuple[str, tuple, int | None]]:

@@ -206,7 +206,10 @@ def joint_ranks(n: int, m: int, rule: tuple[int | None, int | None], budget: flo
     top = k_exact if one_score else n + 1  # one score: near-exact at the exact bar labels nothing; two: never
     if joint_fpr(n, m, k_exact, top, rule, one_score) > budget + TOLERANCE:
         return None
-    return k_exact, _first(1, top, lambda k: joint_fpr(n, m, k_exact, k, rule, one_score) <= budget + TOLERANCE)
+    k_near = _first(1, top, lambda k: joint_fpr(n, m, k_exact, k, rule, one_score) <= budget + TOLERANCE)
+    if rule[0] is None and k_near > n:  # a near-exact-only rule whose bar would sit above every known score: too few
+        return None
+    return k_exact, k_near
 
 
 def conditional_fprs(n: int, m: int, k_exact: int, k_near: int, rule: tuple[int | None, int | None], *, draws: int,
