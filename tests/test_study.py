@@ -86,11 +86,11 @@ def test_the_whole_study_writes_every_file_and_field(study):
     assert {r["instance_id"] for r in known} == set(manifest["known_non_member_ids"])
     assert not set(manifest["known_non_member_ids"]) & {*manifest["member_ids"], *manifest["non_member_ids"]}
     assert all(isinstance(r["loss_raw"], float) and isinstance(r["dc_pdd"], float) for r in known)
-    # each model's recipe on its own 50: too few to bound one exact label among 4 at 2.5% (156 needed), said so
+    # each model's recipe on its own 50: too few to bound one exact label among 4 at 5% (76 needed), said so
     recipe = summary["recipe"]
     assert set(recipe["models"]) == {"contaminated", "clean"} and recipe["rule"] == [1, 2]
     assert recipe["models"]["clean"]["refused"].startswith("50 known non-members are too few") and \
-        "needs 156" in recipe["models"]["clean"]["refused"]
+        "needs 76" in recipe["models"]["clean"]["refused"]
     assert "## Algorithm 2 with the recipe" in (folder / "report.md").read_text()
     # each cell: one ChatGPT-Cheat? row over its whole pool (12), Oren et al.'s two order tests and the performance
     # test of that pool
