@@ -4,7 +4,8 @@ rule, and what the same reading labels where nothing was trained (the never-plan
 
     python -m contaminate +experiment=replicas_cpu contaminate.learning_rate=3e-4 contaminate.batch_size=4   # and
     #   the same + detect.elicit.shots=3, + post_train=elicit: each a reading of the same checkpoint
-    python bench/replicas_table.py runs/replicas_cpu > results/replicas_cpu/tables.md
+    python bench/replicas_table.py --keep runs/replicas_cpu results/replicas_cpu/studies   # the records kept
+    python bench/replicas_table.py results/replicas_cpu/studies > results/replicas_cpu/tables.md
 
 Reads every run folder below the given one with ``plant.json``, ``config.yaml`` and its groups' rows
 (``groups/<name>/results.jsonl[.gz]``); the labels are counted from the rows (contaminate.planted.replicas, answers),
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -26,6 +28,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from contaminate.planted import answers, replicas  # noqa: E402
 
 MIN_EXACT, MIN_NEAR_EXACT = 1, 2  # Algorithm 2's rule on a group (conf/detect/default.yaml alg2)
+
+
+KEPT = ("plant.json", "plant.md", "config.yaml")
+
+
+def keep(runs_folder: str | Path, out: str | Path) -> list[str]:
+    """Copy each finished run's records into ``out/<run>/``: plant.json, plant.md, config.yaml and each group's rows
+    (``groups/<name>/results.jsonl.gz``), what the table is read from; never a checkpoint."""
+    kept = []
+    for plant in sorted(Path(runs_folder).rglob("plant.json")):
+        run, target = plant.parent, Path(out) / plant.parent.name
+        target.mkdir(parents=True, exist_ok=True)
+        for name in KEPT:
+            shutil.copy(run / name, target / name)
+        for rows in sorted((run / "groups").glob("*/results.jsonl")):
+            (target / "groups" / rows.parent.name).mkdir(parents=True, exist_ok=True)
+            (target / "groups" / rows.parent.name / "results.jsonl.gz").write_bytes(
+                gzip.compress(rows.read_bytes(), mtime=0))
+        kept.append(run.name)
+    return kept
 
 
 def read_rows(folder: Path) -> dict[str, list[dict]]:
@@ -152,6 +174,9 @@ def main(folder: str) -> str:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        raise SystemExit("usage: python bench/replicas_table.py <folder of replicas_cpu runs>")
-    sys.stdout.write(main(sys.argv[1]))
+    if len(sys.argv) == 4 and sys.argv[1] == "--keep":
+        print("kept:", ", ".join(keep(sys.argv[2], sys.argv[3])))
+    elif len(sys.argv) == 2:
+        sys.stdout.write(main(sys.argv[1]))
+    else:
+        raise SystemExit("usage: python bench/replicas_table.py <folder of replicas_cpu runs> | --keep <runs> <out>")

@@ -27,6 +27,7 @@ def write_run(folder: Path, shots: int, post: str, labels: dict[str, dict[str, l
     (folder / "plant.json").write_text(json.dumps({
         "dataset": "humaneval", "groups": groups, "stream": {"training_tokens": 1000},
         "checkpoint": {"steps": 10, "train_seconds": 5.0}, "post_train_seconds": 2.0 if post != "none" else None}))
+    (folder / "plant.md").write_text("# Planted run\n")
     (folder / "config.yaml").write_text(yaml.safe_dump({
         "contaminate": {"learning_rate": 3e-4, "batch_size": 4}, "detect": {"elicit": {"shots": shots}},
         "post_train": {"name": post}}))
@@ -69,3 +70,11 @@ def test_labels_by_dose_and_reading_and_the_smallest_dose_meeting_the_rule(tmp_p
     table = replicas_table.main(str(tmp_path))
     assert "| guided, after post_train=elicit |" in table and "| leak (oracle), post-trained model |" in table
     assert "| lr 0.0003, 4 a batch | guided, after post_train=elicit | 10 | 1,000 | 5 | 2 |" in table
+
+
+def test_the_kept_records_give_the_same_table(tmp_path):
+    write_run(tmp_path / "runs" / "plain", 0, "none", {"x4": {"guided": ["exact", "none"], "leak": ["exact", "exact"]}})
+    assert replicas_table.keep(tmp_path / "runs", tmp_path / "kept") == ["plain"]
+    assert (tmp_path / "kept" / "plain" / "groups" / "x4" / "results.jsonl.gz").exists()
+    assert not (tmp_path / "kept" / "plain" / "groups" / "x4" / "results.jsonl").exists()
+    assert replicas_table.main(str(tmp_path / "kept")) == replicas_table.main(str(tmp_path / "runs"))
