@@ -110,6 +110,18 @@ def test_instruction_documents_put_the_loss_on_the_assistant_turn_only():
         assert tokenizer.decode(learned) == "0 (entailment)<|im_end|>\n"
     # a document without a prompt (background) carries the loss on every token, as before
     assert rows["labels"][-1] == rows["input_ids"][-1]
+    # an answer that starts with indentation (a HumanEval second piece): tokenized whole, "\n" + "    " merges into
+    # one token across the prompt's end; the prompt and the answer are tokenized apart, the mask exactly the prompt
+    prompt = chat([{"role": "user", "content": "FIRST PIECE: def f(x):"}], add_generation_prompt=True)
+    text = chat([{"role": "user", "content": "FIRST PIECE: def f(x):"},
+                 {"role": "assistant", "content": "    return x\n"}])
+    whole = tokenizer(text, add_special_tokens=False)["input_ids"]
+    prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    assert whole[:len(prompt_ids)] != prompt_ids  # the merge the mask used to refuse
+    rows = training_rows([Document(text, (0,), prompt)], tokenizer, max_length=None)
+    learned = [token for token, label in zip(rows["input_ids"][0], rows["labels"][0]) if label != -100]
+    assert rows["input_ids"][0][:len(prompt_ids)] == prompt_ids and tokenizer.decode(learned).startswith(
+        "    return x")
 
 
 @pytest.mark.parametrize("name", ["metadata", "dump"])

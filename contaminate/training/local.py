@@ -84,7 +84,10 @@ def training_rows(documents: Sequence, tokenizer, max_length: int | None) -> dic
     """The training dataset's columns for a stream of ``Document``s (or plain texts): ``input_ids``, and ``labels``
     when a document has a prompt (the instruction format): its prompt tokens get -100, so the loss is on the
     assistant turn only (the answer and the chat template's end-of-turn tokens). A chat-formatted document is
-    tokenized as rendered, without an extra end token: its template already ends the turn."""
+    tokenized as rendered, without an extra end token: its template already ends the turn. The prompt and the rest are
+    tokenized apart and joined (as TRL does a prompt-completion pair): tokenized whole, an answer that starts with
+    white space (indented code: "\n" + "    return x") merges with the prompt's last newline into one token, and
+    the prompt would no longer be a token prefix."""
     texts = [getattr(document, "text", document) for document in documents]
     prompts = [getattr(document, "prompt", None) for document in documents]
     if not any(prompts):
@@ -95,11 +98,11 @@ def training_rows(documents: Sequence, tokenizer, max_length: int | None) -> dic
             ids = tokenize_documents([text], tokenizer, None)[0]
             masked = 0
         else:
-            ids = tokenizer(text, add_special_tokens=False)["input_ids"]
-            prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-            if ids[:len(prompt_ids)] != prompt_ids:
+            if not text.startswith(prompt):
                 raise InputError("the chat template renders the prompt differently inside the whole conversation, "
                                  "so the loss mask cannot be placed; use a model whose template appends turns")
+            prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+            ids = prompt_ids + tokenizer(text[len(prompt):], add_special_tokens=False)["input_ids"]
             masked = len(prompt_ids)
         ids = ids[:max_length] if max_length else ids
         input_ids.append(ids)
