@@ -278,6 +278,19 @@ def test_the_dose0_table_is_the_scripts_output():
         "python bench/dose0_table.py results/humaneval_dose0 > results/humaneval_dose0/table.md"
 
 
+def test_the_replicas_tables_are_the_scripts_output():
+    """results/replicas_cpu/tables.md (included in its README) as bench/replicas_table.py prints it from the kept
+    records: each run's plant.json, config.yaml and its groups' rows."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import replicas_table
+
+    folder = ROOT / "results" / "replicas_cpu"
+    assert replicas_table.main(str(folder / "studies")) == (folder / "tables.md").read_text(), \
+        "python bench/replicas_table.py results/replicas_cpu/studies > results/replicas_cpu/tables.md"
+
+
 def test_the_pilot_tables_are_the_scripts_output():
     """results/pilot_cpu/tables.md (included in its README) as bench/pilot_table.py prints it from the committed
     runs' plant.json and config.yaml (issue 34 item 5)."""
