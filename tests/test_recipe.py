@@ -24,6 +24,7 @@ from detect.judges.recipe import (
     lowest_rank,
     n_needed,
     rule_fpr,
+    rule_needs,
     tail,
 )
 
@@ -122,6 +123,17 @@ def test_the_joint_split_is_never_above_each_part_within_its_share():
             fit = fit_recipe([k / 1000 for k in range(n)], partition_size=10, rule=rule)
             assert fit["bound"] <= 0.05 + 1e-12
             assert fit["exact"]["rank"] <= old_exact and fit["near_exact"]["rank"] <= min(old_near, old_exact)
+
+
+def test_what_a_rule_needs_is_where_the_joint_split_first_fits():
+    # rule_needs (the refusal's number and bench/recipe_needs.py's table) against joint_ranks itself, both scores
+    for rule in ((1, 2), (1, None), (None, 2), (None, 3), (2, 2)):
+        for m, budget in ((10, 0.05), (10, 0.01), (20, 0.05)):
+            need = rule_needs(m, rule, budget)
+            for one_score in (True, False):
+                assert joint_ranks(need - 1, m, rule, budget, 0.5, one_score) is None, (rule, m, budget, one_score)
+                assert joint_ranks(need, m, rule, budget, 0.5, one_score) is not None, (rule, m, budget, one_score)
+    assert rule_needs(10, (1, 2), 0.05) == 190 and rule_needs(10, (None, 2), 0.05) == 33
 
 
 def test_the_training_conditional_view_by_hand():

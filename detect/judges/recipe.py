@@ -212,16 +212,21 @@ def joint_ranks(n: int, m: int, rule: tuple[int | None, int | None], budget: flo
     return k_exact, k_near
 
 
+def _coverage(n: int, k: int, draws: int, rng: np.random.Generator) -> np.ndarray:
+    """``draws`` samples of P(a new score above the k-th smallest of n known ones), Beta(n - k + 1, k) under
+    exchangeability; 0 for rank n + 1 (never)."""
+    return np.zeros(draws) if k > n else rng.beta(n - k + 1, k, size=draws)
+
+
 def conditional_fprs(n: int, m: int, k_exact: int, k_near: int, rule: tuple[int | None, int | None], *, draws: int,
                      rng: np.random.Generator) -> np.ndarray:
     """``draws`` samples of one score's fit's partition FPR given its known non-members (see ``conditional``); their
     mean is the marginal ``rule_fpr``."""
     k_near = min(k_near, k_exact)
     if k_exact > n:  # exact never labels: the near-exact coverage alone, a Beta
-        p_exact = np.zeros(draws)
-        p_near = np.zeros(draws) if k_near > n else rng.beta(n - k_near + 1, k_near, size=draws)
+        p_exact, p_near = np.zeros(draws), _coverage(n, k_near, draws, rng)
     elif k_near == k_exact:  # near-exact labels nothing
-        p_exact, p_near = rng.beta(n - k_exact + 1, k_exact, size=draws), np.zeros(draws)
+        p_exact, p_near = _coverage(n, k_exact, draws, rng), np.zeros(draws)
     else:
         gaps = rng.dirichlet([k_near, k_exact - k_near, n - k_exact + 1], size=draws)
         p_exact, p_near = gaps[:, 2], gaps[:, 1]
@@ -247,14 +252,11 @@ def conditional(n: int, m: int, k_exact: int, k_near: int, rule: tuple[int | Non
     P(FPR > budget) is not stated."""
     rng = np.random.default_rng(seed)
 
-    def coverage(k: int) -> np.ndarray:  # P(a new score above the k-th smallest known), per draw
-        return np.zeros(draws) if k > n else rng.beta(n - k + 1, k, size=draws)
-
     def part(p: np.ndarray, at_least: int | None) -> np.ndarray:
         return np.zeros(draws) if at_least is None else stats.binom.sf(at_least - 1, m, p)
 
     if not one_score:
-        q = float(sum(np.quantile(part(coverage(k), at_least), 1 - delta / 2)
+        q = float(sum(np.quantile(part(_coverage(n, k, draws, rng), at_least), 1 - delta / 2)
                       for k, at_least in ((k_exact, rule[0]), (k_near, rule[1]))))
         return {"delta": delta, "quantile": q, "p_over_budget": None, "draws": draws,
                 "method": "Bonferroni over the two parts' Beta laws (two scores)"}
@@ -277,8 +279,7 @@ def fit_recipe(exact_scores: Sequence[float], near_scores: Sequence[float] | Non
     if near_scores is not None and len(near_scores) != n:
         raise ValueError("one near-exact score per known non-member")
     one_score = near_scores is None
-    check_enough(n, m, rule, budget, exact_share, one_score=one_score)
-    k_exact, k_near = joint_ranks(n, m, rule, budget, exact_share, one_score)
+    k_exact, k_near = check_enough(n, m, rule, budget, exact_share, one_score=one_score)
     bound = joint_fpr(n, m, k_exact, k_near, rule, one_score)
     kind = "exact (one score for both labels)" if one_score else "union of the two parts"
     exact_bound = tail(n, m, k_exact, rule[0])
@@ -292,12 +293,19 @@ def fit_recipe(exact_scores: Sequence[float], near_scores: Sequence[float] | Non
             "conditional": dict(conditional(n, m, k_exact, k_near, tuple(rule), one_score=one_score, budget=budget))}
 
 
+def rule_needs(m: int, rule: tuple[int | None, int | None], budget: float) -> int:
+    """The fewest known non-members with which the recipe fits the rule (``joint_ranks`` is not None): its exact part
+    alone within the whole budget at the largest known score (the near-exact part can then label above the exact bar's
+    rank only), or, for a near-exact-only rule, that part; with one score or two alike."""
+    return n_needed(m, rule[0] if rule[0] is not None else rule[1], budget)
+
+
 def too_few_message(n: int, m: int, rule: tuple[int | None, int | None], budget: float, exact_share: float) -> str:
     """Why n known non-members cannot bound the rule, and how many it needs: the exact part within the whole budget
     (the near-exact part can then label above the exact bar's rank only), or, for a near-exact-only rule, that part."""
     shares(rule, budget, exact_share)
-    part, at_least = ("exact", rule[0]) if rule[0] is not None else ("near-exact", rule[1])
-    need = n_needed(m, at_least, budget)
+    part = "exact" if rule[0] is not None else "near-exact"
+    need = rule_needs(m, rule, budget)
     fallback = ""
     if rule[0] is not None and rule[1] is not None:
         fallback = (f", or judge near-exact labels only (detect.detectors.alg2.min_exact=null: "
@@ -308,10 +316,13 @@ def too_few_message(n: int, m: int, rule: tuple[int | None, int | None], budget:
 
 
 def check_enough(n: int, partition_size: int, rule: tuple[int | None, int | None], budget: float,
-                 exact_share: float, *, one_score: bool = True) -> None:
-    """One line (with the number needed) where n known non-members cannot bound the rule at the budget."""
-    if joint_ranks(n, partition_size, rule, budget, exact_share, one_score) is None:
+                 exact_share: float, *, one_score: bool = True) -> tuple[int, int]:
+    """The thresholds' ranks (``joint_ranks``); one line (with the number needed) where n known non-members cannot
+    bound the rule at the budget."""
+    ranks = joint_ranks(n, partition_size, rule, budget, exact_share, one_score)
+    if ranks is None:
         raise InputError(too_few_message(n, partition_size, rule, budget, exact_share))
+    return ranks
 
 
 def label(fit: dict, exact_score: float, near_score: float) -> str:
