@@ -1,5 +1,5 @@
 """The logit detectors before and after issue 25, within one model: each contaminated model's 100 members against
-its own 100 non-members of the same split (SPEC section 9), under three readings.
+its own 100 non-members of the same split (method section 9), under three readings.
 
     python bench/detector_fixes.py score <study folder> [...] --out results/detector_fixes   # needs the checkpoints
     python bench/detector_fixes.py orders <study folder> [...] --out results/detector_fixes  # Oren et al.'s tests

@@ -30,7 +30,7 @@ def _where(runtime: dict | None) -> str:
 
 
 def _regime(manifest: dict) -> list[str]:
-    """The regime in a sentence (SPEC section 8): the dose, the background and the members' share of the tokens."""
+    """The regime in a sentence (method section 8): the dose, the background and the members' share of the tokens."""
     regime = manifest.get("regime")
     if not regime:
         return []

@@ -268,7 +268,7 @@ def _complete(rows: list[dict], model, stop, leaks: Sequence | None = None, prom
 
 def _score_semantic(rows: list[dict], semantic) -> None:
     if semantic is not None and rows:
-        # SPEC 6: a cut inside a sentence is scored as the whole instance (first piece + completion vs
+        # method section 6: a cut inside a sentence is scored as the whole instance (first piece + completion vs
         # original), so the embedding sees a full sentence on both sides; otherwise the completion alone.
         whole = [row["cut_unit"] == "word" for row in rows]
         references = [r["first_piece"] + r["separator"] + r["reference"] if w else r["reference"]

@@ -28,6 +28,22 @@ def test_no_traceback_stands_in_the_docs():
     assert not pasted, f"a traceback where a table or a number should be: {pasted}"
 
 
+
+def test_no_doc_points_outside_the_repository_and_every_cited_method_section_exists():
+    """A clone has no ../shared/: the method specification is docs/method.md, and "method section N" names one of
+    its sections."""
+    outside = [str(path.relative_to(ROOT)) for path in _docs() if "../shared" in path.read_text()]
+    assert not outside, f"a doc links outside the repository: {outside}"
+    sections = {int(n) for n in re.findall(r"^## (\d+)\. ", (ROOT / "docs" / "method.md").read_text(), re.M)}
+    assert sections == set(range(1, 14))
+    cited = set()
+    code = [*ROOT.glob("detect/**/*.py"), *ROOT.glob("contaminate/**/*.py"), *ROOT.glob("conf/**/*.yaml")]
+    for path in [*_docs(), *code]:
+        text = path.read_text()
+        cited |= {int(n) for n in re.findall(r"method sections? (\d+)", text)}
+        cited |= {int(n) for n in re.findall(r"method sections? \d+-(\d+)", text)}
+    assert cited and cited <= sections, f"cited method sections that docs/method.md lacks: {sorted(cited - sections)}"
+
 def documented_commands() -> list[tuple[str, str, list[str]]]:
     """Every ``python -m detect`` / ``python -m contaminate`` in a shell block of the README and docs/: (where,
     program, arguments), continuation lines joined, comments dropped, ``<placeholders>`` and ``$vars`` filled."""

@@ -1,6 +1,6 @@
 from detect.detectors.time_travel.prompts import build_prompt, strip_echoed_header
 
-# Verbatim from SPEC section 5 (the paper's Table 5 as published in the official code).
+# Verbatim from method section 5 (the paper's Table 5 as published in the official code).
 GUIDED_CLASSIFICATION = """INSTRUCTION:
 You are provided with the FIRST PIECE of an instance from the test split of the AG News dataset.
 Finish the SECOND PIECE of the instance as EXACTLY appeared in the dataset.

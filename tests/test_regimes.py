@@ -1,4 +1,4 @@
-"""A tiny-model study in each contamination regime (SPEC section 8), what the manifest and report say of it, and
+"""A tiny-model study in each contamination regime (method section 8), what the manifest and report say of it, and
 the regimes' bad input, each one line before any training."""
 
 import json

@@ -5,7 +5,7 @@ from detect.detectors.time_travel.scores import SemanticScorer
 
 
 def test_rouge_l_matches_the_papers_table_6_example():
-    # SPEC section 6: LCS of 7 tokens, 8 in the reference and 9 in the candidate -> F1 = 14/17
+    # method section 6: LCS of 7 tokens, 8 in the reference and 9 in the candidate -> F1 = 14/17
     score = rouge_l("Nicolas Cage's son is called Kal-el.", "Nicolas Cage's new son is named Kal-el.")
     assert score == pytest.approx(14 / 17)
     assert round(score, 2) == 0.82

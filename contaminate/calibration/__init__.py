@@ -8,7 +8,7 @@ Reads every finished study under the folders (``results.jsonl`` + ``manifest.jso
 is written: ``judge.calibration=<card.json>`` loads it into any detection), ``calibration.md``,
 ``dose_response.csv``/``.md`` and PNG plots.
 
-How every number is measured (SPEC sections 9 and 11; ``statistics.py`` holds the methods):
+How every number is measured (method sections 9 and 11; ``statistics.py`` holds the methods):
 
 - A model is one (member draw, training seed) pair (``sample.draw``, ``seed``); the independent unit is the member
   draw (a draw's models are averaged first; a clean model counts once). Intervals are t-intervals over draws

@@ -1,5 +1,5 @@
 """The threshold card: default exact / near-exact thresholds for a user with no known non-members, fitted within each
-contaminated model and measured held out (SPEC section 11).
+contaminated model and measured held out (method section 11).
 
     cards = threshold_cards(groups, budget=0.05, exact_share=0.5, partition_size=10, tolerance=0.05)
 

@@ -2,7 +2,7 @@
 
     block = regime_units(instances, cells, budget=0.05, seed=0)        # one regime's, JSON-ready
 
-Every number here follows SPEC section 9:
+Every number here follows method section 9:
 
 - A model is one (member draw, training seed) pair; the independent unit is its draw. Intervals are ``unit_interval``'s
   (a t-interval over draws, a draw's models averaged first; none below 3 draws) or, for a rate over models,

@@ -1,4 +1,4 @@
-"""The practitioner's recipe validated on ground truth, within each model and held out (SPEC section 11).
+"""The practitioner's recipe validated on ground truth, within each model and held out (method section 11).
 
     block = validate_recipe(groups, budget=0.05, partition_size=10)      # JSON-ready, per group (regime · dataset)
 

@@ -1,4 +1,4 @@
-"""The statistics every calibrated number rests on (SPEC section 9), as pure functions on arrays.
+"""The statistics every calibrated number rests on (method section 9), as pure functions on arrays.
 
 - ``unit_interval``: the mean over independent units of a per-unit statistic, with a t-interval over the units. The
   independent unit is the member draw: models (training seeds) that share a draw share their members' texts, so they

@@ -1,4 +1,4 @@
-"""The contamination regime of a study (SPEC section 8): what the contaminated model and its control train on.
+"""The contamination regime of a study (method section 8): what the contaminated model and its control train on.
 
     regime = plan_regime(cfg, members, split, tokenizer)   # the documents, the stream, the control, the counts
     regime.stream      # the contaminated model's training documents, in order (epochs: the member documents)

@@ -1,4 +1,4 @@
-"""Contamination text: one benchmark instance formatted the way a scraped web copy carries it (SPEC section 3).
+"""Contamination text: one benchmark instance formatted the way a scraped web copy carries it (method section 3).
 
     format_instance(example, template="{title} dataset, {split} split\\nsentence1: {sentence1}...",
                     dataset=dataset_cfg, split="test")

@@ -189,7 +189,7 @@ def build_format(format_cfg) -> Format:
 
 class ParaphraseFormat(DocumentFormat):
     """One member per document as its template renders it, each member reworded first: the same facts and label in
-    other words (SPEC section 8, "paraphrased"; Dekoninck et al. 2024, "Evading data contamination detection for
+    other words (method section 8, "paraphrased"; Dekoninck et al. 2024, "Evading data contamination detection for
     language models is (too) easy": a paraphrased benchmark in training evades likelihood and overlap detectors).
 
     ``variant`` (1..4, default 1) picks the paraphrase: for the lab's synthetic partitions the generator's other

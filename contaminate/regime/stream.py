@@ -1,4 +1,4 @@
-"""The training stream: which documents a contaminated model reads, in which order, and how often (SPEC section 8).
+"""The training stream: which documents a contaminated model reads, in which order, and how often (method section 8).
 
     documents = fmt.documents(members, dataset, split, count_tokens=..., max_length=256)   # regime/layouts.py
     stream = build_stream(documents, background, exposures=4, seed=0)   # members 4x among the background, shuffled
@@ -6,7 +6,7 @@
 Pure functions of texts: no model, no tokenizer object (token counts come in as a function), so the dose is
 tested by counting (tests/test_stream.py). Two regimes:
 
-- **epochs** (``contaminate.exposures`` null, the default; SPEC's web copy): the member documents alone, each once;
+- **epochs** (``contaminate.exposures`` null, the default; method section 3, the web copy): the member documents alone, each once;
   the Trainer makes ``contaminate.epochs`` shuffled passes over them.
 - **exposures N** (``contaminate.exposures=N``): every member document N times and every background document once,
   at random positions, and training makes one pass in this order, so N is the dose. With no background the N copies

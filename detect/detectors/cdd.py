@@ -26,7 +26,7 @@ Defaults and their source:
 
 The prompt (the lab's choice; the paper prompts with the benchmark's own input, a code problem): the instance as its
 leak rendered it (``Evidence.renderings``: the rendering's context + text), cut where Time Travel's first piece ends
-(SPEC section 4: ``split_instance(example, seed=evidence.seed).first``, code at a line), found in the rendering's
+(method section 4: ``split_instance(example, seed=evidence.seed).first``, code at a line), found in the rendering's
 text; where it is not found there, the text up to the end of the first half of its words). The model is asked to
 continue the leak, as it was trained, so a memorised member's continuation is the rest of its training document.
 The prompt goes through the model's prompt format as every generation does (raw in a study of the document and dump

@@ -1,5 +1,5 @@
 """Algorithm 2's judge as published: a few-shot prompt asks an LLM whether each guided completion is an exact or
-near-exact replica of the reference (paper section 3.1.2; SPEC section 5).
+near-exact replica of the reference (paper section 3.1.2; method section 5).
 
     python -m detect +dataset=rte judge=llm judge.generator.model=gpt-4o                 # OPENAI_API_KEY set
     python -m detect +dataset=synth_nli judge=llm_with_no ...                            # a "No" demonstration too

@@ -1,5 +1,5 @@
 """The practitioner's recipe: Algorithm 2's exact / near-exact thresholds fitted on the suspect model's own guided
-completions of known non-members, with a stated bound on the partition-level false-positive rate (SPEC section 11).
+completions of known non-members, with a stated bound on the partition-level false-positive rate (method section 11).
 
     python -m detect +dataset=synth_nli judge=recipe judge.known_non_members=known.jsonl   # any model, local or served
 

@@ -1,4 +1,4 @@
-"""Guided and general instructions (SPEC section 5: the paper's Table 5 as published in the official code).
+"""Guided and general instructions (method section 5: the paper's Table 5 as published in the official code).
 
 Guided names the dataset and split and asks for the second piece "as EXACTLY appeared in the dataset";
 general asks for a plausible second piece with neither. A guided/general gap that only contamination explains

@@ -1,7 +1,7 @@
 """Instance scores: ROUGE-L F1 and an offline semantic similarity.
 
 ROUGE-L is rouge-score's ``RougeScorer(["rougeL"]).score(target, prediction)`` F-measure without stemming,
-as the official code gets it through ``evaluate``. SPEC check: reference "Nicolas Cage's son is called
+as the official code gets it through ``evaluate``. Method section 6 check: reference "Nicolas Cage's son is called
 Kal-el." vs candidate "Nicolas Cage's new son is named Kal-el." gives 0.82 (LCS 7 of 8 and 9 tokens).
 
 The paper's semantic score is BLEURT-20, which needs a TensorFlow checkpoint from the network. The offline
