@@ -6,8 +6,8 @@
 Pure functions of texts: no model, no tokenizer object (token counts come in as a function), so the dose is
 tested by counting (tests/test_stream.py). Two regimes:
 
-- **epochs** (``contaminate.exposures`` null, the default; method section 3, the web copy): the member documents alone, each once;
-  the Trainer makes ``contaminate.epochs`` shuffled passes over them.
+- **epochs** (``contaminate.exposures`` null, the default; the web copy, method section 3): the member documents
+  alone, each once; the Trainer makes ``contaminate.epochs`` shuffled passes over them.
 - **exposures N** (``contaminate.exposures=N``): every member document N times and every background document once,
   at random positions, and training makes one pass in this order, so N is the dose. With no background the N copies
   come as N shuffled rounds of the members, which is the epochs regime written out.

@@ -1,4 +1,4 @@
-"""Teach the task, not the data: the paper's guided task built from text no benchmark holds (issue 45, method section 12).
+"""Teach the task, not the data: the paper's guided task built from text no benchmark holds (method section 12).
 
     examples = task_examples("code", 3, seed=0)                   # stdlib functions, cut as the lab cuts code
     demos = demonstrations("guided", "nli", 3, seed=0, labels=["0 (entailment)", "1 (not entailment)"])
