@@ -319,6 +319,20 @@ def test_the_pooled_dose_plot_is_skipped_when_regimes_crowd_it(tmp_path):
     assert not plot_dose_response(rows(1)[:1], ["alg2"], ["loss"], tmp_path / "one_dose.png")  # nothing varies
 
 
+
+def test_a_planted_runs_groups_make_one_line_across_doses_and_formats_make_their_own():
+    from contaminate.calibration.report import lines_across_doses
+
+    planted = [{"dataset": "humaneval", "exposures": e, "group": f"x{e}", "studies": 6, "auc_loss": a}
+               for e, a in ((4, 0.8), (1, 0.6), (16, 0.99))]
+
+    def doses(rows):
+        return {suffix: [r["exposures"] for r in line] for suffix, line in lines_across_doses(rows).items()}
+
+    assert doses(planted) == {"": [1, 4, 16]}
+    formats = [{"dataset": "synth_nli", "exposures": e, "format": f} for f in ("dump", "metadata") for e in (4, 1)]
+    assert doses(formats) == {" format=dump": [1, 4], " format=metadata": [1, 4]}
+
 def test_the_control_scored_twice_counts_once(tmp_path):
     """An exposures-0 study's "contaminated" model is its control, so its non-member cell and its clean non-member
     cell are one computation (same model, split, instances, detector): one observation, whatever the cells' names."""

@@ -137,6 +137,18 @@ def plot_roc(result: Calibration, path: Path) -> None:
     plt.close(figure)
 
 
+def lines_across_doses(rows: list[dict]) -> dict[str, list[dict]]:
+    """One dataset's dose-response rows as lines across exposure: {label suffix: rows by exposure}. Rows that differ
+    in something other than their dose (a regime, a format) are separate lines; a planted group's name (x1, x4) only
+    names its dose, so a planted run's groups make one line (not one point a line under a 40-entry legend)."""
+    dose_only = (EXPOSURE, "group", "dataset", "studies", "models", "positives", "negatives")
+    conditions = sorted({tuple((k, str(v)) for k, v in r.items() if k not in dose_only
+                               and not k.startswith(("tpr_", "fpr_", "auc_"))) for r in rows})
+    return {("" if len(conditions) == 1 else " " + ",".join(f"{k}={v}" for k, v in condition)):
+            sorted((r for r in rows if all(str(r.get(k)) == v for k, v in condition)), key=lambda r: r[EXPOSURE])
+            for condition in conditions}
+
+
 def plot_dose_response(rows: list[dict], detector_names: list[str], scores: list[str], path: Path) -> bool:
     """Detection rate (top) and instance AUC (bottom) against exposure, one column per dataset. False (and no
     file) if the exposure does not vary, or if more than MAX_DOSE_VARIANTS conditions share an exposure (a sweep over
@@ -153,12 +165,7 @@ def plot_dose_response(rows: list[dict], detector_names: list[str], scores: list
     figure, axes = plt.subplots(2, len(datasets), figsize=(4.2 * len(datasets), 7), squeeze=False, sharey="row")
     for column, dataset in enumerate(datasets):
         members = [r for r in rows if r["dataset"] == dataset]
-        other = sorted({tuple((k, str(v)) for k, v in r.items() if k not in (EXPOSURE, "dataset", "studies", "models",
-                        "positives", "negatives") and not k.startswith(("tpr_", "fpr_", "auc_"))) for r in members})
-        for variant in other:  # conditions that differ in something else than exposure get their own lines
-            line = sorted((r for r in members if all(str(r.get(k)) == v for k, v in variant)),
-                          key=lambda r: r[EXPOSURE])
-            suffix = "" if len(other) == 1 else " " + ",".join(f"{k}={v}" for k, v in variant)
+        for suffix, line in lines_across_doses(members).items():  # conditions that differ in more than dose: own lines
             x = [r[EXPOSURE] for r in line]
             for name in detector_names:
                 tpr, = axes[0, column].plot(x, [r[f"tpr_{name}"] for r in line], marker="o", label=name + suffix)
