@@ -134,13 +134,15 @@ def test_differences_compares_floats_to_their_rounding_and_everything_else_exact
 
 PLANTED = ROOT / "results" / "planted_cpu"
 UNITS = ROOT / "results" / "units_cpu"
+RECIPE = ROOT / "results" / "replicas_recipe_cpu"   # issue 45 item 5: the recipe where members replay, six draws
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("folder, studies, options", [
     (UNITS, [UNITS], ["--transfer"]), (PLANTED, [PLANTED], []), (TRANSFER, [PLANTED, TRANSFER], []),
-    (HEADLINE / "humaneval", [HEADLINE / "humaneval"], []), (HEADLINE / "synth_nli", [HEADLINE / "synth_nli"], [])],
-    ids=["units", "planted", "transfer", "profile_humaneval", "profile_synth_nli"])
+    (HEADLINE / "humaneval", [HEADLINE / "humaneval"], []), (HEADLINE / "synth_nli", [HEADLINE / "synth_nli"], []),
+    (RECIPE, [RECIPE], [])],
+    ids=["units", "planted", "transfer", "profile_humaneval", "profile_synth_nli", "replicas_recipe"])
 def test_the_committed_calibration_recomputes_from_its_committed_studies(tmp_path, folder, studies, options):
     from contaminate.calibrate import main
 
@@ -174,8 +176,9 @@ def test_the_planted_profile_tables_are_the_scripts_output():
     sys.path.insert(0, str(ROOT / "bench"))
     import planted_table
 
-    assert planted_table.main(str(PLANTED / "studies"), str(PLANTED)) == (PLANTED / "tables.md").read_text(), \
-        "python bench/planted_table.py results/planted_cpu/studies results/planted_cpu > results/planted_cpu/tables.md"
+    for folder in (PLANTED, RECIPE):
+        assert planted_table.main(str(folder / "studies"), str(folder)) == (folder / "tables.md").read_text(), \
+            f"python bench/planted_table.py {folder}/studies {folder} > {folder}/tables.md"
 
 
 def test_the_profile_tables_are_the_scripts_output():
