@@ -1,8 +1,8 @@
-"""The README's headline tables, printed from a calibration (calibration.json's ``recipe``, ``cards`` and
-``by_regime`` blocks).
+"""The headline tables (results/profile_cpu/tables.md, included in docs/findings.md), printed from a calibration
+(calibration.json's ``recipe``, ``cards`` and ``by_regime`` blocks).
 
     python bench/headline_tables.py results/transfer_cpu                      # print them
-    python bench/headline_tables.py results/transfer_cpu --write README.md    # put them between the README's markers
+    python bench/headline_tables.py results/transfer_cpu --write doc.md       # put them between a doc's markers
 
 1. The recipe, per group (regime and dataset): its stated bound on the partition FPR against the FPR it realised on
    each model's own non-members, and its TPR by dose, over independent units (the paper's rule on ROUGE-L with every
@@ -20,7 +20,7 @@ A folder without calibration.json holds one calibration a dataset (results/profi
 each printed under its name; ``--dose0 <folder>`` adds the untouched base model's verdicts from a ``python -m detect``
 run of the whole benchmark (bench/dose0_table.py: no ground truth, one reading).
 
-Reads calibration.json. The README's tables are this script's output, never typed by hand: ``--write`` replaces
+Reads calibration.json. The headline tables are this script's output, never typed by hand: ``--write`` replaces
 the text between its two marker lines (``BEGIN``, ``END``), and tests/test_docs.py checks they still agree.
 """
 
