@@ -184,7 +184,7 @@ def test_per_model_algorithm_2_rates_never_pool_two_models():
     assert alg2_flag_rate(0, 2, 18, (1, 2)) == pytest.approx(9 / 38)
 
 
-def test_the_readme_headline_tables_read_calibration_json(tmp_path, capsys):
+def test_the_headline_tables_read_calibration_json(tmp_path, capsys):
     import importlib.util
     from pathlib import Path
 
@@ -317,7 +317,6 @@ def test_the_pooled_dose_plot_is_skipped_when_regimes_crowd_it(tmp_path):
     assert not plot_dose_response(rows(MAX_DOSE_VARIANTS + 1), ["alg2"], ["loss"], tmp_path / "many.png")
     assert not (tmp_path / "many.png").exists()
     assert not plot_dose_response(rows(1)[:1], ["alg2"], ["loss"], tmp_path / "one_dose.png")  # nothing varies
-
 
 
 def test_a_planted_runs_groups_make_one_line_across_doses_and_formats_make_their_own():

@@ -13,7 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 TRANSFER = ROOT / "results" / "transfer_cpu"   # calibrated with results/planted_cpu's studies
-HEADLINE = ROOT / "results" / "profile_cpu"    # the README's tables: one calibration a dataset, and dose 0
+HEADLINE = ROOT / "results" / "profile_cpu"    # the headline tables (docs/findings.md): a calibration a dataset
 HEADLINE_DOSE0 = ROOT / "results" / "humaneval_dose0"
 
 
@@ -98,13 +98,13 @@ def _headline_tables():
 
 
 def test_the_readme_is_a_front_door():
-    """At most 150 lines, and every number in its headline comes from a results folder it links."""
+    """At most 150 lines, the headline at most eight lines of bullets, each results folder it links there a real one."""
     readme = (ROOT / "README.md").read_text()
     assert len(readme.splitlines()) <= 150, "README.md: move detail into docs/ (the README is read in two minutes)"
     headline = readme.split("## Headline")[1].split("\n\n")[1]
     assert 0 < len(headline.splitlines()) <= 8
-    for folder in re.findall(r"\]\((results/[^)#]+)\)", headline):
-        assert (ROOT / folder / "README.md").is_file(), folder
+    linked = re.findall(r"\]\((results/[^)#]+)\)", headline)
+    assert linked and all((ROOT / folder / "README.md").is_file() for folder in linked), linked
 
 
 def differences(found, committed, where: str = "", rel: float = 1e-9) -> list[str]:

@@ -239,7 +239,7 @@ def test_known_non_members_in_the_partition_and_too_few_are_one_line_before_any_
 
 
 def test_the_known_non_members_binomial_reading_of_the_paper_rule():
-    # at p_n = 5% near-exact per clean instance the paper's rule (>= 2 of 10) fires ~8.6% of the time (method 11)
+    # at p_n = 5% near-exact per clean instance the paper's rule (>= 2 of 10) fires ~8.6% (method section 11)
     assert 1 - binom.cdf(1, 10, 0.05) == pytest.approx(0.086, abs=0.001)
 
 

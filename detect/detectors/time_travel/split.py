@@ -1,6 +1,6 @@
 """Cutting an instance into the first piece (shown to the model) and the second piece (to be replayed).
 
-method section 4. A pair (NLI) is cut between its sentences. A single instance of several sentences is cut at a
+Method section 4. A pair (NLI) is cut between its sentences. A single instance of several sentences is cut at a
 sentence boundary; one sentence is cut at a word boundary; code (``unit="line"``: HumanEval's functions) at a line
 boundary, blank lines not counted as units. The cut point is uniform in [40%, 70%] of the units,
 drawn per instance from a generator seeded by (run seed, instance id), so cuts differ between instances but
