@@ -14,6 +14,11 @@ reaches on the synth partitions (ROUGE-L 0.05-0.38). ``calibration=<card.json>``
 thresholds of a threshold card, which ``python -m contaminate.calibrate`` fits within contaminated models and
 measures held out (``card.json``; its near-exact score must be this judge's ``score``), and the report says what the
 card rests on.
+
+``judge=threshold_best_prefix`` is a named variant, not the paper's reading: ROUGE-L is read on the best prefix of the
+completion (``rouge_l_best_prefix``), so a replay followed by more text (the next instance, a label line) counts as
+the replay it starts with; exact also when the normalised reference starts the normalised completion. Its scores are
+never below the paper's, on known non-members too: fit its thresholds (a card) before trusting its labels.
 """
 
 from __future__ import annotations
@@ -77,6 +82,23 @@ class ThresholdJudge:
         return [self.label(row["reference"], row["completion"], row) for row in rows]
 
 
+class BestPrefixJudge(ThresholdJudge):
+    """The threshold judge reading each completion's best prefix (module docstring); ``score: semantic`` keeps the
+    near-exact label on the whole completion's semantic score."""
+
+    name = "threshold_best_prefix"
+
+    def label(self, reference: str, candidate: str, scores: Mapping[str, float]) -> str:
+        from detect.detectors.time_travel.scores import rouge_l_best_prefix
+
+        rouge = rouge_l_best_prefix(reference, candidate)
+        starts = bool(normalize(reference)) and normalize(candidate).startswith(normalize(reference))
+        if (1.0 if starts else rouge) >= self.exact_threshold:
+            return "exact"
+        near = rouge if self.score == "rouge_l" else scores[self.score]
+        return "near_exact" if near >= self.near_exact_threshold else "none"
+
+
 def thresholds_line(description: Mapping) -> str:
     """A judge's ``describe()`` as a report phrase: which thresholds were in force and where they came from."""
     if description.get("line"):  # a judge that says what its thresholds rest on (judge=recipe, once fitted)
@@ -87,8 +109,10 @@ def thresholds_line(description: Mapping) -> str:
     if description.get("card"):
         return f"judge `{description['name']}` with the {description['card']} (from {description['calibration']})"
     source = f"; from {description['calibration']}" if description.get("calibration") else ""
-    return (f"judge `{description['name']}` (exact: ROUGE-L >= {description['exact_threshold']:.3f}; near-exact: "
-            f"{description['score']} >= {description['near_exact_threshold']:.3f}{source})")
+    rouge = "best-prefix ROUGE-L" if description["name"] == BestPrefixJudge.name else "ROUGE-L"
+    near = rouge if description["score"] == "rouge_l" else description["score"]
+    return (f"judge `{description['name']}` (exact: {rouge} >= {description['exact_threshold']:.3f}; near-exact: "
+            f"{near} >= {description['near_exact_threshold']:.3f}{source})")
 
 
 CARD_FORMAT = "contamination-lab threshold card"  # python -m contaminate.calibrate writes it (card.json)

