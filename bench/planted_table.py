@@ -106,10 +106,11 @@ def auc_table(calibration: dict) -> list[str]:
         for name in names:
             cells = [interval(block["membership"][dose]["scores"][name]["auc"]) for dose in doses]
             lines.append(f"| {labelled(name)} | " + " | ".join(cells) + " |")
-        comparisons = [b["comparisons"]["better"] for b in block["membership"].values() if b.get("comparisons")]
-        supported = sorted({claim for found in comparisons for claim in found})
-        lines += ["", "Differences between scores that a paired t-test over draws supports after Holm's correction: "
-                  + ("; ".join(supported) if supported else "none") + "."]
+        # each dose its own family (the calibration's Holm correction runs within a dose): a claim says its dose
+        supported = [f"x{dose}: " + "; ".join(found) for dose in doses
+                     if (found := (block["membership"][dose].get("comparisons") or {}).get("better"))]
+        lines += ["", "Differences between scores that a paired t-test over draws supports after Holm's correction, "
+                  "by dose: " + (" | ".join(supported) if supported else "none") + "."]
         lines.append("")
     return lines
 

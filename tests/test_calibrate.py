@@ -82,6 +82,21 @@ def test_fit_thresholds_meet_their_targets():
         fit_thresholds(negatives + positives, exact_fpr=0.1, near_exact_fpr=0.05)
 
 
+def test_member_pools_are_keyed_as_the_detectors_per_pool_rates():
+    # dose_response.md once put every member pool's flag rate in its fpr_ columns (tpr_ empty) and calibration.md
+    # listed contaminated_x_members as a kind of clean pool: the member pools were keyed (condition, cell) while
+    # the rates are keyed (condition, cell, model)
+    from types import SimpleNamespace
+
+    from contaminate.calibration.partition_level import pools_of
+    from contaminate.calibration.report import positive_pools
+
+    instances = [_instance(0.9, True, 0), _instance(0.2, False, 0), _instance(0.8, True, 1), _instance(0.1, False, 1)]
+    positive = positive_pools(SimpleNamespace(instances=instances))
+    assert positive == {("c", "contaminated_x_members", "d0s0"), ("c", "contaminated_x_members", "d1s1")}
+    assert positive < set(pools_of(instances))
+
+
 def test_cross_fitting_labels_each_model_with_the_other_models_thresholds():
     # Seed 1's negatives reach 0.7, so thresholds fitted there sit above 0.7 and the 0.65 member of seed 0 is
     # not near-exact; fitted on seed 0 alone (negatives <= 0.3) it would be. Studies whose draw follows the seed
@@ -219,12 +234,16 @@ def test_calibration_over_a_multirun_of_tiny_studies(tmp_path, capsys):
                for row in rows)
     assert {"tpr_alg2_default", "fpr_alg2_default", "tpr_alg1_rouge_l", "auc_rouge_l", "auc_min_k_plus",
             "tpr_cheat_strict", "fpr_cheat_lenient", "tpr_permutation"} <= set(rows[0])
+    # every condition has member pools and clean pools: both rates are read (neither column empty)
+    assert all(row["tpr_alg2_default"] != "" and row["fpr_alg2_default"] != "" for row in rows)
     report = (out / "calibration.md").read_text()
     assert "## Detectors side by side" in report and "which is not a ranking" in report
     assert "| min_k_plus_raw (bare text) | logits (full distribution) |" in report
     assert "| loss (leak's rendering: oracle) |" in report and "ChatGPT-Cheat?, strict" in report
     assert "cross-fitted over 2 draws" in report and "![dose response](dose_response.png)" in report
     assert "## Membership within each model" in report and "Rests on x1: 2 draws (2 models)" in report
+    clean_kinds = report.split("FPR by kind of clean pool:")[1].split("\n")[2]
+    assert "| detector |" in clean_kinds and "contaminated_x_members" not in clean_kinds
     for name in ("roc.png", "dose_response.png", "dose_response.md", "membership.png"):
         assert (out / name).stat().st_size > 0
 

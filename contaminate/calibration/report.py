@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from contaminate.calibration.partition_level import pools_of
 from contaminate.calibration.product_report import product_sections
 from contaminate.calibration.regime_report import regime_details, regime_headline
 from contaminate.calibration.result import Calibration
@@ -42,8 +43,10 @@ def rule_name(rule: tuple[int | None, int | None] | None) -> str:
     return " or ".join(p for p in parts if p)
 
 
-def positive_pools(result: Calibration) -> set[tuple[str, str]]:
-    return {(i.condition, i.cell) for i in result.instances if i.positive}
+def positive_pools(result: Calibration) -> set[tuple[str, str, str]]:
+    """The pools holding members, keyed as the detectors' per-pool rates are: (condition, cell, model)."""
+    return {key for key, positions in pools_of(result.instances).items()
+            if result.instances[positions[0]].positive}
 
 
 def detectors(result: Calibration) -> dict[str, dict]:
