@@ -61,11 +61,20 @@ def read_rows(folder: Path) -> dict[str, list[dict]]:
     return cells
 
 
+def post_training(config: dict) -> str:
+    """The post-training stage a run's model had ("" for none), with its learning rate where it is not the leak's."""
+    stage = config.get("post_train") or {}
+    if (stage.get("name") or "none") == "none":
+        return ""
+    rate = stage.get("learning_rate")
+    own = rate is not None and float(rate) != float(config["contaminate"]["learning_rate"])
+    return f"after post_train={stage['name']}" + (f" at lr {float(rate):g}" if own else "")
+
+
 def reading(config: dict) -> str:
     """The guided reading a run's settings make: plain, k-shot, or after a post-training stage."""
     shots = int(((config.get("detect") or {}).get("elicit") or {}).get("shots") or 0)
-    post = (config.get("post_train") or {}).get("name") or "none"
-    parts = ([f"{shots}-shot"] if shots else []) + ([f"after post_train={post}"] if post != "none" else [])
+    parts = ([f"{shots}-shot"] if shots else []) + ([post_training(config)] if post_training(config) else [])
     return "guided, " + (", ".join(parts) or "plain")
 
 
@@ -89,7 +98,7 @@ def read_runs(folder: str | Path) -> list[dict]:
                      "batch_size": int(config["contaminate"]["batch_size"]), "reading": reading(config),
                      "steps": record["checkpoint"]["steps"], "train_seconds": record["checkpoint"]["train_seconds"],
                      "training_tokens": record["stream"]["training_tokens"], "groups": groups,
-                     "post_train_seconds": record.get("post_train_seconds")})
+                     "post_train_seconds": record.get("post_train_seconds"), "post_training": post_training(config)})
     if not runs:
         raise SystemExit(f"{folder}: no run with plant.json and config.yaml below it; run "
                          "python -m contaminate +experiment=replicas_cpu first")
@@ -137,11 +146,11 @@ def dataset_table(runs: list[dict], dataset: str) -> list[str]:
             continue
         setting = f"lr {run['learning_rate']:g}, {run['batch_size']} a batch"
         # the leak reading does not depend on the guided prompt's shots: one row a trained model
-        model = (run["learning_rate"], run["batch_size"], "post_train" in run["reading"])
+        model = (run["learning_rate"], run["batch_size"], run["post_training"])
         readings = [("guided", run["reading"])]
         if model not in leaks_shown and any(g["replicas"].get("leak") for g in groups):
             leaks_shown.add(model)
-            readings.append(("leak", "leak (oracle)" + (", post-trained model" if model[2] else "")))
+            readings.append(("leak", "leak (oracle)" + (f", {model[2]}" if model[2] else "")))
         never = next((g for g in groups if not g["exposures"]), None)
         for key, label in readings:
             planted = [g for g in groups if g["exposures"]]

@@ -16,7 +16,8 @@ def row(cell: str, instruction: str, judge: str, answer: str = "continuation") -
     return {"cell": cell, "instruction": instruction, "judge": judge, "completion": "x", "answer_class": answer}
 
 
-def write_run(folder: Path, shots: int, post: str, labels: dict[str, dict[str, list[str]]]) -> None:
+def write_run(folder: Path, shots: int, post: str, labels: dict[str, dict[str, list[str]]],
+              post_rate: float | None = None) -> None:
     """A planted run of HumanEval groups x0, x1, x4 and synth_nli's x0_synth_nli, x4_synth_nli; ``labels`` gives each
     group's member labels per reading; the never-planted and known non-members' labels are fixed below."""
     groups = [{"name": "x0", "exposures": 0}, {"name": "x1", "exposures": 1, "token_share": 0.01},
@@ -30,7 +31,7 @@ def write_run(folder: Path, shots: int, post: str, labels: dict[str, dict[str, l
     (folder / "plant.md").write_text("# Planted run\n")
     (folder / "config.yaml").write_text(yaml.safe_dump({
         "contaminate": {"learning_rate": 3e-4, "batch_size": 4}, "detect": {"elicit": {"shots": shots}},
-        "post_train": {"name": post}}))
+        "post_train": {"name": post, **({"learning_rate": post_rate} if post_rate else {})}}))
     for group in groups:
         if not group["exposures"]:
             continue
@@ -68,8 +69,15 @@ def test_labels_by_dose_and_reading_and_the_smallest_dose_meeting_the_rule(tmp_p
     # a post-trained model is another model: its leak reading gets its own row
     write_run(tmp_path / "elicit", 0, "elicit", {"x4": {"guided": ["exact", "none"], "leak": ["exact", "none"]}})
     table = replicas_table.main(str(tmp_path))
-    assert "| guided, after post_train=elicit |" in table and "| leak (oracle), post-trained model |" in table
+    assert "| guided, after post_train=elicit |" in table and "| leak (oracle), after post_train=elicit |" in table
     assert "| lr 0.0003, 4 a batch | guided, after post_train=elicit | 10 | 1,000 | 5 | 2 |" in table
+    # post-trained at a rate of its own (not the leak's): another model again, named by its rate
+    write_run(tmp_path / "gentle", 0, "elicit", {"x4": {"guided": ["none", "none"], "leak": ["exact", "exact"]}},
+              post_rate=3e-5)
+    humaneval = replicas_table.main(str(tmp_path)).split("## humaneval")[1].split("## synth_nli")[0]
+    assert "| guided, after post_train=elicit at lr 3e-05 | 0.75 of 4 | - | 0 + 0 / 2 |" in humaneval
+    assert "| leak (oracle), after post_train=elicit at lr 3e-05 | - | - | 2 + 0 / 2 |" in humaneval
+    assert humaneval.count("leak (oracle)") == 3  # the trained model, post-trained at its rate, and at 3e-5
 
 
 def test_the_kept_records_give_the_same_table(tmp_path):
