@@ -78,6 +78,13 @@ def reading(config: dict) -> str:
     return "guided, " + (", ".join(parts) or "plain")
 
 
+def batch(contaminate: dict) -> int:
+    """Documents an optimizer step: the per-device batch times gradient accumulation (a batch of 16 that does not fit
+    in memory runs as 4 x 4: the same setting)."""
+    accumulation = int((contaminate.get("trainer") or {}).get("gradient_accumulation_steps") or 1)
+    return int(contaminate["batch_size"]) * accumulation
+
+
 def read_runs(folder: str | Path) -> list[dict]:
     """Every finished run below ``folder``: its setting and reading (config.yaml) and its groups' labels (rows)."""
     runs = []
@@ -95,7 +102,7 @@ def read_runs(folder: str | Path) -> list[dict]:
                            "token_share": group.get("token_share"), "replicas": replicas(rows),
                            "answers": answers(rows)})
         runs.append({"folder": plant.parent.name, "learning_rate": float(config["contaminate"]["learning_rate"]),
-                     "batch_size": int(config["contaminate"]["batch_size"]), "reading": reading(config),
+                     "batch_size": batch(config["contaminate"]), "reading": reading(config),
                      "steps": record["checkpoint"]["steps"], "train_seconds": record["checkpoint"]["train_seconds"],
                      "training_tokens": record["stream"]["training_tokens"], "groups": groups,
                      "post_train_seconds": record.get("post_train_seconds"), "post_training": post_training(config)})

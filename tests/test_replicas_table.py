@@ -80,6 +80,11 @@ def test_labels_by_dose_and_reading_and_the_smallest_dose_meeting_the_rule(tmp_p
     assert humaneval.count("leak (oracle)") == 3  # the trained model, post-trained at its rate, and at 3e-5
 
 
+def test_a_batch_is_the_documents_an_optimizer_step_reads():
+    assert replicas_table.batch({"batch_size": 16}) == 16
+    assert replicas_table.batch({"batch_size": 4, "trainer": {"gradient_accumulation_steps": 4}}) == 16
+
+
 def test_the_kept_records_give_the_same_table(tmp_path):
     write_run(tmp_path / "runs" / "plain", 0, "none", {"x4": {"guided": ["exact", "none"], "leak": ["exact", "exact"]}})
     assert replicas_table.keep(tmp_path / "runs", tmp_path / "kept") == ["plain"]
