@@ -198,7 +198,7 @@ def test_the_best_prefix_table_is_the_scripts_output():
     with redirect_stdout(printed):
         best_prefix_judge.main([str(RECIPE / "studies")])
     assert printed.getvalue() == (RECIPE / "best_prefix.md").read_text(), \
-        "python bench/best_prefix_judge.py results/replicas_recipe_cpu/studies > results/replicas_recipe_cpu/best_prefix.md"
+        f"python bench/best_prefix_judge.py {RECIPE}/studies > {RECIPE}/best_prefix.md"
     recipe = printed.getvalue().split("## The recipe")[1]
     assert "| paper (as generated) | 6/6 (1.00 [0.54, 1.00]) | 6/6 (1.00 [0.54, 1.00]) | 5/6" in recipe
 
