@@ -27,26 +27,26 @@ from scipy.stats import binomtest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from contaminate.calibration.statistics import clopper_pearson, holm  # noqa: E402
-from detect.detectors.time_travel.scores import rouge_l_best_prefix  # noqa: E402
 from detect.judges.recipe import fit_recipe, label  # noqa: E402
-from detect.judges.threshold import normalize  # noqa: E402
+from detect.judges.threshold import ThresholdJudge, best_prefix_exact_score, exact_score  # noqa: E402
 
 PARTITION, RULE, BUDGET = 10, (1, 2), 0.05
 MEMBERS, KNOWN = "contaminated_x_members", "contaminated_x_known_non_members"
+DEFAULT = ThresholdJudge()  # the thresholds the studies ran with
 
 
 def exact_scores(row: dict) -> dict[str, float]:
-    """Each reading's exact score of one guided row (1.0 on a normalised match, else its ROUGE-L); one score serves
-    both labels, as the recipe's default."""
-    reference, completion = normalize(row["reference"]), normalize(row["completion"] or "")
-    paper = 1.0 if reference == completion else row["rouge_l"]
-    starts = bool(reference) and completion.startswith(reference)
-    prefix = 1.0 if starts else rouge_l_best_prefix(row["reference"], row["completion"] or "")
-    return {"paper": paper, "best_prefix": prefix}
+    """Each reading's exact score of one guided row, as its judge computes it; with ROUGE-L for near-exact (the
+    judges' and the recipe's default) one score serves both labels."""
+    completion = row["completion"] or ""
+    return {"paper": exact_score(row["reference"], completion, row["rouge_l"]),
+            "best_prefix": best_prefix_exact_score(row["reference"], completion)}
 
 
 def default_label(score: float) -> str:
-    return "exact" if score >= 0.95 else "near_exact" if score >= 0.75 else "none"
+    """The threshold judge's label at its defaults, from a reading's one score (ThresholdJudge.label's rule)."""
+    return ("exact" if score >= DEFAULT.exact_threshold else
+            "near_exact" if score >= DEFAULT.near_exact_threshold else "none")
 
 
 def flagged(labels: list[str]) -> bool:
@@ -54,7 +54,8 @@ def flagged(labels: list[str]) -> bool:
 
 
 def load_runs(folder: Path) -> list[dict]:
-    """Per run: its known non-members' rows, its member pools by dose, its clean pools (each once)."""
+    """Per run: its known non-members' scores, its member pools' by dose, its clean pools' (each pool once); each
+    row's two readings scored once here."""
     runs = []
     for study in sorted(p for p in folder.iterdir() if (p / "plant.json").is_file()):
         plant = json.loads((study / "plant.json").read_text())
@@ -73,6 +74,9 @@ def load_runs(folder: Path) -> list[dict]:
             run["members"][group["exposures"]] = by_cell.pop(MEMBERS, [])
             for cell, cell_rows in by_cell.items():  # a never-trained cell shared by groups is one pool
                 run["clean"][(cell, frozenset(r["instance_id"] for r in cell_rows))] = cell_rows
+        run["known"] = [exact_scores(r) for r in run["known"].values()]
+        run["members"] = {dose: [exact_scores(r) for r in rows] for dose, rows in run["members"].items()}
+        run["clean"] = [[exact_scores(r) for r in rows] for rows in run["clean"].values()]
         runs.append(run)
     if not runs:
         raise SystemExit(f"{folder}: no study with a plant.json under it; give a planted sweep's studies folder")
@@ -87,7 +91,7 @@ def read(runs: list[dict]) -> dict:
         for thresholds in ("default", "recipe"):
             block = {"labels": defaultdict(list), "flags": defaultdict(list), "clean": [], "known": [], "bound": []}
             for run in runs:
-                known = [exact_scores(r)[reading] for r in run["known"].values()]
+                known = [scores[reading] for scores in run["known"]]
                 fit = fit_recipe(known, partition_size=PARTITION, rule=RULE, budget=BUDGET) \
                     if thresholds == "recipe" else None
                 labeller = (lambda s: label(fit, s, s)) if fit else default_label  # noqa: E731
@@ -95,11 +99,10 @@ def read(runs: list[dict]) -> dict:
                     block["bound"].append(fit["bound"])
                 block["known"] += [labeller(s) for s in known]
                 for dose, rows in sorted(run["members"].items()):
-                    labels = [labeller(exact_scores(r)[reading]) for r in rows]
+                    labels = [labeller(scores[reading]) for scores in rows]
                     block["labels"][dose] += labels
                     block["flags"][dose].append(flagged(labels))
-                block["clean"] += [flagged([labeller(exact_scores(r)[reading]) for r in rows])
-                                   for rows in run["clean"].values()]
+                block["clean"] += [flagged([labeller(scores[reading]) for scores in rows]) for rows in run["clean"]]
             found[(reading, thresholds)] = block
     return found
 
@@ -116,7 +119,8 @@ def tables(runs: list[dict]) -> list[str]:
     lines = [f"Read from {len(runs)} runs ({len(draws)} member draws: each run one unit), "
              f"{sum(len(r['known']) for r in runs) // len(runs)} known non-members a run, "
              f"partitions of {PARTITION}, the paper's rule (>= {RULE[0]} exact or >= {RULE[1]} near-exact).", ""]
-    for thresholds, title in (("default", "Default thresholds (exact 0.95, near-exact 0.75)"),
+    for thresholds, title in (("default", f"Default thresholds (exact {DEFAULT.exact_threshold:g}, near-exact "
+                                          f"{DEFAULT.near_exact_threshold:g})"),
                               ("recipe", f"The recipe, fitted within each run on its own known non-members "
                                          f"({BUDGET:.0%} budget)")):
         paper, prefix = found[("paper", thresholds)], found[("best_prefix", thresholds)]

@@ -74,7 +74,8 @@ def post_training(config: dict) -> str:
 def reading(config: dict) -> str:
     """The guided reading a run's settings make: plain, k-shot, or after a post-training stage."""
     shots = int(((config.get("detect") or {}).get("elicit") or {}).get("shots") or 0)
-    parts = ([f"{shots}-shot"] if shots else []) + ([post_training(config)] if post_training(config) else [])
+    post = post_training(config)
+    parts = ([f"{shots}-shot"] if shots else []) + ([post] if post else [])
     return "guided, " + (", ".join(parts) or "plain")
 
 

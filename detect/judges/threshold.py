@@ -82,20 +82,32 @@ class ThresholdJudge:
         return [self.label(row["reference"], row["completion"], row) for row in rows]
 
 
+def best_prefix_exact_score(reference: str, completion: str) -> float:
+    """What the best-prefix variant's exact label compares: 1.0 where the normalised reference starts the normalised
+    completion, else the completion's best-prefix ROUGE-L (its near-exact score too, with ``score: rouge_l``)."""
+    from detect.detectors.time_travel.scores import rouge_l_best_prefix
+
+    expected = normalize(reference)
+    if expected and normalize(completion).startswith(expected):
+        return 1.0
+    return rouge_l_best_prefix(reference, completion)
+
+
 class BestPrefixJudge(ThresholdJudge):
     """The threshold judge reading each completion's best prefix (module docstring); ``score: semantic`` keeps the
     near-exact label on the whole completion's semantic score."""
 
     name = "threshold_best_prefix"
 
-    def label(self, reference: str, candidate: str, scores: Mapping[str, float]) -> str:
-        from detect.detectors.time_travel.scores import rouge_l_best_prefix
+    def describe(self) -> dict:
+        return {**super().describe(), "rouge": "best-prefix ROUGE-L"}  # what thresholds_line calls its score
 
-        rouge = rouge_l_best_prefix(reference, candidate)
-        starts = bool(normalize(reference)) and normalize(candidate).startswith(normalize(reference))
-        if (1.0 if starts else rouge) >= self.exact_threshold:
+    def label(self, reference: str, candidate: str, scores: Mapping[str, float]) -> str:
+        # a completion the reference starts scores 1.0 and is exact at any threshold, so its near score is not read
+        score = best_prefix_exact_score(reference, candidate)
+        if score >= self.exact_threshold:
             return "exact"
-        near = rouge if self.score == "rouge_l" else scores[self.score]
+        near = score if self.score == "rouge_l" else scores[self.score]
         return "near_exact" if near >= self.near_exact_threshold else "none"
 
 
@@ -109,7 +121,7 @@ def thresholds_line(description: Mapping) -> str:
     if description.get("card"):
         return f"judge `{description['name']}` with the {description['card']} (from {description['calibration']})"
     source = f"; from {description['calibration']}" if description.get("calibration") else ""
-    rouge = "best-prefix ROUGE-L" if description["name"] == BestPrefixJudge.name else "ROUGE-L"
+    rouge = description.get("rouge", "ROUGE-L")
     near = rouge if description["score"] == "rouge_l" else description["score"]
     return (f"judge `{description['name']}` (exact: {rouge} >= {description['exact_threshold']:.3f}; near-exact: "
             f"{near} >= {description['near_exact_threshold']:.3f}{source})")
