@@ -44,3 +44,18 @@ def test_regime_experiments_sweep_every_regime_axis(experiment, members, top_dos
     assert params["background"] == "offline" and doses[0] == "0" and doses[-1] == top_dose  # 0: the control
     assert len(params["seed"].split(",")) >= 2
     assert cfg.sample.n_members == members and cfg.hydra.mode.name == "MULTIRUN"
+
+
+@pytest.mark.parametrize("experiment, split_size",
+                         [("replicas_recipe_cpu", 1200), ("replicas_recipe_humaneval_cpu", 164)])
+def test_recipe_experiments_hold_the_known_non_members_the_recipe_needs(experiment, split_size):
+    """Each recipe study draws its groups and enough known non-members for the paper's rule at the recipe's default
+    budget (both parts bounded together) from one split: HumanEval's 164 problems hold partitions of 6, not 10."""
+    import contaminate  # noqa: F401  (registers the lab's config resolvers)
+    from detect.judges.recipe import rule_needs
+
+    cfg = _compose([f"+experiment={experiment}"])
+    needs = rule_needs(cfg.sample.n_detect, (1, 2), 0.05)
+    assert cfg.plant.n == cfg.sample.n_detect and cfg.sample.n_heldout >= needs
+    assert len(cfg.plant.groups) * cfg.plant.n + cfg.sample.n_heldout <= split_size
+    assert cfg.hydra.mode.name == "MULTIRUN" and len(cfg.hydra.sweeper.params["seed"].split(",")) >= 6
