@@ -127,3 +127,24 @@ def test_texts_that_share_a_prefix_run_it_once_and_score_as_the_plain_pass():
     assert sorted(len(rows) for rows, _ in shared._groups([tokenizer(t).input_ids for t in texts])) == [1, 1, 1, 3, 3]
     shots_tokens = len(tokenizer(shots).input_ids)
     assert plain.scored_tokens - shared.scored_tokens >= 2 * (shots_tokens - 2)
+
+
+def test_statistics_in_row_chunks_are_the_whole_batchs():
+    """The per-token statistics computed a few rows at a time (bounded memory) equal the whole batch's, masked
+    positions dropped, moments only where asked; and logp is the log-softmax at the target, computed by hand."""
+    import torch
+
+    from detect.models.logits import _statistics
+
+    generator = torch.Generator().manual_seed(0)
+    logits = torch.randn(5, 7, 11, generator=generator)
+    targets = torch.randint(0, 11, (5, 7), generator=generator)
+    mask = torch.ones(5, 7, dtype=torch.bool)
+    mask[1, 4:] = False
+    moments = [True, False, True, True, False]
+    whole = _statistics(logits, targets, mask, moments, torch, max_tokens=10_000)
+    chunked = _statistics(logits, targets, mask, moments, torch, max_tokens=7)  # one row at a time
+    assert chunked == whole
+    assert len(whole[1]["logp"]) == 4 and "mu" not in whole[1] and "mu" in whole[2]
+    by_hand = float(logits[0, 3, targets[0, 3]] - torch.logsumexp(logits[0, 3], dim=-1))
+    assert abs(whole[0]["logp"][3] - by_hand) < 1e-6
