@@ -86,6 +86,9 @@ def main(argv: Sequence[str] | None = None) -> Path:
     parser.add_argument("--partition-fpr", type=float, default=PARTITION_FPR,
                         help="partition FPR a recommended rule keeps")
     parser.add_argument("--score", default="rouge_l", help="the near-exact score of the threshold card")
+    parser.add_argument("--partition-size", type=int, default=SAMPLE_SIZE,
+                        help="instances in one of Algorithm 2's partitions: the recipe's fit, the card and every "
+                             "partition rate (default: the paper's 10; HumanEval's recipe study uses 6)")
     parser.add_argument("--exact-share", type=float, default=EXACT_SHARE,
                         help="the exact part's share of the partition budget in the recipe and the card (the "
                              "near-exact part has the rest)")
@@ -102,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> Path:
     out = Path(args.out) if args.out else Path(args.folders[0]) / "calibration"
     result = calibrate(args.folders, exact_fpr=args.exact_fpr, near_exact_fpr=args.near_exact_fpr,
                        partition_fpr=args.partition_fpr, score=args.score, tolerance=args.tolerance,
-                       transfer=args.transfer, exact_share=args.exact_share)
+                       transfer=args.transfer, exact_share=args.exact_share, sample_size=args.partition_size)
     out.mkdir(parents=True, exist_ok=True)
     (out / "calibration.json").write_text(json.dumps(result.to_json(), indent=1))
     write_cards(result.cards, out)

@@ -255,6 +255,27 @@ def test_calibrate_bad_input_is_one_line(tmp_path):
         main([str(tmp_path / "nope")])
     with pytest.raises(InputError, match="no finished study under"):
         main([str(tmp_path)])
+    with pytest.raises(InputError, match="--partition-size 0 is not a whole number"):
+        main([str(tmp_path), "--partition-size", "0"])
+
+
+@pytest.mark.slow
+def test_the_partition_size_reaches_the_recipe_and_the_card(tmp_path):
+    """--partition-size is the m of every fit: on the committed replicas recipe studies (partitions of 10), at m = 6
+    the recipe's rule reads "of 6", fitted on each model's 200 known non-members within the 5% budget."""
+    from pathlib import Path
+
+    from contaminate.calibrate import main
+
+    studies = Path(__file__).resolve().parents[1] / "results" / "replicas_recipe_cpu" / "studies"
+    out = main([str(studies), "--out", str(tmp_path / "six"), "--partition-size", "6"])
+    result = json.loads((out / "calibration.json").read_text())
+    assert result["targets"]["sample_size"] == 6
+    (group,) = result["recipe"].values()
+    rows = [row for row in group["configs"] if row["rule_text"].startswith(">= 1 exact or >= 2 near-exact")]
+    assert rows and all(row["rule_text"].endswith("of 6") for row in rows)
+    whole = next(row for row in rows if row["size"] is None and row["score"] == "rouge_l")
+    assert whole["fitted_on"] == [200] and 0 < whole["stated_bound"] <= 0.05
 
 
 def test_partition_level_roc_and_pool_rates_by_hand():

@@ -134,6 +134,9 @@ def calibrate(folders: Sequence[str | Path], *, exact_fpr: float = EXACT_FPR, ne
     ``transfer``: True demands the regime x regime transfer table (an error with fewer than two regimes), None
     computes it where there are two or more."""
     check_targets(exact_fpr, near_exact_fpr, partition_fpr, exact_share)
+    if isinstance(sample_size, bool) or not isinstance(sample_size, int) or sample_size < 1:
+        raise InputError(f"--partition-size {sample_size} is not a whole number >= 1: the instances in one of "
+                         f"Algorithm 2's partitions (the paper's 10)")
     instances, conditions, partitions = load_instances(folders)
     known = [i for i in instances if i.known]  # each model's known non-members: the recipe's, not a partition's
     instances = [i for i in instances if not i.known]
