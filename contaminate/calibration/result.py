@@ -133,10 +133,7 @@ def calibrate(folders: Sequence[str | Path], *, exact_fpr: float = EXACT_FPR, ne
     """Everything calibration.json and the reports hold, computed from the studies under ``folders``.
     ``transfer``: True demands the regime x regime transfer table (an error with fewer than two regimes), None
     computes it where there are two or more."""
-    check_targets(exact_fpr, near_exact_fpr, partition_fpr, exact_share)
-    if isinstance(sample_size, bool) or not isinstance(sample_size, int) or sample_size < 1:
-        raise InputError(f"--partition-size {sample_size} is not a whole number >= 1: the instances in one of "
-                         f"Algorithm 2's partitions (the paper's 10)")
+    check_targets(exact_fpr, near_exact_fpr, partition_fpr, exact_share, sample_size)
     instances, conditions, partitions = load_instances(folders)
     known = [i for i in instances if i.known]  # each model's known non-members: the recipe's, not a partition's
     instances = [i for i in instances if not i.known]
@@ -211,8 +208,12 @@ def calibrate(folders: Sequence[str | Path], *, exact_fpr: float = EXACT_FPR, ne
     )
 
 
-def check_targets(exact_fpr: float, near_exact_fpr: float, partition_fpr: float, exact_share: float) -> None:
-    """The calibration's rates, each in range, or one line naming the flag."""
+def check_targets(exact_fpr: float, near_exact_fpr: float, partition_fpr: float, exact_share: float,
+                  sample_size: int = SAMPLE_SIZE) -> None:
+    """The calibration's rates and partition size, each in range, or one line naming the flag."""
+    if isinstance(sample_size, bool) or not isinstance(sample_size, int) or sample_size < 1:
+        raise InputError(f"--partition-size {sample_size} is not a whole number >= 1: the instances in one of "
+                         f"Algorithm 2's partitions (the paper's 10)")
     for name, value in (("--exact-fpr", exact_fpr), ("--near-exact-fpr", near_exact_fpr),
                         ("--partition-fpr", partition_fpr)):
         if not 0 <= value < 1:

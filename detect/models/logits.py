@@ -31,15 +31,17 @@ from typing import Sequence
 
 from detect.generation.local import cache_argument, prefix_groups
 
+MAX_STATISTICS_TOKENS = 1024  # positions whose vocabulary-wide float32 statistics are alive at once (_statistics)
+
 
 class TokenScorer:
     """The per-token statistics of texts under one local model, in length-sorted batches (no memo: the
     ``LanguageModel`` that owns it keeps one)."""
 
     def __init__(self, model, tokenizer, *, max_batch_tokens: int = 2048, share_prefix: bool = True,
-                 min_shared_tokens: int = 16, max_statistics_tokens: int = 1024) -> None:
+                 min_shared_tokens: int = 16, max_statistics_tokens: int = MAX_STATISTICS_TOKENS) -> None:
         self.model, self.tokenizer, self.max_batch_tokens = model, tokenizer, max_batch_tokens
-        self.max_statistics_tokens = max_statistics_tokens  # positions whose vocabulary-wide floats are alive at once
+        self.max_statistics_tokens = max_statistics_tokens
         self.share_prefix, self.min_shared_tokens = share_prefix, min_shared_tokens
         self.scored_tokens = 0  # tokens run through the model so far (padding excluded; a shared prefix once)
 
@@ -146,7 +148,8 @@ class TokenScorer:
         return found
 
 
-def _statistics(logits, targets, mask, moments: list[bool], torch, max_tokens: int = 1024) -> list[dict]:
+def _statistics(logits, targets, mask, moments: list[bool], torch,
+                max_tokens: int = MAX_STATISTICS_TOKENS) -> list[dict]:
     """Per row: the log-probability of each target under the logits before it (``logp``), the targets (``ids``)
     and, where ``moments``, the next-token distribution's mean and standard deviation of log p; masked positions
     dropped. ``logits`` (rows, positions, vocabulary) already aligned with ``targets`` (rows, positions).
