@@ -8,24 +8,36 @@ determines the weights (contaminate/study.py says what the study's holds; traini
 stage's); ``force`` trains again regardless. Every training stage of the lab (the study's contaminated model and
 control, a planted run's model and twin, post-training) goes through ``reuse_or_train``.
 
-Distributed launches (``accelerate launch``, ``torchrun``): only the main process clears and prepares the folder;
-every process trains (the Trainer runs data-parallel) once it is ready, and only the main process saves.
+Two runs on one cache (two terminals, a Hydra multirun's parallel jobs): a checkpoint is trained under a lock,
+``<digest>.lock`` beside its folder (an OS file lock: released when its process ends, killed or not), so the second
+run waits for the first and then reuses what it finished, instead of both training into one folder. Everything else
+the lab caches (cells, converted models, corpora) is written to a temporary sibling and renamed: two runs computing
+it at once each write a whole file, never half of one.
+
+Distributed launches (``accelerate launch``, ``torchrun``): only the main process takes the lock and clears and
+prepares the folder; every process trains (the Trainer runs data-parallel) once it is ready, and only the main
+process saves.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
+import logging
 import os
 import shutil
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
+
+from filelock import FileLock, Timeout
 
 from detect.cache import digest
 from detect.models import ModelRef
 from detect.runtime import Placement
 
 FINISHED = "lab_checkpoint.json"  # written last by every trainer: its record (id, steps, losses, ...)
+log = logging.getLogger(__name__)
 
 
 def is_main_process() -> bool:
@@ -54,22 +66,48 @@ def checkpoint_record(folder: Path) -> dict:
     return json.loads((Path(folder) / FINISHED).read_text())
 
 
+@contextlib.contextmanager
+def training_lock(folder: Path) -> Iterator[None]:
+    """Held while ``folder`` is prepared and trained (the main process only): another run that needs the same
+    checkpoint waits here, then finds it finished."""
+    if not is_main_process():
+        yield
+        return
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(folder.parent / f"{folder.name}.lock")
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        log.info("waiting for %s: another run is training it (lock %s)", folder, lock.lock_file)
+        lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
+
+
 def reuse_or_train(key: dict, cache_dir: str | Path, *, force: bool, resumes: bool,
                    reuse: Callable[[Path], ModelRef], train: Callable[[Path], ModelRef | None],
                    ) -> tuple[ModelRef | None, Path, bool]:
     """(model, folder, reused): the finished checkpoint of ``key`` reused, or ``train(folder)`` into a folder made
-    ready for it (cleared first when forced, or when a killed run left it and the trainer does not resume). The
-    model is None in a non-main process of a distributed launch (it trained; the main process goes on)."""
+    ready for it (cleared first when forced, or when a killed run left it and the trainer does not resume), under
+    the folder's lock. The model is None in a non-main process of a distributed launch (it trained; the main process
+    goes on)."""
     folder = checkpoint_folder(cache_dir, key)
     if (folder / FINISHED).is_file() and not force:
         return reuse(folder), folder, True
-    if is_main_process():
-        if folder.exists() and (force or not resumes):
-            shutil.rmtree(folder)
-        write_key(folder, key)
-        folder.mkdir(parents=True, exist_ok=True)
-    wait_for_everyone()  # the other processes of a distributed launch train once the folder is ready
-    model = train(folder)
+    with training_lock(folder):
+        # decided under the lock: a run that held it may have finished this checkpoint while this one waited
+        if is_main_process() and (force or not (folder / FINISHED).is_file()):
+            if folder.exists() and (force or not resumes):
+                shutil.rmtree(folder)
+            write_key(folder, key)
+            folder.mkdir(parents=True, exist_ok=True)
+        wait_for_everyone()  # the other processes of a distributed launch train once the folder is ready
+        if (folder / FINISHED).is_file():  # finished by the run this one waited for (force cleared it above)
+            return reuse(folder), folder, True
+        log.info("training %s", folder)
+        model = train(folder)
     # The trainer (the model, its gradients and optimizer state: ~2 GB for the embedded model) is held in reference
     # cycles until Python's occasional full collection: freed now, detection reuses that memory instead of growing
     # the heap into fresh pages (the README study's detection: 190 s after training against 145 s alone, on 2 cores)

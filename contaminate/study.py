@@ -35,6 +35,7 @@ detectors (generation, scores, judge) and its partition detectors, with the toke
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -82,6 +83,8 @@ from detect.pipeline import (
 )
 from detect.runtime import Placement
 from detect.validate import count
+
+log = logging.getLogger(__name__)
 
 # (cell, checkpoint, pool, ground truth)
 CELLS = (
@@ -580,6 +583,7 @@ def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, runtime_key:
                 cached.append(cell)
                 timings[cell] = {"total_s": round(time.time() - started, 2), "cached": True}
             else:
+                log.info("detecting %s: %d instances on the %s model", cell, len(instances), checkpoint)
                 rows, timings[cell] = detect_cell(cfg, models, checkpoint, instances, whole, split, judge, reader,
                                                   heldout, detectors=known if reads_known else None,
                                                   prompt_format=asked)
