@@ -8,15 +8,11 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # has native bf16 (detect/runtime.py; tests/test_runtime.py checks the bf16 choice with the variable unset)
 os.environ.setdefault("LAB_AUTO_CPU_BF16", "0")
 
-import contextlib  # noqa: E402
-import socket  # noqa: E402
-import subprocess  # noqa: E402
 import sys  # noqa: E402
-import time  # noqa: E402
-import urllib.request  # noqa: E402
 
 import pytest  # noqa: E402
 from hydra import compose, initialize_config_dir  # noqa: E402
+from servers import free_port, pytest_runtest_makereport, serving  # noqa: E402, F401 (the hook: servers.py)
 
 from detect.cli import CONF_DIR  # noqa: E402
 
@@ -30,36 +26,6 @@ def compose_config():
             return compose(config_name=config_name, overrides=overrides)
 
     return _compose
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@contextlib.contextmanager
-def serving(name: str, command: list[str], port: int, ready: str, log_dir):
-    """A server process on loopback, up once ``ready`` (a path) answers; stopped afterwards. Its output goes to a
-    file, not a pipe: a full pipe would block the server."""
-    log_path = log_dir / f"{name}.log"
-    with open(log_path, "w") as log:
-        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            for _ in range(240):
-                if server.poll() is not None:
-                    pytest.fail(f"{name} exited: {log_path.read_text()[-2000:]}")
-                try:
-                    urllib.request.urlopen(f"http://127.0.0.1:{port}{ready}", timeout=1)
-                    break
-                except OSError:
-                    time.sleep(0.5)
-            else:
-                pytest.fail(f"{name} did not come up in 120 s")
-            yield f"http://127.0.0.1:{port}/v1"
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
 
 
 @pytest.fixture(scope="session")

@@ -45,6 +45,22 @@ def test_one_factory_builds_every_backend_and_refuses_in_one_line():
             None, GenerationSettings())
 
 
+# Built as the README and .ci/run install it (CMAKE_ARGS="-DGGML_NATIVE=OFF": x86-64 with AVX2, no AVX-512, no AMX):
+# a native build on a CPU with AMX segfaulted in decode on the echo + logprobs completion (issue 46; llama.cpp's
+# tracker has AMX crashes, ggml-org/llama.cpp#11115), so CI would fail on that kind of machine.
+NOT_EVERY_CPU = ("AVX512", "AMX")
+
+
+def test_llama_cpp_is_built_for_every_cpu_not_this_one():
+    llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python[server] is in the dev extra")
+    features = llama_cpp.llama_print_system_info().decode()
+    native = [part.strip() for part in features.split("|") if part.strip().startswith(NOT_EVERY_CPU)
+              and part.strip().endswith("= 1")]
+    assert not native, (f"llama.cpp was built with {', '.join(native)} (a native build): reinstall it as the README "
+                        f"says, CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" pip install --force-reinstall --no-cache-dir "
+                        f"--no-deps llama-cpp-python")
+
+
 @pytest.mark.slow
 def test_llama_cpp_server_generates_and_its_prompt_logprobs_fail_the_copy_check(llama_server, tmp_path):
     """llama-cpp-python 0.3.36 echoes each prompt token's log-probability under the next position's distribution

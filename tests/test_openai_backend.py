@@ -10,7 +10,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from conftest import free_port
+from servers import free_port
 
 from detect.errors import InputError
 from detect.generation.openai import OpenAIGenerator
