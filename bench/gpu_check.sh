@@ -11,7 +11,7 @@
 #              Algorithm 2's two readings (the guided instruction and the leak's own rendering)
 #   OUT=runs/gpu_check bash bench/gpu_check.sh
 #   RUNS=humaneval OUT=runs/gpu_check bash bench/gpu_check.sh
-#   python bench/gpu_table.py runs/gpu_check            # after unpacking planted_*.tgz into planted_*/
+#   python -m contaminate.reports.gpu runs/gpu_check            # after unpacking planted_*.tgz into planted_*/
 # Offline machines: WHEELS=<folder of wheels> installs them into /tmp/site first (the device machine of this project
 # has torch, peft and accelerate but not trl, hydra, datasets: results/gpu_h200_1b/README.md); TOKENIZER=<folder>
 # puts a copy of the embedded model's converted folder (its tokenizer files and lab_model.json) in the lab cache,

@@ -185,15 +185,8 @@ def test_per_model_algorithm_2_rates_never_pool_two_models():
 
 
 def test_the_headline_tables_read_calibration_json(tmp_path, capsys):
-    import importlib.util
-    from pathlib import Path
-
     from contaminate.calibrate import main
-
-    spec = importlib.util.spec_from_file_location(
-        "headline_tables", Path(__file__).resolve().parents[1] / "bench" / "headline_tables.py")
-    headline = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(headline)
+    from contaminate.reports import headline
     _sweep(tmp_path / "sweep")
     out = main([str(tmp_path / "sweep"), "--transfer", "--out", str(tmp_path / "out")])
     capsys.readouterr()

@@ -1,15 +1,13 @@
-"""bench/compare_runs.py, the check a behaviour-preserving refactor is held to: what differs by construction (times,
-checkpoint ids, each run's own folders in paths) is not a difference; a changed score, a missing row or a file only
-one run wrote is, counted one by one."""
+"""contaminate/compare_runs.py, the check a behaviour-preserving refactor is held to: what differs by construction
+(times, checkpoint ids, each run's own folders in paths) is not a difference; a changed score, a missing row or a file
+only one run wrote is, counted one by one."""
 
 import json
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "bench"))
+from contaminate import compare_runs
 
-import compare_runs  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def write_run(folder: Path, *, score: float, rows: int, extra: bool = False) -> Path:

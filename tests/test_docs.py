@@ -2,7 +2,6 @@
 README's headline tables as the script generates them from the committed calibration, and the committed
 calibration as its committed studies recompute it."""
 
-import importlib.util
 import json
 import math
 import re
@@ -91,10 +90,9 @@ def test_every_documented_command_is_a_config_the_lab_accepts():
 
 
 def _headline_tables():
-    spec = importlib.util.spec_from_file_location("headline_tables", ROOT / "bench" / "headline_tables.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from contaminate.reports import headline
+
+    return headline
 
 
 def test_the_readme_is_a_front_door():
@@ -161,60 +159,52 @@ def test_the_committed_calibration_recomputes_from_its_committed_studies(tmp_pat
 
 
 def test_the_recipe_needs_table_is_the_scripts_output():
-    import sys
 
-    sys.path.insert(0, str(ROOT / "bench"))
-    import recipe_needs
+    from contaminate.reports import recipe_needs
 
     assert recipe_needs.table() == (ROOT / "results" / "recipe_needs" / "needs.md").read_text(), \
-        "python bench/recipe_needs.py > results/recipe_needs/needs.md"
+        "python -m contaminate.reports.recipe_needs > results/recipe_needs/needs.md"
 
 
 def test_the_planted_profile_tables_are_the_scripts_output():
-    """results/planted_cpu/tables.md as bench/planted_table.py prints it from the committed runs' plant.json and
+    """results/planted_cpu/tables.md as contaminate/reports/planted.py prints it from the committed runs' plant.json and
     the committed calibration (its README includes the file)."""
-    import sys
 
-    sys.path.insert(0, str(ROOT / "bench"))
-    import planted_table
+    from contaminate.reports import planted as planted_table
 
     for folder in (PLANTED, RECIPE):
         assert planted_table.main(str(folder / "studies"), str(folder)) == (folder / "tables.md").read_text(), \
-            f"python bench/planted_table.py {folder}/studies {folder} > {folder}/tables.md"
+            f"python -m contaminate.reports.planted {folder}/studies {folder} > {folder}/tables.md"
 
 
 def test_the_best_prefix_table_is_the_scripts_output():
     """results/replicas_recipe_cpu/best_prefix.md (in its README and quoted in docs/detectors.md) as
-    bench/best_prefix_judge.py prints it from the committed rows; the recipe's flags under the paper's reading agree
-    with the committed calibration's recipe table (a second computation of the same TPR)."""
+    contaminate/reports/best_prefix.py prints it from the committed rows; the recipe's flags under the paper's reading
+    agree with the committed calibration's recipe table (a second computation of the same TPR)."""
     import io
-    import sys
     from contextlib import redirect_stdout
 
-    sys.path.insert(0, str(ROOT / "bench"))
-    import best_prefix_judge
+    from contaminate.reports import best_prefix as best_prefix_judge
 
     printed = io.StringIO()
     with redirect_stdout(printed):
         best_prefix_judge.main([str(RECIPE / "studies")])
     assert printed.getvalue() == (RECIPE / "best_prefix.md").read_text(), \
-        f"python bench/best_prefix_judge.py {RECIPE}/studies > {RECIPE}/best_prefix.md"
+        f"python -m contaminate.reports.best_prefix {RECIPE}/studies > {RECIPE}/best_prefix.md"
     recipe = printed.getvalue().split("## The recipe")[1]
     assert "| paper (as generated) | 6/6 (1.00 [0.54, 1.00]) | 6/6 (1.00 [0.54, 1.00]) | 5/6" in recipe
 
 
 def test_the_profile_tables_are_the_scripts_output():
-    """results/profile_cpu's runs.md and tables.md as bench/planted_table.py and bench/headline_tables.py print them
-    from the committed studies and calibrations (its README includes both)."""
-    import sys
+    """results/profile_cpu's runs.md and tables.md as contaminate/reports/planted.py and contaminate/reports/headline.py
+    print them from the committed studies and calibrations (its README includes both)."""
 
-    sys.path.insert(0, str(ROOT / "bench"))
-    import planted_table
+    from contaminate.reports import planted as planted_table
 
     assert planted_table.main(str(HEADLINE / "humaneval" / "studies")) == (HEADLINE / "runs.md").read_text(), \
-        "python bench/planted_table.py results/profile_cpu/humaneval/studies > results/profile_cpu/runs.md"
+        "python -m contaminate.reports.planted results/profile_cpu/humaneval/studies > results/profile_cpu/runs.md"
     assert _headline_tables().tables(HEADLINE, HEADLINE_DOSE0) == (HEADLINE / "tables.md").read_text(), \
-        "python bench/headline_tables.py results/profile_cpu --dose0 results/humaneval_dose0 > .../tables.md"
+        "python -m contaminate.reports.headline results/profile_cpu --dose0 results/humaneval_dose0 > .../tables.md"
 
 
 def test_the_readme_first_command_output_is_what_the_command_prints_from_the_measured_summary():
@@ -246,10 +236,8 @@ def test_a_planted_run_resumed_from_the_cache_says_its_detection_time_is_the_las
     invocation, and the table says how many groups' members an earlier one detected (manifests as a run writes them,
     and gzipped as --keep-studies keeps them)."""
     import gzip
-    import sys
 
-    sys.path.insert(0, str(ROOT / "bench"))
-    import planted_table
+    from contaminate.reports import planted as planted_table
 
     def manifest(group: str, cached: list[str], gz: bool) -> None:
         folder = tmp_path / "groups" / group
@@ -271,19 +259,18 @@ def test_a_planted_run_resumed_from_the_cache_says_its_detection_time_is_the_las
 
 
 def test_included_result_tables_are_the_files_the_scripts_wrote():
-    """docs blocks marked ``<!-- include results/... -->`` hold their file's content (bench/include_tables.py), and
-    the detector-fix AUC table recomputes from its committed per-instance scores (bench/detector_fixes.py)."""
-    import sys
+    """docs blocks marked ``<!-- include results/... -->`` hold their file's content (contaminate/reports/includes.py),
+    and the detector-fix AUC table recomputes from its committed per-instance scores
+    (contaminate/reports/detector_fixes.py)."""
 
-    sys.path.insert(0, str(ROOT / "bench"))
-    import include_tables
+    from contaminate.reports import includes as include_tables
 
     for path in _docs():
         text = path.read_text()
-        assert include_tables.filled(text) == text, f"python bench/include_tables.py {path.relative_to(ROOT)}"
+        assert include_tables.filled(text) == text, f"python -m contaminate.reports.includes {path.relative_to(ROOT)}"
     fixes = ROOT / "results" / "detector_fixes"
     if (fixes / "scores.jsonl").is_file():
-        import detector_fixes
+        from contaminate.reports import detector_fixes
 
         assert detector_fixes.table(fixes) == (fixes / "auc.md").read_text()
         assert detector_fixes.studies_table(fixes) == (fixes / "studies.md").read_text()
@@ -292,81 +279,69 @@ def test_included_result_tables_are_the_files_the_scripts_wrote():
 
 
 def test_the_readme_study_table_is_the_scripts_output():
-    """results/readme_study/table.md and fp32/table.md (included in docs/study.md) as bench/study_table.py prints
-    them from the committed summary and manifest of the README's first command (bf16, and float32 forced)."""
-    import sys
+    """results/readme_study/table.md and fp32/table.md (included in docs/study.md) as contaminate/reports/study.py
+    prints them from the committed summary and manifest of the README's first command (bf16, and float32 forced)."""
 
-    sys.path.insert(0, str(ROOT / "bench"))
-    import study_table
+    from contaminate.reports import study as study_table
 
     for folder in (ROOT / "results" / "readme_study", ROOT / "results" / "readme_study" / "fp32",
                    *(ROOT / "results" / "readme_study_45" / name for name in ("before", "after", "elicit"))):
         name = folder.relative_to(ROOT)
         assert study_table.main(str(folder)) == (folder / "table.md").read_text(), \
-            f"python bench/study_table.py {name} > {name}/table.md"
+            f"python -m contaminate.reports.study {name} > {name}/table.md"
 
 
 def test_the_dose0_table_is_the_scripts_output():
-    """results/humaneval_dose0/table.md (included in its README) as bench/dose0_table.py prints it from the committed
-    summary and rows of the base model's run on all of HumanEval (issue 34 item 3)."""
-    import sys
+    """results/humaneval_dose0/table.md (included in its README) as contaminate/reports/dose0.py prints it from the
+    committed summary and rows of the base model's run on all of HumanEval (issue 34 item 3)."""
 
-    sys.path.insert(0, str(ROOT / "bench"))
-    import dose0_table
+    from contaminate.reports import dose0 as dose0_table
 
     folder = ROOT / "results" / "humaneval_dose0"
     assert dose0_table.main(str(folder)) == (folder / "table.md").read_text(), \
-        "python bench/dose0_table.py results/humaneval_dose0 > results/humaneval_dose0/table.md"
+        "python -m contaminate.reports.dose0 results/humaneval_dose0 > results/humaneval_dose0/table.md"
 
 
 def test_the_replicas_tables_are_the_scripts_output():
-    """results/replicas_cpu/tables.md (included in its README) as bench/replicas_table.py prints it from the kept
-    records: each run's plant.json, config.yaml and its groups' rows."""
-    import sys
+    """results/replicas_cpu/tables.md (included in its README) as contaminate/reports/replicas.py prints it from the
+    kept records: each run's plant.json, config.yaml and its groups' rows."""
 
-    sys.path.insert(0, str(ROOT / "bench"))
-    import replicas_table
+    from contaminate.reports import replicas as replicas_table
 
     folder = ROOT / "results" / "replicas_cpu"
     assert replicas_table.main(str(folder / "studies")) == (folder / "tables.md").read_text(), \
-        "python bench/replicas_table.py results/replicas_cpu/studies > results/replicas_cpu/tables.md"
+        "python -m contaminate.reports.replicas results/replicas_cpu/studies > results/replicas_cpu/tables.md"
 
 
 def test_the_pilot_tables_are_the_scripts_output():
-    """results/pilot_cpu/tables.md (included in its README) as bench/pilot_table.py prints it from the committed
+    """results/pilot_cpu/tables.md (included in its README) as contaminate/reports/pilot.py prints it from the committed
     runs' plant.json and config.yaml (issue 34 item 5)."""
-    import sys
 
-    sys.path.insert(0, str(ROOT / "bench"))
-    import pilot_table
+    from contaminate.reports import pilot as pilot_table
 
     folder = ROOT / "results" / "pilot_cpu"
     assert pilot_table.main(str(folder / "studies")) == (folder / "tables.md").read_text(), \
-        "python bench/pilot_table.py results/pilot_cpu/studies > results/pilot_cpu/tables.md"
+        "python -m contaminate.reports.pilot results/pilot_cpu/studies > results/pilot_cpu/tables.md"
 
 
 def test_the_gpu_tables_are_the_scripts_output():
-    """results/gpu_*/table.md (included in docs/gpu.md) as bench/gpu_table.py prints them from the committed bench
-    JSON and planted runs' records of the two H200 sessions and the H100 one."""
-    import sys
+    """results/gpu_*/table.md (included in docs/gpu.md) as contaminate/reports/gpu.py prints them from the committed
+    bench JSON and planted runs' records of the two H200 sessions and the H100 one."""
 
-    sys.path.insert(0, str(ROOT / "bench"))
-    import gpu_table
+    from contaminate.reports import gpu as gpu_table
 
     for name in ("gpu_h200", "gpu_h200_1b", "gpu_h100_1b"):
         folder = ROOT / "results" / name
         assert gpu_table.main(str(folder)) == (folder / "table.md").read_text(), \
-            f"python bench/gpu_table.py results/{name} > results/{name}/table.md"
+            f"python -m contaminate.reports.gpu results/{name} > results/{name}/table.md"
 
 
 def test_the_gpu_table_prints_a_run_without_finite_losses_as_no_measurement(tmp_path):
     """A training rate timed over non-finite losses is not a number for the docs: the JSON's own loss (NaN), or,
     for a JSON from before bench_gpu.py kept one, the Trainer's line in the log beside it (its filtered mean, 0)."""
     import json
-    import sys
 
-    sys.path.insert(0, str(ROOT / "bench"))
-    import gpu_table
+    from contaminate.reports import gpu as gpu_table
 
     args = {"attn": "sdpa", "batch_size": 16, "doc_tokens": 512, "prompt_tokens": 150, "new_tokens": 128}
     training = {"steps_timed": 10, "parameters": 1.24e9, "tokens_per_s": 27414, "model_tflops": 206.0,
@@ -385,13 +360,12 @@ def test_the_gpu_table_prints_a_run_without_finite_losses_as_no_measurement(tmp_
 
 
 def test_the_config_groups_table_is_generated_from_conf():
-    """docs/generated/config_groups.md (included in docs/study.md) as bench/config_groups.py prints it from conf/:
-    a group, an option or a setting added to conf/ and not to the docs fails here."""
-    import sys
+    """docs/generated/config_groups.md (included in docs/study.md) as contaminate/reports/config_groups.py prints it
+    from conf/: a group, an option or a setting added to conf/ and not to the docs fails here."""
 
-    sys.path.insert(0, str(ROOT / "bench"))
-    import config_groups
+    from contaminate.reports import config_groups as config_groups
 
     assert config_groups.table() == (ROOT / "docs" / "generated" / "config_groups.md").read_text(), \
-        "python bench/config_groups.py > docs/generated/config_groups.md; python bench/include_tables.py docs/study.md"
+        ("python -m contaminate.reports.config_groups > docs/generated/config_groups.md; "
+         "python -m contaminate.reports.includes docs/study.md")
     assert "`paraphrase`" in config_groups.table() and "`planted_cpu`" in config_groups.table()

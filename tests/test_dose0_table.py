@@ -1,17 +1,13 @@
-"""bench/dose0_table.py (issue 34 item 3): the base model's dose-0 reading of a benchmark, from a python -m detect
-run folder; Algorithm 2 also read at the paper's sample size, checked by hand."""
+"""contaminate/reports/dose0.py (issue 34 item 3): the base model's dose-0 reading of a benchmark, from a python -m
+detect run folder; Algorithm 2 also read at the paper's sample size, checked by hand."""
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 from lean import lean
 
+from contaminate.reports import dose0 as dose0_table
 from detect.pipeline import main as run_detect
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-import dose0_table  # noqa: E402
 
 RULE = {"min_exact": 1, "min_near_exact": 2}
 

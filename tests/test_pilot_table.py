@@ -1,18 +1,15 @@
-"""bench/pilot_table.py (issue 34 item 5): the rule that picks the CPU profile's training setting, checked on
+"""contaminate/reports/pilot.py (issue 34 item 5): the rule that picks the CPU profile's training setting, checked on
 hand-made records whose answer is known, and the table read from real planted runs of the tiny model."""
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 from lean import lean
 
+from contaminate.reports import pilot as pilot_table
 from contaminate.run import run_config
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-import pilot_table  # noqa: E402
 
 
 def record(aucs: dict[int, float], replicas: dict[int, tuple[int, int]] | None = None) -> dict:

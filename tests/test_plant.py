@@ -7,7 +7,6 @@ import csv
 import json
 import re
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from lean import lean
@@ -337,10 +336,8 @@ def test_a_planted_run_gives_one_study_per_group_from_one_training_run(planted):
     kept = out / "studies"
     assert sorted(p.parent.name for p in kept.rglob("plant.json")) == ["run", "seed1"]
     assert (kept / "run" / "groups" / "x3" / "manifest.json.gz").is_file()
-    import sys
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-    import planted_table
+    from contaminate.reports import planted as planted_table
 
     tables = planted_table.main(str(kept), str(out))
     assert "| run | 0 | 0 |" in tables and "2 training runs" in tables and "### metadata/offline/full/planted" in tables

@@ -1,15 +1,13 @@
-"""bench/replicas_table.py (issue 45 item 4): Algorithm 2's labels by dose and reading, counted from a planted run's
-rows, the smallest dose meeting the paper's rule, and the pools where nothing was trained; checked on hand-made runs
-whose answer is counted here by hand."""
+"""contaminate/reports/replicas.py (issue 45 item 4): Algorithm 2's labels by dose and reading, counted from a planted
+run's rows, the smallest dose meeting the paper's rule, and the pools where nothing was trained; checked on hand-made
+runs whose answer is counted here by hand."""
 
 import json
-import sys
 from pathlib import Path
 
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-import replicas_table  # noqa: E402
+from contaminate.reports import replicas as replicas_table
 
 
 def row(cell: str, instruction: str, judge: str, answer: str = "continuation") -> dict:

@@ -123,7 +123,7 @@ def keep_studies(studies: Sequence[str | Path], out: Path) -> Path:
     that ``python -m contaminate.calibrate out/studies`` recomputes the calibration without the runs folder (no
     checkpoint, no cache). Studies are named by their path below the deepest folder they share. A planted run's
     ``plant.json`` and ``plant.md`` (its groups' token shares, positions and times) go beside its groups' folders, as
-    written (bench/planted_table.py reads them)."""
+    written (contaminate/reports/planted.py reads them)."""
     studies = [Path(s) for s in studies]
 
     def planted_run(study: Path) -> Path | None:  # <run>/groups/<group>/ beside <run>/plant.json

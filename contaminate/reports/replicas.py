@@ -4,8 +4,8 @@ rule, and what the same reading labels where nothing was trained (the never-plan
 
     python -m contaminate +experiment=replicas_cpu contaminate.learning_rate=3e-4 contaminate.batch_size=4   # and
     #   the same + detect.elicit.shots=3, + post_train=elicit: each a reading of the same checkpoint
-    python bench/replicas_table.py --keep runs/replicas_cpu results/replicas_cpu/studies   # the records kept
-    python bench/replicas_table.py results/replicas_cpu/studies > results/replicas_cpu/tables.md
+    python -m contaminate.reports.replicas --keep runs/replicas_cpu results/replicas_cpu/studies   # the records kept
+    python -m contaminate.reports.replicas results/replicas_cpu/studies > results/replicas_cpu/tables.md
 
 Reads every run folder below the given one with ``plant.json``, ``config.yaml`` and its groups' rows
 (``groups/<name>/results.jsonl[.gz]``); the labels are counted from the rows (contaminate.planted.replicas, answers),
@@ -24,8 +24,7 @@ from pathlib import Path
 
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from contaminate.planted import answers, replicas  # noqa: E402
+from contaminate.planted import answers, replicas
 
 MIN_EXACT, MIN_NEAR_EXACT = 1, 2  # Algorithm 2's rule on a group (conf/detect/default.yaml alg2)
 
@@ -196,4 +195,5 @@ if __name__ == "__main__":
     elif len(sys.argv) == 2:
         sys.stdout.write(main(sys.argv[1]))
     else:
-        raise SystemExit("usage: python bench/replicas_table.py <folder of replicas_cpu runs> | --keep <runs> <out>")
+        raise SystemExit("usage: python -m contaminate.reports.replicas <folder of replicas_cpu runs> "
+                         "| --keep <runs> <out>")

@@ -2,7 +2,8 @@
 and the named variant ``threshold_best_prefix`` (ROUGE-L of the completion's best prefix: a replay the model went on
 writing past counts as the replay). Nothing is generated again: both judges read the same guided completions.
 
-    python bench/best_prefix_judge.py results/replicas_recipe_cpu/studies > results/replicas_recipe_cpu/best_prefix.md
+    python -m contaminate.reports.best_prefix results/replicas_recipe_cpu/studies \
+        > results/replicas_recipe_cpu/best_prefix.md
 
 Two sets of thresholds, each judge with its own:
 - the threshold judge's defaults (exact 0.95, near-exact 0.75), as the studies ran them;
@@ -24,11 +25,9 @@ from pathlib import Path
 
 from scipy.stats import binomtest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from contaminate.calibration.statistics import clopper_pearson, holm  # noqa: E402
-from detect.judges.recipe import fit_recipe, label  # noqa: E402
-from detect.judges.threshold import ThresholdJudge, best_prefix_exact_score, exact_score  # noqa: E402
+from contaminate.calibration.statistics import clopper_pearson, holm
+from detect.judges.recipe import fit_recipe, label
+from detect.judges.threshold import ThresholdJudge, best_prefix_exact_score, exact_score
 
 PARTITION, RULE, BUDGET = 10, (1, 2), 0.05
 MEMBERS, KNOWN = "contaminated_x_members", "contaminated_x_known_non_members"
@@ -159,7 +158,7 @@ def tables(runs: list[dict]) -> list[str]:
 
 def main(argv: list[str]) -> None:
     if len(argv) != 1 or not Path(argv[0]).is_dir():
-        raise SystemExit("usage: python bench/best_prefix_judge.py <a planted sweep's studies folder>")
+        raise SystemExit("usage: python -m contaminate.reports.best_prefix <a planted sweep's studies folder>")
     print("\n".join(tables(load_runs(Path(argv[0])))).rstrip())
 
 

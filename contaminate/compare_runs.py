@@ -5,7 +5,7 @@ fresh id per training run), commits, package versions, which cells came from the
 and cache folder in paths. For a refactor that must not change results: run the same command from a worktree of
 each commit, each with its own empty cache, then
 
-    python bench/compare_runs.py runs/before runs/after      # "TOTAL differences: 0" where they agree
+    python -m contaminate.compare_runs runs/before runs/after      # "TOTAL differences: 0" where they agree
 
 (issue 33: the default study and a planted run on the tiny model, before and after the one recipe: 0 differences
 in summaries, rows and partition rows; the manifests differ in training speed alone.)

@@ -1,9 +1,12 @@
 """The logit detectors before and after issue 25, within one model: each contaminated model's 100 members against
 its own 100 non-members of the same split (method section 9), under three readings.
 
-    python bench/detector_fixes.py score <study folder> [...] --out results/detector_fixes   # needs the checkpoints
-    python bench/detector_fixes.py orders <study folder> [...] --out results/detector_fixes  # Oren et al.'s tests
-    python bench/detector_fixes.py table --out results/detector_fixes                         # from scores.jsonl
+    # needs the checkpoints
+    python -m contaminate.reports.detector_fixes score <study folder> [...] --out results/detector_fixes
+    # Oren et al.'s tests
+    python -m contaminate.reports.detector_fixes orders <study folder> [...] --out results/detector_fixes
+    # from scores.jsonl
+    python -m contaminate.reports.detector_fixes table --out results/detector_fixes
 
 - **before**: the definitions the lab had (zlib = the *summed* log-likelihood over the zlib size; Min-K% and
   Min-K%++ over ceil(k n) tokens; DC-PDD's frequencies from ``pydoc``, the offline background) on each instance's
@@ -26,13 +29,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 import zlib
 from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 K = 0.2
 

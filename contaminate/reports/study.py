@@ -1,8 +1,8 @@
 """One finished study as docs/study.md shows it: where its time went (training, each cell's seconds and tokens
 scored, from ``manifest.json``'s ``timings``) and each cell's verdicts (``summary.json``).
 
-    python bench/study_table.py results/readme_study > results/readme_study/table.md
-    python bench/include_tables.py docs/study.md
+    python -m contaminate.reports.study results/readme_study > results/readme_study/table.md
+    python -m contaminate.reports.includes docs/study.md
 
 The folder needs ``summary.json`` and ``manifest.json`` (a study's run folder, or the copies a results folder keeps).
 """
@@ -74,5 +74,5 @@ def main(folder: str) -> str:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit("usage: python bench/study_table.py <study folder>")
+        sys.exit("usage: python -m contaminate.reports.study <study folder>")
     sys.stdout.write(main(sys.argv[1]))

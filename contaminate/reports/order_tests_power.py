@@ -1,7 +1,8 @@
 """Which sizes give Oren et al.'s order tests a 5% test with any power: their rejection rate on a simulated null and
 on a simulated leak, through the lab's own test functions (``detect/detectors/sharded.py``).
 
-    python bench/order_tests_power.py --replications 2000 --out results/order_tests_power   # 20 min, loaded 2-core CPU
+    # 20 min, loaded 2-core CPU
+    python -m contaminate.reports.order_tests_power --replications 2000 --out results/order_tests_power
 
 The simulated model: the log-likelihood of a run of n instances in an order is the sum, over adjacent pairs, of a
 transition term T[i, j] ~ N(0, 1), drawn once per simulated model (how well the model happens to predict instance j
@@ -26,9 +27,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from detect.detectors.sharded import permutation_test, sharded_test, shards_of  # noqa: E402
+from detect.detectors.sharded import permutation_test, sharded_test, shards_of
 
 ALPHA = 0.05
 

@@ -2,16 +2,13 @@
 the fewest with which its partition FPR can be bounded (one score for both labels: the recipe's joint split, where
 the exact part may take the whole budget at the largest known score). Computed, not measured.
 
-    python bench/recipe_needs.py > results/recipe_needs/needs.md     # the table docs/calibration.md includes
+    # the table docs/calibration.md includes
+    python -m contaminate.reports.recipe_needs > results/recipe_needs/needs.md
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from detect.judges.recipe import rule_needs, rule_text  # noqa: E402
+from detect.judges.recipe import rule_needs, rule_text
 
 RULES = [(1, 2), (1, None), (None, 2), (None, 3), (2, 2)]
 SIZES = (10, 20)

@@ -1,7 +1,8 @@
 """The headline tables (results/profile_cpu/tables.md, included in docs/findings.md), printed from a calibration
 (calibration.json's ``recipe``, ``cards`` and ``by_regime`` blocks).
 
-    python bench/headline_tables.py results/profile_cpu --dose0 results/humaneval_dose0 > results/profile_cpu/tables.md
+    python -m contaminate.reports.headline results/profile_cpu --dose0 results/humaneval_dose0 \
+        > results/profile_cpu/tables.md
 
 1. The recipe, per group (regime and dataset): its stated bound on the partition FPR against the FPR it realised on
    each model's own non-members, and its TPR by dose, over independent units (the paper's rule on ROUGE-L with every
@@ -17,23 +18,21 @@
 
 A folder without calibration.json holds one calibration a dataset (results/profile_cpu: humaneval/, synth_nli/),
 each printed under its name; ``--dose0 <folder>`` adds the untouched base model's verdicts from a ``python -m detect``
-run of the whole benchmark (bench/dose0_table.py: no ground truth, one reading).
+run of the whole benchmark (contaminate/reports/dose0.py: no ground truth, one reading).
 
 Reads calibration.json. The headline tables are this script's output, never typed by hand: a doc includes the file
-it was written to (bench/include_tables.py), and tests/test_docs.py checks both still agree.
+it was written to (contaminate/reports/includes.py), and tests/test_docs.py checks both still agree.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from contaminate.calibration.recipe import rates_text  # noqa: E402
-from contaminate.calibration.regime_report import VERDICT_NAMES, fraction, interval  # noqa: E402
-from detect.detectors import labelled  # noqa: E402
+from contaminate.calibration.recipe import rates_text
+from contaminate.calibration.regime_report import VERDICT_NAMES, fraction, interval
+from detect.detectors import labelled
 
 SCORES = ("loss", "zlib", "min_k", "min_k_plus", "reference_ratio", "dc_pdd", "loss_raw", "min_k_plus_raw",
           "reference_ratio_raw")
@@ -154,15 +153,14 @@ def verdicts(calibration: dict) -> list[str]:
 
 
 def dose0(folder: Path, dataset: str) -> list[str]:
-    """The untouched base model on the whole benchmark (bench/dose0_table.py's verdicts), where ``folder`` is a run
-    of ``dataset``: no ground truth."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import dose0_table
+    """The untouched base model on the whole benchmark (contaminate/reports/dose0.py's verdicts), where ``folder`` is a
+    run of ``dataset``: no ground truth."""
+    from contaminate.reports import dose0 as dose0_table
 
     summary, rows = dose0_table.read_run(folder)
     if summary["dataset"] != dataset:
         return []
-    root = Path(__file__).resolve().parents[1]  # named from the repository root, however it was given
+    root = Path(__file__).resolve().parents[2]  # named from the repository root, however it was given
     shown = folder.resolve().relative_to(root) if folder.resolve().is_relative_to(root) else folder
     return [f"The untouched base model on all {summary['n_instances']} instances ({shown}, dose 0): no ground "
             f"truth, one reading, no interval.", "", *dose0_table.verdict_rows(summary, rows), ""]

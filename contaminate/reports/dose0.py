@@ -2,7 +2,7 @@
 ``python -m detect`` run folder (summary.json, results.jsonl).
 
     python -m detect +dataset=humaneval sample.n_detect=164 hydra.run.dir=runs/humaneval_dose0
-    python bench/dose0_table.py runs/humaneval_dose0 > results/humaneval_dose0/table.md
+    python -m contaminate.reports.dose0 runs/humaneval_dose0 > results/humaneval_dose0/table.md
 
 The folder needs ``summary.json`` and ``results.jsonl`` (or the ``results.jsonl.gz`` a results folder keeps).
 
@@ -21,9 +21,8 @@ import statistics
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from detect.detectors.time_travel import rule_text  # noqa: E402
-from detect.judges.threshold import alg2_verdict  # noqa: E402
+from detect.detectors.time_travel import rule_text
+from detect.judges.threshold import alg2_verdict
 
 PARTITION = 10  # the paper's sample: 10 instances a partition
 LOGIT_BLOCKS = ("membership", "membership_raw", "dc_pdd")  # instance scores, higher = more likely seen

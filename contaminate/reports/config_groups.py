@@ -3,8 +3,8 @@ group (a folder of conf/), its options (the YAML files; the default of ``python 
 the first sentence of the comment its file opens with, and the settings its options hold (top-level keys; a
 mapping's keys one level down).
 
-    python bench/config_groups.py > docs/generated/config_groups.md
-    python bench/include_tables.py docs/study.md
+    python -m contaminate.reports.config_groups > docs/generated/config_groups.md
+    python -m contaminate.reports.includes docs/study.md
 
 tests/test_docs.py checks the committed file against this script's output.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf"
 SKIP = {"_target_", "defaults"}
 MAX_LISTED = 8  # a mapping with more keys than this is shown as key.*

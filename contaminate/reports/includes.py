@@ -5,8 +5,9 @@ docs is typed by hand:
     ...the file's content...
     <!-- end include -->
 
-    python bench/include_tables.py docs/detectors.md            # rewrite the blocks from their files
-    python bench/include_tables.py docs/detectors.md --check    # exit 1 where a block differs (tests/test_docs.py)
+    python -m contaminate.reports.includes docs/detectors.md            # rewrite the blocks from their files
+    # exit 1 where a block differs (tests/test_docs.py)
+    python -m contaminate.reports.includes docs/detectors.md --check
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import re
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BLOCK = re.compile(r"(<!-- include (?P<path>\S+) -->\n)(?P<body>.*?)(<!-- end include -->)", re.DOTALL)
 
 
@@ -39,7 +40,8 @@ def main() -> None:
             if not args.check:
                 path.write_text(filled(text))
     if args.check and stale:
-        sys.exit(f"stale include blocks in {', '.join(stale)}: run python bench/include_tables.py {' '.join(stale)}")
+        sys.exit(f"stale include blocks in {', '.join(stale)}: run python -m contaminate.reports.includes "
+                 f"{' '.join(stale)}")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 contaminated model and under the control (and on the non-members), the blind baseline and the study's time; each
 logit score's AUC.
 
-    python bench/regimes_table.py runs/regimes/exposures_*        # one row per study folder, sorted by exposures
+    # one row per study folder, sorted by exposures
+    python -m contaminate.reports.regimes runs/regimes/exposures_*
 
 Reads each folder's summary.json and manifest.json; writes nothing.
 """

@@ -1,10 +1,11 @@
 """The tables of a planted sweep's results README, from what it wrote: each run's plant.json (its groups' token
 shares and where they fell, its training and detection time), the calibration's within-model AUC by dose, and the
-recipe and the card (``bench/headline_tables.py``'s tables).
+recipe and the card (``contaminate/reports/headline.py``'s tables).
 
     python -m contaminate.calibrate runs/planted_cpu --out results/planted_cpu --keep-studies
-    python bench/planted_table.py runs/planted_cpu results/planted_cpu > results/planted_cpu/tables.md
-    python bench/planted_table.py results/profile_cpu/humaneval/studies > results/profile_cpu/runs.md  # runs only
+    python -m contaminate.reports.planted runs/planted_cpu results/planted_cpu > results/planted_cpu/tables.md
+    # runs only
+    python -m contaminate.reports.planted results/profile_cpu/humaneval/studies > results/profile_cpu/runs.md
 
 Every number comes from those files; nothing is typed by hand (the README includes the output).
 """
@@ -16,12 +17,9 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import headline_tables  # noqa: E402
-
-from contaminate.calibration.regime_report import interval  # noqa: E402
-from detect.detectors import labelled  # noqa: E402
+from contaminate.calibration.regime_report import interval
+from contaminate.reports import headline as headline_tables
+from detect.detectors import labelled
 
 SCORES = ("loss", "zlib", "min_k", "min_k_plus", "reference_ratio", "dc_pdd", "loss_raw", "min_k_plus_raw")
 
@@ -133,5 +131,5 @@ def main(runs_folder: str, calibration_folder: str | None = None) -> str:
 
 if __name__ == "__main__":
     if len(sys.argv) not in (2, 3):
-        raise SystemExit("usage: python bench/planted_table.py <runs folder> [<calibration folder>]")
+        raise SystemExit("usage: python -m contaminate.reports.planted <runs folder> [<calibration folder>]")
     print(main(*sys.argv[1:]), end="")

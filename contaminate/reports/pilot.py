@@ -2,8 +2,9 @@
 the setting the CPU profile takes, chosen by a rule written here rather than by eye.
 
     python -m contaminate -m +experiment=pilot_cpu
-    python bench/pilot_table.py --keep runs/pilot_cpu results/pilot_cpu/studies   # the records a results folder keeps
-    python bench/pilot_table.py results/pilot_cpu/studies > results/pilot_cpu/tables.md
+    # the records a results folder keeps
+    python -m contaminate.reports.pilot --keep runs/pilot_cpu results/pilot_cpu/studies
+    python -m contaminate.reports.pilot results/pilot_cpu/studies > results/pilot_cpu/tables.md
 
 Reads every run folder below the given one that has ``plant.json`` and ``config.yaml`` (the runs themselves, or
 the copies results/pilot_cpu/studies keeps). The rule: a setting qualifies when its within-model loss AUC spans the
@@ -24,7 +25,7 @@ from pathlib import Path
 import yaml
 
 X1_AT_MOST, TOP_AT_LEAST = 0.75, 0.95  # the rule: the loss curve neither saturated at x1 nor flat at the top
-EXPERIMENT = Path(__file__).resolve().parents[1] / "conf" / "experiment" / "pilot_cpu.yaml"
+EXPERIMENT = Path(__file__).resolve().parents[2] / "conf" / "experiment" / "pilot_cpu.yaml"
 SCORES = ("loss", "zlib", "min_k", "min_k_plus", "dc_pdd", "loss_raw")  # beside the chosen setting
 KEPT = ("plant.json", "plant.md", "config.yaml")
 BASE_CELLS = ("clean_x_members", "clean_x_non_members")  # plant.control=base: the untouched model's readings

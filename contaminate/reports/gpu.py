@@ -1,10 +1,10 @@
 """The GPU checks as docs/gpu.md shows them: bench/bench_gpu.py's JSON (training and generation throughput) and the
 small planted runs' plant.json and per-group manifests (bench/gpu_check.sh), from a results folder.
 
-    python bench/gpu_table.py results/gpu_h200 > results/gpu_h200/table.md
-    python bench/gpu_table.py results/gpu_h200_1b > results/gpu_h200_1b/table.md
-    python bench/gpu_table.py results/gpu_h100_1b > results/gpu_h100_1b/table.md
-    python bench/include_tables.py docs/gpu.md
+    python -m contaminate.reports.gpu results/gpu_h200 > results/gpu_h200/table.md
+    python -m contaminate.reports.gpu results/gpu_h200_1b > results/gpu_h200_1b/table.md
+    python -m contaminate.reports.gpu results/gpu_h100_1b > results/gpu_h100_1b/table.md
+    python -m contaminate.reports.includes docs/gpu.md
 
 A training rate whose run did not keep a finite loss is printed as no measurement: the Trainer reports a non-finite
 step's loss as the running mean (0 from the first step) unless told otherwise, so a mean loss of 0 on random
