@@ -369,3 +369,12 @@ def test_the_config_groups_table_is_generated_from_conf():
         ("python -m contaminate.reports.config_groups > docs/generated/config_groups.md; "
          "python -m contaminate.reports.includes docs/study.md")
     assert "`paraphrase`" in config_groups.table() and "`planted_cpu`" in config_groups.table()
+
+
+def test_no_test_loads_a_file_by_path():
+    """What a test reads of the lab it imports as a package (contaminate.reports for the table generators): a script
+    loaded by path is code the package does not ship and the linter's import checks never see."""
+    loaders = ("sys.path.insert", "sys.path.append", "spec_from_file_location", "runpy.run_path")
+    found = [f"{path.name}:{number}" for path in sorted((ROOT / "tests").glob("*.py")) if path.name != "test_docs.py"
+             for number, line in enumerate(path.read_text().splitlines(), 1) if any(x in line for x in loaders)]
+    assert not found, f"load these through the package instead: {found}"
