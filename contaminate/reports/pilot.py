@@ -18,16 +18,16 @@ from __future__ import annotations
 
 import gzip
 import json
-import shutil
 import sys
 from pathlib import Path
 
 import yaml
 
+from contaminate.reports.replicas import kept_runs
+
 X1_AT_MOST, TOP_AT_LEAST = 0.75, 0.95  # the issue's rule: the loss curve neither saturated at x1 nor flat at the top
 EXPERIMENT = Path(__file__).resolve().parents[2] / "conf" / "experiment" / "pilot_cpu.yaml"
 SCORES = ("loss", "zlib", "min_k", "min_k_plus", "dc_pdd", "loss_raw")  # beside the chosen setting
-KEPT = ("plant.json", "plant.md", "config.yaml")
 BASE_CELLS = ("clean_x_members", "clean_x_non_members")  # plant.control=base: the untouched model's readings
 
 
@@ -36,11 +36,7 @@ def keep(runs_folder: str | Path, out: str | Path) -> list[str]:
     model's loss of each group's members and of the never-planted group (the study's clean cells), so that the
     table can show how far apart the same groups are before any training (chance, up to the noise of 8 against 8)."""
     kept = []
-    for plant in sorted(Path(runs_folder).rglob("plant.json")):
-        run, target = plant.parent, Path(out) / plant.parent.name
-        target.mkdir(parents=True, exist_ok=True)
-        for name in KEPT:
-            shutil.copy(run / name, target / name)
+    for run, target in kept_runs(runs_folder, out):
         rows = [{"group": group.name, "cell": row["cell"], "instance_id": row["instance_id"], "loss": row["loss"]}
                 for group in sorted((run / "groups").iterdir())
                 for row in map(json.loads, (group / "results.jsonl").read_text().splitlines())

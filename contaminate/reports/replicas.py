@@ -21,6 +21,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
+from typing import Iterator
 
 import yaml
 
@@ -32,15 +33,22 @@ MIN_EXACT, MIN_NEAR_EXACT = 1, 2  # Algorithm 2's rule on a group (conf/detect/d
 KEPT = ("plant.json", "plant.md", "config.yaml")
 
 
-def keep(runs_folder: str | Path, out: str | Path) -> list[str]:
-    """Copy each finished run's records into ``out/<run>/``: plant.json, plant.md, config.yaml and each group's rows
-    (``groups/<name>/results.jsonl.gz``), what the table is read from; never a checkpoint."""
-    kept = []
+def kept_runs(runs_folder: str | Path, out: str | Path) -> Iterator[tuple[Path, Path]]:
+    """Each finished planted run under ``runs_folder`` (it has plant.json) and its folder ``out/<run>/``, with the
+    run's records (``KEPT``) copied into it; never a checkpoint."""
     for plant in sorted(Path(runs_folder).rglob("plant.json")):
         run, target = plant.parent, Path(out) / plant.parent.name
         target.mkdir(parents=True, exist_ok=True)
         for name in KEPT:
             shutil.copy(run / name, target / name)
+        yield run, target
+
+
+def keep(runs_folder: str | Path, out: str | Path) -> list[str]:
+    """Copy each finished run's records into ``out/<run>/``: plant.json, plant.md, config.yaml and each group's rows
+    (``groups/<name>/results.jsonl.gz``), what the table is read from; never a checkpoint."""
+    kept = []
+    for run, target in kept_runs(runs_folder, out):
         for rows in sorted((run / "groups").glob("*/results.jsonl")):
             (target / "groups" / rows.parent.name).mkdir(parents=True, exist_ok=True)
             (target / "groups" / rows.parent.name / "results.jsonl.gz").write_bytes(
