@@ -59,6 +59,7 @@ from detect.detectors import instance_scores, labelled
 from detect.detectors.time_travel import LEAK_SCORES, SCORES
 from detect.detectors.time_travel.follow import answer_classes
 from detect.errors import InputError
+from detect.markdown import row, table
 from detect.models import digest
 from detect.runtime import Placement
 
@@ -589,30 +590,26 @@ def plant_report(record: dict) -> str:
              + f"); {record['unit']}."
              + (f" The planted documents' shared template (title, split, field names) is "
                 f"{record['stream']['template']['share']:.2%} of the training tokens."
-                if "template" in record["stream"] else ""), "",
-             "| group | exposures | instances | window | token share | first | mean | last |",
-             "|---|---|---|---|---|---|---|---|"]
-    mixed = any("dataset" in g or "format" in g for g in record["groups"])
-    if mixed:  # a group of its own dataset or format: say which
-        lines[-2:] = ["| group | dataset | format | exposures | instances | window | token share | first | mean "
-                      "| last |", "|---" * 10 + "|"]
+                if "template" in record["stream"] else ""), ""]
+    mixed = any("dataset" in g or "format" in g for g in record["groups"])  # a group of its own: say which
+    lines += table(["group", *(("dataset", "format") if mixed else ()), "exposures", "instances", "window",
+                    "token share", "first", "mean", "last"])
     for g in record["groups"]:
         where = g.get("positions") or {}
-        kind = f"{g.get('dataset', record['dataset'])} | {g.get('format', record['format'])} | " if mixed else ""
-        lines.append(f"| {g['name']} | {kind}{g['exposures']} | {g['n']} | {g['window'][0]:g}-{g['window'][1]:g} | "
-                     f"{g.get('token_share', 0):.4%} | " + " | ".join(
-                         f"{where[k]:.3f}" if k in where else "-" for k in ("first_fraction", "mean_fraction",
-                                                                            "last_fraction")) + " |")
+        kind = (g.get("dataset", record["dataset"]), g.get("format", record["format"])) if mixed else ()
+        lines.append(row([g["name"], *kind, g["exposures"], g["n"], f"{g['window'][0]:g}-{g['window'][1]:g}",
+                          f"{g.get('token_share', 0):.4%}",
+                          *(f"{where[k]:.3f}" if k in where else "-"
+                            for k in ("first_fraction", "mean_fraction", "last_fraction"))]))
     names = [n for n in (*instance_scores(), *SCORES, *LEAK_SCORES)
              if all(n in (g["within_model_auc"] or {}) for g in planted)]
     lines += ["", "Positions are fractions of the stream's tokens. Within-model AUC: each group's members against "
               "the never-planted group, both under the contaminated model.", "",
-              "| score | " + " | ".join(g["name"] for g in planted) + " |", "|---" * (len(planted) + 1) + "|"]
-    lines += [f"| {labelled(n)} | " + " | ".join(f"{g['within_model_auc'][n]:.3f}" for g in planted) + " |"
-              for n in names]
+              *table(["score", *(g["name"] for g in planted)])]
+    lines += [row([labelled(n), *(f"{g['within_model_auc'][n]:.3f}" for g in planted)]) for n in names]
     if all("loss" in (g.get("clean_model_auc") or {}) for g in planted):  # the same groups without the leak
-        lines.append(f"| loss under the clean model ({record['control']}) | "
-                     + " | ".join(f"{g['clean_model_auc']['loss']:.3f}" for g in planted) + " |")
+        lines.append(row([f"loss under the clean model ({record['control']})",
+                          *(f"{g['clean_model_auc']['loss']:.3f}" for g in planted)]))
     return "\n".join(lines + replicas_section(record["groups"]) + answers_section(record["groups"])) + "\n"
 
 
@@ -631,13 +628,13 @@ def replicas_section(groups: list[dict]) -> list[str]:
              "instruction beside the leak reading (oracle: the first piece inside the leak's own rendering, continued "
              "as raw text; the same judge). A member the leak reading replays and the guided instruction does not "
              "was memorised, the instruction not followed.", "",
-             "| group | exposures | members, guided | members, leak (oracle) | never planted, guided "
-             "| never planted, leak (oracle) |", "|---|---|---|---|---|---|"]
+             *table(["group", "exposures", "members, guided", "members, leak (oracle)", "never planted, guided",
+                     "never planted, leak (oracle)"])]
     for g in shown:
         found = g["replicas"]
-        lines.append(f"| {g['name']} | {g['exposures']} | " + " | ".join(
-            counts(found.get(reading, {}).get(pool)) for pool in ("members", "non_members")
-            for reading in ("guided", "leak")) + " |")
+        lines.append(row([g["name"], g["exposures"], *(counts(found.get(reading, {}).get(pool))
+                                                        for pool in ("members", "non_members")
+                                                        for reading in ("guided", "leak"))]))
     return lines
 
 
@@ -661,10 +658,8 @@ def answers_section(groups: list[dict]) -> list[str]:
     lines = ["", "Follow rate under the contaminated model (the share of answers that continue the first piece, "
              "detect/detectors/time_travel/follow.py; in brackets the commonest failure): the guided instruction "
              "and the leak reading (oracle), by pool.", "",
-             "| group | exposures | " + " | ".join(f"{names[pool]}, {reading}" for reading, pool in columns) + " |",
-             "|---|---|" + "---|" * len(columns)]
+             *table(["group", "exposures", *(f"{names[pool]}, {reading}" for reading, pool in columns)])]
     for g in shown:
-        lines.append(f"| {g['name']} | {g['exposures']} | "
-                     + " | ".join(rate((g["answers"].get(reading) or {}).get(pool)) for reading, pool in columns)
-                     + " |")
+        lines.append(row([g["name"], g["exposures"],
+                          *(rate((g["answers"].get(reading) or {}).get(pool)) for reading, pool in columns)]))
     return lines

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from detect.detectors import read_back
 from detect.detectors.time_travel.follow import CLASSES, follow_text, formats_text
+from detect.markdown import row, table
 from detect.pipeline import uninformative
 
 
@@ -99,12 +100,12 @@ def recipe_lines(summary: dict) -> list[str]:
     for checkpoint, fit in recipe["models"].items():
         lines.append(f"- {checkpoint} model: " + (f"refused: {fit['refused']}" if "refused" in fit else fit_line(fit)))
     if recipe["cells"]:
-        lines += ["", "| cell | ground truth | exact | near-exact | Algorithm 2 (recipe) |", "|---|---|---|---|---|"]
+        lines += ["", *table(["cell", "ground truth", "exact", "near-exact", "Algorithm 2 (recipe)"])]
         for name, block in recipe["cells"].items():
             truth = summary["cells"][name]["ground_truth"]
             right = block["contaminated"] == (truth == "contaminated")
-            lines.append(f"| {name} | {truth} | {block['exact']} | {block['near_exact']} | "
-                         f"{'contaminated' if block['contaminated'] else 'clean'} {'✓' if right else '✗'} |")
+            lines.append(row([name, truth, block["exact"], block["near_exact"],
+                              f"{'contaminated' if block['contaminated'] else 'clean'} {'✓' if right else '✗'}"]))
     return lines
 
 
@@ -125,14 +126,12 @@ def answers_lines(summary: dict) -> list[str]:
                      + (f" Its instructions were {asked}." if asked else ""))
     readings = [reading for reading in ("guided", "general", "leak")
                 if any(reading in (cell.get("answers") or {}) for cell in cells.values())]
-    lines += ["", "| cell | answers | n | " + " | ".join(name.replace("_", " ") for name in CLASSES) + " |",
-              "|---|---|---|" + "---|" * len(CLASSES)]
+    lines += ["", *table(["cell", "answers", "n", *(name.replace("_", " ") for name in CLASSES)])]
     for name, cell in cells.items():
         for reading in readings:
             block = (cell.get("answers") or {}).get(reading)
             if block:
-                lines.append(f"| {name} | {reading} | {block['n']} | "
-                             + " | ".join(str(block["classes"][c]) for c in CLASSES) + " |")
+                lines.append(row([name, reading, block["n"], *(block["classes"][c] for c in CLASSES)]))
     return lines
 
 
@@ -213,14 +212,13 @@ def write_report(path: Path, summary: dict, manifest: dict) -> None:
         lines += ([""] if section and lines and lines[-1] else []) + section
     headers = [header for cls, block in detectors for header, _ in cls.report_columns(block, first["correct"])]
     lines += ["", "## Verdicts against ground truth (cf. the paper's Tables 3 and 4)", "",
-              "| cell | ground truth | " + "".join(f"{header} | " for header in headers),
-              "|---|---|" + "---|" * len(headers)]
+              *table(["cell", "ground truth", *headers])]
     for name, cell in cells.items():
         unread = uninformative(cell)  # its model mostly did not answer: Algorithm 1 / 2 say nothing either way
         columns = [f"uninformative ({text})" if unread and cls.follows_instruction else text
                    for cls, block in read_back(cell) for _, text in cls.report_columns(block, cell["correct"])]
-        lines.append(f"| {name} | {cell['ground_truth']} | " + "".join(f"{text} | " for text in columns).rstrip())
-    lines += [f"| {name} | not run: {why} |" for name, why in (summary.get("cells_not_run") or {}).items()]
+        lines.append(row([name, cell["ground_truth"], *columns]))
+    lines += [row([name, f"not run: {why}"]) for name, why in (summary.get("cells_not_run") or {}).items()]
     lines += skipped_lines(summary)
     lines += answers_lines(summary)
     lines += recipe_lines(summary)
@@ -228,10 +226,8 @@ def write_report(path: Path, summary: dict, manifest: dict) -> None:
     if scored:
         names = [(cls.name, score) for cls, block in scored for score in block]
         lines += ["", "## Logit scores (mean per cell; higher = more likely seen in training)", "",
-                  "| cell | ground truth | " + " | ".join(score for _, score in names) + " |",
-                  "|---|---|" + "---|" * len(names)]
-        lines += [f"| {name} | {cell['ground_truth']} | "
-                  + " | ".join(f"{cell[detector][score]:.3f}" for detector, score in names) + " |"
+                  *table(["cell", "ground truth", *(score for _, score in names)])]
+        lines += [row([name, cell["ground_truth"], *(f"{cell[detector][score]:.3f}" for detector, score in names)])
                   for name, cell in cells.items()]
     blind = summary.get("blind_baseline")
     if blind:

@@ -36,6 +36,7 @@ from detect.detectors.time_travel.split import cut_unit, split_instance
 from detect.detectors.time_travel.stopping import AnswerShape
 from detect.errors import InputError
 from detect.judges.threshold import thresholds_line
+from detect.markdown import table
 from detect.models import check_backend
 from detect.validate import check_node, count
 
@@ -497,8 +498,8 @@ def write_report(path: Path, summary: dict, rows: Sequence[dict]) -> None:
         lines += cls.report_section(block)
     lines += [f"- {name}: not run: {why}" for name, why in (summary.get("skipped") or {}).items()]
     lines += [""] if summary.get("skipped") else []
-    lines += ["## Instances", "", "| id | instruction | reference | completion | ROUGE-L | semantic | judge |",
-              "|---|---|---|---|---|---|---|"]
+    lines += ["## Instances", "", *table(["id", "instruction", "reference", "completion", "ROUGE-L", "semantic",
+                                          "judge"])]
     for row in sorted(rows, key=lambda r: (r["instance_id"], READINGS.index(r["instruction"]))):
         semantic = "-" if row["semantic"] is None else f"{row['semantic']:.2f}"
         rouge = "-" if row["rouge_l"] is None else f"{row['rouge_l']:.2f}"
@@ -514,10 +515,9 @@ def answers_table(summary: dict) -> list[str]:
     answers = summary.get("answers")
     if not answers:
         return []
-    lines = ["| answers | n | " + " | ".join(name.replace("_", " ") for name in CLASSES) + " |",
-             "|---|---|" + "---|" * len(CLASSES)]
-    lines += [f"| {reading} | {block['n']} | " + " | ".join(str(block["classes"][name]) for name in CLASSES) + " |"
-              for reading, block in answers.items()]
+    lines = table(["answers", "n", *(name.replace("_", " ") for name in CLASSES)],
+                  ([reading, block["n"], *(block["classes"][name] for name in CLASSES)]
+                   for reading, block in answers.items()))
     return lines + [""]
 
 

@@ -378,3 +378,16 @@ def test_no_test_loads_a_file_by_path():
     found = [f"{path.name}:{number}" for path in sorted((ROOT / "tests").glob("*.py")) if path.name != "test_docs.py"
              for number, line in enumerate(path.read_text().splitlines(), 1) if any(x in line for x in loaders)]
     assert not found, f"load these through the package instead: {found}"
+
+
+def test_every_markdown_table_goes_through_one_helper():
+    """detect/markdown.py's table: a header, its rule and its rows by hand; and no other module of the lab writes a
+    table's rule line itself (issue 46: 59 headers were built by hand beside the one helper)."""
+    from detect.markdown import row, table
+
+    assert table(["a", "b"], [[1, "x"], ["", 2.5]]) == ["| a | b |", "|---|---|", "| 1 | x |", "| | 2.5 |"]
+    assert row(["", "value"]) == "| | value |"
+    by_hand = [f"{path.relative_to(ROOT)}:{number}" for package in ("detect", "contaminate")
+               for path in sorted((ROOT / package).rglob("*.py")) if path.name != "markdown.py"
+               for number, line in enumerate(path.read_text().splitlines(), 1) if "|---" in line]
+    assert not by_hand, f"write these tables with detect.markdown.table: {by_hand}"

@@ -22,6 +22,7 @@ import numpy as np
 from contaminate.calibration.regime_report import interval
 from contaminate.calibration.statistics import share_floor, unit_interval
 from contaminate.calibration.studies import find_studies, read_json, read_text, unit_of
+from detect import markdown
 from detect.detectors.time_travel.follow import CLASSES, FOLLOWED, classify_row
 
 POOLS = (("members", "contaminated_x_members"), ("never planted", "contaminated_x_non_members"),
@@ -61,8 +62,8 @@ def table(folders: Sequence[str | Path]) -> str:
         lines += [f"#### {dataset}", "",
                   f"The contaminated model's answers, {draws} draw{'s' * (draws != 1)} ({len(units)} models): each "
                   f"class's share of the answers pooled, and the follow rate (continuations) as a mean over draws.", "",
-                  "| reading | pool | dose | answers | " + " | ".join(c.replace("_", " ") for c in CLASSES)
-                  + " | follow rate |", "|---|---|---|---|" + "---|" * len(CLASSES) + "---|"]
+                  *markdown.table(["reading", "pool", "dose", "answers", *(c.replace("_", " ") for c in CLASSES),
+                          "follow rate"])]
         order = {name: i for i, (name, _) in enumerate(POOLS)}
         for (reading, pool, dose), by_unit in sorted(groups.items(), key=lambda item: (
                 READINGS.index(item[0][0]), order[item[0][1]], item[0][2] or 0)):

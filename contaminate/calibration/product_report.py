@@ -8,6 +8,7 @@ import math
 
 from contaminate.calibration.recipe import rates_text
 from detect.detectors import labelled
+from detect.markdown import table
 
 
 def _bound(value: float | None) -> str:
@@ -44,9 +45,9 @@ def recipe_section(recipe: dict, budget: float) -> list[str]:
         lines += [f"### {group}", "",
                   f"{models['contaminated']} contaminated and {models['clean']} clean model(s); known non-members a "
                   f"model: {', '.join(map(str, models['known_non_members']))}.", "",
-                  "| score | rule | known non-members | stated bound | one fit's own | FPR, own non-members | "
-                  "FPR, other split | FPR, clean models | " + " | ".join(f"TPR x{d}" for d in doses) + " | refused |",
-                  "|---|---|---|---|---|---|---|---|" + "---|" * len(doses) + "---|"]
+                  *table(["score", "rule", "known non-members", "stated bound", "one fit's own",
+                          "FPR, own non-members", "FPR, other split", "FPR, clean models",
+                          *(f"TPR x{d}" for d in doses), "refused"])]
         for config in configs:
             size = "all" if config["size"] is None else f"{config['size']} ({config['subsets']} subsets)"
             fitted = "/".join(map(str, config["fitted_on"])) or "-"
@@ -84,8 +85,8 @@ def logit_lines(logit: dict) -> list[str]:
              "on the model's own non-members and other split, and its TPR by dose; mean over draws [95% t-interval] "
              "(flagged / instances). A score read on the leak's own rendering is an oracle reading (a practitioner "
              "does not know the leak's format); `_raw` reads the bare text.", "",
-             "| score | budget | fitted on | FPR, own non-members | FPR, other split | "
-             + " | ".join(f"TPR x{d}" for d in doses) + " |", "|---|---|---|---|---|" + "---|" * len(doses)]
+             *table(["score", "budget", "fitted on", "FPR, own non-members", "FPR, other split",
+                     *(f"TPR x{d}" for d in doses)])]
 
     def cell(summary: dict | None) -> str:
         return "-" if summary is None else f"{rates_text(summary)} ({summary['k']}/{summary['n']})"
@@ -120,21 +121,21 @@ def card_section(cards: dict) -> list[str]:
                   f"{'/'.join(map(str, rests['known_non_members_per_model']))} known non-members a model, doses "
                   f"{', '.join(f'x{d:g}' for d in rests['doses'])}; budget {card['budget']:g}, partitions of "
                   f"{card['partition_size']}, near-exact score {card['score']}.", "",
-                  "| | value [95% CI over draws] |", "|---|---|",
-                  f"| exact threshold (>=) | {rates_text(thresholds['exact'], _three)} |",
-                  f"| near-exact threshold (>=) | {rates_text(thresholds['near_exact'], _three)} |",
-                  f"| rule (chosen on training draws) | {card['rule_text']} |",
-                  f"| held-out partition FPR, own non-members | {_with_counts(held['fpr'])} |",
-                  f"| held-out partition FPR, other split | {_with_counts(held['fpr_other_split'])} |",
-                  *(f"| held-out TPR x{d} | {_with_counts(held['tpr_by_dose'][d])} |" for d in doses), ""]
+                  *table(["", "value [95% CI over draws]"], [
+                      ["exact threshold (>=)", rates_text(thresholds["exact"], _three)],
+                      ["near-exact threshold (>=)", rates_text(thresholds["near_exact"], _three)],
+                      ["rule (chosen on training draws)", card["rule_text"]],
+                      ["held-out partition FPR, own non-members", _with_counts(held["fpr"])],
+                      ["held-out partition FPR, other split", _with_counts(held["fpr_other_split"])],
+                      *([f"held-out TPR x{d}", _with_counts(held["tpr_by_dose"][d])] for d in doses)]), ""]
         folds = "; ".join(f"draw {f['draw']} out: {f['rule'] or 'no rule'}" + (
             "" if f["rule"] is None else f", {f['exact_threshold']:.3f} / {f['near_exact_threshold']:.3f}")
             for f in held["folds"])
         lines += [f"Folds: {folds}.", ""]
         if card.get("transfer"):
             lines += ["Transfer to the other groups' contaminated models:", "",
-                      "| applied to | models | partition FPR, own non-members | equivalence (FPR <= budget + "
-                      "tolerance) | power | TPR by dose |", "|---|---|---|---|---|---|"]
+                      *table(["applied to", "models", "partition FPR, own non-members",
+                              "equivalence (FPR <= budget + tolerance)", "power", "TPR by dose"])]
             for target, block in card["transfer"].items():
                 test = block["equivalence"]
                 tprs = ", ".join(f"x{d} {rates_text(s)}" for d, s in block["tpr_by_dose"].items()) or "-"

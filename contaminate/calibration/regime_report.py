@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from detect import markdown
 from detect.detectors import labelled
 
 VERDICT_NAMES = {"alg1_rouge_l": "Alg. 1 (ROUGE-L)", "alg1_semantic": "Alg. 1 (semantic)",
@@ -86,8 +87,8 @@ def membership_section(by_regime: dict) -> list[str]:
                           f"members and {block['membership'][d]['non_members_per_model']} non-members per model"
                           for d in doses)
         lines += [f"### {regime}", "", f"Rests on {units}.", "",
-                  "| score | " + " | ".join(f"AUC at x{d}" for d in doses) + " | " +
-                  " | ".join(f"TPR at 1% FPR, x{d}" for d in doses) + " |", "|---|" + "---|" * (2 * len(doses))]
+                  *markdown.table(["score", *(f"AUC at x{d}" for d in doses),
+                                   *(f"TPR at 1% FPR, x{d}" for d in doses)])]
         names = sorted({n for d in doses for n in block["membership"][d]["scores"]})
         for name in names:
             aucs = [interval(block["membership"][d]["scores"].get(name, {}).get("auc")) for d in doses]
@@ -138,9 +139,8 @@ def thresholds_section(by_regime: dict) -> list[str]:
                 continue
             lines += [f"### {regime}: {text}", "",
                       f"Rests on {block['unit']}; folds: leave one {held['folds']} out ({held['n_folds']} folds).", "",
-                      "| detector | setting | clean scores fitted on | folds that cannot flag | " +
-                      " | ".join(f"TPR x{d} | FPR x{d}" for d in doses) + " |",
-                      "|---|---|---|---|" + "---|---|" * len(doses)]
+                      *markdown.table(["detector", "setting", "clean scores fitted on", "folds that cannot flag",
+                                       *(f"{rate} x{d}" for d in doses for rate in ("TPR", "FPR"))])]
             for name, settings in held["detectors"].items():
                 for setting, result in settings.items():
                     fitted = result["fitted_on"]
@@ -164,8 +164,8 @@ def verdicts_section(by_regime: dict) -> list[str]:
     for regime, block in by_regime["regimes"].items():
         doses = _doses(block)
         lines += [f"### {regime}", "", f"Rests on {block['unit']}.", "",
-                  "| verdict | " + " | ".join(f"TPR x{d} | FPR x{d}" for d in doses) +
-                  " | FPR other split | FPR clean models |", "|---|" + "---|---|" * len(doses) + "---|---|"]
+                  *markdown.table(["verdict", *(f"{rate} x{d}" for d in doses for rate in ("TPR", "FPR")),
+                                   "FPR other split", "FPR clean models"])]
         for name, rates in block["verdicts"].items():
             cells = []
             for d in doses:
@@ -193,8 +193,8 @@ def calibrated_section(by_regime: dict) -> list[str]:
         if not scores:
             continue
         lines += [f"### {regime}", "", f"Rests on {block['unit']}; folds: leave one {block['calibrated']['folds']} "
-                  f"out.", "", "| score | Brier (held out) | mean p, members | mean p, non-members | n |",
-                  "|---|---|---|---|---|"]
+                  f"out.", "", *markdown.table(["score", "Brier (held out)", "mean p, members", "mean p, non-members",
+                                                 "n"])]
         lines += [f"| {name} | {r['brier']:.3f} | {r['mean_member']:.2f} | {r['mean_non_member']:.2f} | {r['n']} |"
                   for name, r in sorted(scores.items(), key=lambda item: item[1]["brier"])]
         lines.append("")
@@ -234,7 +234,7 @@ def transfer_section(by_regime: dict) -> list[str]:
              f"non-member cells within {budget:.0%} + {tolerance:.0%}? '=' within (exact one-sided binomial test, "
              f"p <= 0.05), '✗' over budget beyond chance (one-sided lower bound > {budget:.0%}), '?' not enough data "
              f"to tell. Power: the chance of concluding '=' if the true FPR were {budget:.0%}, at that many cells.",
-             "", "| detector | = within | ✗ over | ? not enough data | largest power |", "|---|---|---|---|---|"]
+             "", *markdown.table(["detector", "= within", "✗ over", "? not enough data", "largest power"])]
     for name, rows in table["thresholds"].items():
         cells = [cell for row in rows.values() for cell in row["to"].values()]
         counts = {v: sum(c["verdict"] == v for c in cells) for v in ("within", "over", "not enough data")}
@@ -243,7 +243,7 @@ def transfer_section(by_regime: dict) -> list[str]:
     regimes = list(by_regime["regimes"])
     for name, rows in table["thresholds"].items():
         lines += ["", f"### {name}: FPR k/n (verdict) · TPR k/n", "",
-                  "| fitted in \\ applied to | " + " | ".join(regimes) + " |", "|---|" + "---|" * len(regimes)]
+                  *markdown.table(["fitted in \\ applied to", *regimes])]
         for source in regimes:
             if source not in rows:
                 continue

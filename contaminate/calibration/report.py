@@ -21,6 +21,7 @@ from contaminate.calibration.regime_report import regime_details, regime_headlin
 from contaminate.calibration.result import Calibration
 from contaminate.calibration.statistics import units_text
 from detect.detectors import labelled
+from detect.markdown import table
 
 EXPOSURE = "exposures"  # exposures where a study counted them, else epochs (studies.condition_of)
 MAX_DOSE_VARIANTS = 3  # conditions per dose beyond which the pooled dose-response plot is skipped
@@ -117,8 +118,7 @@ def _format(value) -> str:
 
 def markdown_table(rows: list[dict], columns: list[str] | None = None) -> list[str]:
     columns = columns or list(dict.fromkeys(k for row in rows for k in row))
-    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns),
-            *("| " + " | ".join(_format(row.get(c)) for c in columns) + " |" for row in rows)]
+    return table(columns, ([_format(row.get(c)) for c in columns] for row in rows))
 
 
 def plot_roc(result: Calibration, path: Path) -> None:
@@ -196,16 +196,15 @@ def judges_section(judges: dict | None) -> list[str]:
         return []
     lines = ["", "## Judges: the LLM judge, the threshold judges and the truth", "",
              f"{judges['n']} guided completions judged by an LLM ({judges['unparseable']} unparseable).", "",
-             "| pair | agreement | Cohen's kappa |", "|---|---|---|"]
+             *table(["pair", "agreement", "Cohen's kappa"])]
     for pair, block in judges.items():
         if isinstance(block, dict):
             kappa = "-" if block["kappa"] is None else f"{block['kappa']:.2f}"
             lines.append(f"| {pair.replace('_vs_', ' vs ')} | {block['agreement']:.2f} | {kappa} |")
     block = judges["llm_vs_default"]
     lines += ["", "LLM judge (rows) against the threshold judge with the default thresholds (columns):", "",
-              "| | " + " | ".join(block["classes"]) + " |", "|---|" + "---|" * len(block["classes"])]
-    lines += [f"| {name} | " + " | ".join(map(str, counts)) + " |"
-              for name, counts in zip(block["classes"], block["confusion"])]
+              *table(["", *block["classes"]], ([name, *counts] for name, counts in zip(block["classes"],
+                                                                                         block["confusion"])))]
     return lines
 
 
@@ -226,8 +225,8 @@ def ranking_section(result: Calibration) -> list[str]:
              f"membership, and is no headline.", "",
              "Differences the paired tests support (p_Holm <= 0.05): "
              + ("; ".join(supported) if supported else comparisons.get("note") or "none") + ".", "",
-             "| detector | needs | AUC within model [95% CI] | TPR at 1% FPR within model | cross-model AUC |",
-             "|---|---|---|---|---|"]
+             *table(["detector", "needs", "AUC within model [95% CI]", "TPR at 1% FPR within model",
+                     "cross-model AUC"])]
 
     def within_auc(r):
         if r.get("auc_within_model") is None:
@@ -249,7 +248,7 @@ def ranking_section(result: Calibration) -> list[str]:
                   f"studies computed it: Algorithm 1 1 - p, Algorithm 2 the replica count (exact ones first), Cheat? "
                   f"the best replica ROUGE-L, the sharded test 1 - p. Cells of one model are not independent: no "
                   f"difference between these is claimed.", "",
-                  "| detector | needs | cross-model AUC [cell bootstrap] | TPR at 5% FPR |", "|---|---|---|---|"]
+                  *table(["detector", "needs", "cross-model AUC [cell bootstrap]", "TPR at 5% FPR"])]
         lines += [f"| {r['detector']} | {r['needs']} | {r['auc']:.3f} [{r['auc_low']:.3f}, "
                   f"{r['auc_high']:.3f}] | {r['tpr_at_0.05_fpr']:.2f} |" for r in ranking["partition"]]
     return lines + [""]
@@ -335,8 +334,7 @@ def cross_model_lines(result: Calibration) -> list[str]:
         *ranking_section(result),
         "## Instance level, cross-model: members against every clean instance",
         "",
-        "| score | AUC [95% CI] | TPR at 1% FPR | TPR at 5% FPR |",
-        "|---|---|---|---|",
+        *table(["score", "AUC [95% CI]", "TPR at 1% FPR", "TPR at 5% FPR"]),
     ]
     for score, block in result.instance.items():
         ci = block["auc_ci"]
@@ -350,8 +348,7 @@ def cross_model_lines(result: Calibration) -> list[str]:
               f"Chosen so that at most {targets['exact_fpr']:.1%} of negatives are labelled exact and at most "
               f"{targets['near_exact_fpr']:.1%} exact or near-exact (lowest such threshold, halfway to the next "
               f"lower score).", "",
-              "| label | score | default | its FPR / TPR | calibrated | FPR (target) | TPR |",
-              "|---|---|---|---|---|---|---|",
+              *table(["label", "score", "default", "its FPR / TPR", "calibrated", "FPR (target)", "TPR"]),
               f"| exact | rouge_l | {default['exact_threshold']:.2f} | {default['exact']['fpr']:.3f} / "
               f"{default['exact']['tpr']:.2f} | {thresholds['exact_threshold']:.3f} | "
               f"{achieved['exact']['fpr']:.3f} ({targets['exact_fpr']}) | {achieved['exact']['tpr']:.2f} |"]
@@ -387,7 +384,7 @@ def partition_lines(result: Calibration, rates: dict) -> list[str]:
         rows_partition.append((f"Algorithm 2, calibrated thresholds, {rule_name(recommended)}", block,
                                block["binomial_fpr"]))
     lines = [f"## Partition level: random {targets['sample_size']}-instance samples of one model's cell", "",
-             "| detector | TPR [95% CI] | FPR [95% CI] | accuracy [95% CI] | binomial FPR |", "|---|---|---|---|---|"]
+             *table(["detector", "TPR [95% CI]", "FPR [95% CI]", "accuracy [95% CI]", "binomial FPR"])]
     rows_partition += [(text, result.partition_detectors["verdicts"][name], None)
                        for name, text in verdict_labels().items() if name in result.partition_detectors["verdicts"]]
     for name, block, binomial in rows_partition:
@@ -401,7 +398,7 @@ def partition_lines(result: Calibration, rates: dict) -> list[str]:
               "", "FPR by kind of clean pool:", ""]
     positive = positive_pools(result)
     cells = sorted({pool[1] for per_pool in rates.values() for pool in per_pool if pool not in positive})
-    lines += ["| detector | " + " | ".join(cells) + " |", "|---|" + "---|" * len(cells)]
+    lines += table(["detector", *cells])
     for name, per_pool in rates.items():
         by_cell = [np.mean([r for (_, c, _), r in per_pool.items() if c == cell]) for cell in cells]
         lines.append(f"| {name} | " + " | ".join(f"{v:.2f}" for v in by_cell) + " |")
@@ -417,8 +414,7 @@ def rule_grid_lines(which: str, block: dict) -> list[str]:
     lines = ["", f"Algorithm 2 rule grid, {which} thresholds: TPR / FPR / binomial FPR "
              f"(instance rates among negatives: exact {block['instance_rates']['exact']:.3f}, "
              f"near-exact {block['instance_rates']['near_exact']:.3f})", "",
-             "| min exact \\ min near-exact | " + " | ".join(str(k or "never") for k in k_nears) + " |",
-             "|---|" + "---|" * len(k_nears)]
+             *table(["min exact \\ min near-exact", *(k or "never" for k in k_nears)])]
     for k_exact in k_exacts:
         cells_text = []
         for k_near in k_nears:

@@ -28,6 +28,7 @@ from scipy.stats import binomtest
 from contaminate.calibration.statistics import clopper_pearson, holm
 from detect.judges.recipe import fit_recipe, label
 from detect.judges.threshold import ThresholdJudge, best_prefix_exact_score, exact_score
+from detect.markdown import table
 
 PARTITION, RULE, BUDGET = 10, (1, 2), 0.05
 MEMBERS, KNOWN = "contaminated_x_members", "contaminated_x_known_non_members"
@@ -124,8 +125,7 @@ def tables(runs: list[dict]) -> list[str]:
                                          f"({BUDGET:.0%} budget)")):
         paper, prefix = found[("paper", thresholds)], found[("best_prefix", thresholds)]
         lines += [f"## {title}", "", "Members labelled exact + near-exact, of the dose's members in all runs:", "",
-                  "| reading | " + " | ".join(f"x{d}" for d in doses) + " | known non-members |",
-                  "|---|" + "---|" * (len(doses) + 1)]
+                  *table(["reading", *(f"x{d}" for d in doses), "known non-members"])]
         for name, block in (("paper (as generated)", paper), ("best prefix (variant)", prefix)):
             counts = [f"{block['labels'][d].count('exact')} + {block['labels'][d].count('near_exact')} / "
                       f"{len(block['labels'][d])}" for d in doses]
@@ -134,8 +134,7 @@ def tables(runs: list[dict]) -> list[str]:
                          f" | {known.count('exact')} + {known.count('near_exact')} / {len(known)} |")
         lines += ["", "Runs whose member pool Algorithm 2 flags (TPR over runs, Clopper-Pearson 95%), the clean pools "
                   "flagged (FPR over each run's never-trained cells), and the paired contrast:", "",
-                  "| reading | " + " | ".join(f"x{d}" for d in doses) + " | clean pools |",
-                  "|---|" + "---|" * (len(doses) + 1)]
+                  *table(["reading", *(f"x{d}" for d in doses), "clean pools"])]
         for name, block in (("paper (as generated)", paper), ("best prefix (variant)", prefix)):
             lines.append(f"| {name} | " + " | ".join(rate(sum(block["flags"][d]), len(block["flags"][d]))
                                                      for d in doses) +

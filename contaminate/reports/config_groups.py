@@ -16,6 +16,8 @@ from pathlib import Path
 
 import yaml
 
+from detect import markdown
+
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conf"
 SKIP = {"_target_", "defaults"}
@@ -84,7 +86,7 @@ MAX_DESCRIBED = 6  # a group with more options lists their names only (the datas
 
 def table() -> str:
     chosen = defaults()
-    lines = ["| group | options (the first sentence of each option's file) | settings |", "|---|---|---|"]
+    lines = markdown.table(["group", "options (the first sentence of each option's file)", "settings"])
     for group, files in groups():
         default = chosen.get(group)
 

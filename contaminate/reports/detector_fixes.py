@@ -34,6 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
+from detect import markdown
+
 K = 0.2
 
 
@@ -125,9 +127,8 @@ def table(out: Path) -> str:
         chosen = [r for r in rows if r["format"] == fmt and r["reading"] == reading]
         return f"{roc_auc_score([r['role'] == 'member' for r in chosen], [r[name] for r in chosen]):.3f}"
 
-    lines = ["| detector | " + " | ".join(f"{fmt}: before | {fmt}: fixed | {fmt}: fixed, read as the leak"
-                                          for fmt in formats) + " |",
-             "|---|" + "---|---|---|" * len(formats)]
+    lines = markdown.table(["detector", *(f"{fmt}: {reading}" for fmt in formats
+                                  for reading in ("before", "fixed", "fixed, read as the leak"))])
     for label, before, fixed in DETECTORS:
         cells = [f"{auc(fmt, 'raw', before)} | {auc(fmt, 'raw', fixed)} | {auc(fmt, 'leak', fixed)}"
                  for fmt in formats]
@@ -139,8 +140,8 @@ def table(out: Path) -> str:
     lines.append("Members against non-members of the same contaminated model: " + "; ".join(
         f"{fmt} {m} vs {n}" for fmt, (m, n) in counts.items()) + ". One model per format (one unit): no interval.")
     if (out / "performance.json").is_file():
-        lines += ["", "| format | pool | accuracy on the pool | on 50 known non-members | one-sided Fisher p |",
-                  "|---|---|---|---|---|"]
+        lines += ["", *markdown.table(["format", "pool", "accuracy on the pool", "on 50 known non-members",
+                              "one-sided Fisher p"])]
         for row in json.loads((out / "performance.json").read_text()):
             lines.append(f"| {row['format']} | {row['n_instances']} {row['role'].replace('_', '-')}s | "
                          f"{row['accuracy']:.3f} | {row['accuracy_heldout']:.3f} | {row['p_value']:.2g} |")
@@ -183,8 +184,8 @@ def orders(folders: list[Path], out: Path) -> None:
 def orders_table(out: Path) -> str:
     if not (out / "orders.json").is_file():
         return ""
-    lines = ["| format | pool | test | instances | p-value | canonical minus shuffled log-likelihood (nats) |",
-             "|---|---|---|---|---|---|"]
+    lines = markdown.table(["format", "pool", "test", "instances", "p-value",
+                   "canonical minus shuffled log-likelihood (nats)"])
     for row in json.loads((out / "orders.json").read_text()):
         lines.append(f"| {row['format']} | {row['role'].replace('_', '-')}s | {row['detector']} | "
                      f"{row['n_instances']} | {row['p_value']:.2g} | {row['statistic']:.1f} |")
@@ -205,7 +206,7 @@ def studies_table(out: Path) -> str:
     folders = sorted((out / "studies").glob("*/summary.json"))
     if not folders:
         return ""
-    lines = ["| score | " + " | ".join(f.parent.name for f in folders) + " |", "|---|" + "---|" * len(folders)]
+    lines = markdown.table(["score", *(f.parent.name for f in folders)])
     found = {}
     for summary_path in folders:
         rows = [json.loads(line) for line in (summary_path.parent / "results.jsonl").read_text().splitlines()]
@@ -217,8 +218,7 @@ def studies_table(out: Path) -> str:
                 f"{roc_auc_score([r['cell'] == 'contaminated_x_members' for r in guided], values):.2f}"
     for name in STUDY_SCORES:
         lines.append(f"| {name} | " + " | ".join(found[f.parent.name, name] for f in folders) + " |")
-    lines += ["", "| cell | " + " | ".join(f"{f.parent.name}: " + ", ".join(PARTITION) for f in folders) + " |",
-              "|---|" + "---|" * len(folders)]
+    lines += ["", *markdown.table(["cell", *(f"{f.parent.name}: " + ", ".join(PARTITION) for f in folders)])]
     summaries = {f.parent.name: json.loads(f.read_text()) for f in folders}
     cells = list(next(iter(summaries.values()))["cells"])
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from detect.detectors.time_travel import rule_text
 from detect.judges.threshold import alg2_verdict
+from detect.markdown import table
 
 PARTITION = 10  # the paper's sample: 10 instances a partition
 LOGIT_BLOCKS = ("membership", "membership_raw", "dc_pdd")  # instance scores, higher = more likely seen
@@ -62,7 +63,7 @@ def verdict(flag: bool) -> str:
 
 def verdict_rows(summary: dict, rows: list[dict]) -> list[str]:
     n = summary["n_instances"]
-    lines = ["| detector | what it read | reading | verdict |", "|---|---|---|---|"]
+    lines = table(["detector", "what it read", "reading", "verdict"])
     if "alg2" in summary:
         block = summary["alg2"]
         labels = [r["judge"] for r in of(rows, "guided")]
@@ -94,7 +95,7 @@ def verdict_rows(summary: dict, rows: list[dict]) -> list[str]:
 
 
 def completion_rows(rows: list[dict]) -> list[str]:
-    lines = ["| completions | n | ROUGE-L 10th pct | median | 90th pct | max | mean |", "|---|---|---|---|---|---|---|"]
+    lines = table(["completions", "n", "ROUGE-L 10th pct", "median", "90th pct", "max", "mean"])
     for instruction in ("guided", "general"):
         scores = [r["rouge_l"] for r in of(rows, instruction) if r.get("rouge_l") is not None]
         if len(scores) >= 2:
@@ -106,7 +107,7 @@ def completion_rows(rows: list[dict]) -> list[str]:
 
 def logit_rows(summary: dict, rows: list[dict]) -> list[str]:
     guided = of(rows, "guided")
-    lines = ["| score | n | 10th pct | median | 90th pct | mean |", "|---|---|---|---|---|---|"]
+    lines = table(["score", "n", "10th pct", "median", "90th pct", "mean"])
     same = []
     for block in LOGIT_BLOCKS:
         for score in summary.get(block, {}):

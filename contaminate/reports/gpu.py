@@ -21,6 +21,8 @@ import re
 import sys
 from pathlib import Path
 
+from detect.markdown import table
+
 
 def training_loss(bench_json: Path, training: dict) -> float | None:
     """The run's mean training loss: the JSON's (bench_gpu.py since it kept one), else the Trainer's own line in
@@ -33,8 +35,7 @@ def training_loss(bench_json: Path, training: dict) -> float | None:
 
 
 def throughput_lines(folder: Path) -> list[str]:
-    lines = ["| bench/bench_gpu.py | parameters | tokens/s | model TFLOP/s | of bf16 peak | peak memory |",
-             "|---|---|---|---|---|---|"]
+    lines = table(["bench/bench_gpu.py", "parameters", "tokens/s", "model TFLOP/s", "of bf16 peak", "peak memory"])
     for path in sorted(folder.glob("bench_*.json")):
         bench = json.loads(path.read_text())
         args, training = bench["args"], bench.get("training")
@@ -88,8 +89,8 @@ def logged_row(log: Path) -> str:
 
 
 def planted_lines(folder: Path) -> list[str]:
-    lines = ["| planted run | training tokens | train | detect x1 | detect x4 | loss AUC x1 / x4 "
-             "| Min-K% AUC x1 / x4 |", "|---|---|---|---|---|---|---|"]
+    lines = table(["planted run", "training tokens", "train", "detect x1", "detect x4", "loss AUC x1 / x4",
+                   "Min-K% AUC x1 / x4"])
     runs = {path.name: planted_row(path) for path in folder.glob("planted_*") if path.is_dir()}
     logs = {path.stem: logged_row(path) for path in folder.glob("planted_*.log") if path.stem not in runs}
     return lines + [row for _, row in sorted({**runs, **logs}.items())]
@@ -113,8 +114,8 @@ def dose_lines(folder: Path) -> list[str]:
         lines += ["", f"{run.name.removeprefix('planted_')} ({plant['dataset']}, {plant['plant']}): one model, "
                   f"{groups[0]['n']} members a dose against {plant['groups'][0]['n']} never planted, no interval; "
                   "Algorithm 2 as exact / near-exact of the members", "",
-                  "| dose | token share | loss AUC | Min-K% AUC | Algorithm 2, guided | Algorithm 2, leak (oracle) |",
-                  "|---|---|---|---|---|---|"]
+                  *table(["dose", "token share", "loss AUC", "Min-K% AUC", "Algorithm 2, guided",
+                          "Algorithm 2, leak (oracle)"])]
         for g in groups:
             aucs = g["within_model_auc"]
             lines.append(f"| x{g['exposures']} | {g['token_share']:.2%} | {aucs['loss']:.2f} | {aucs['min_k']:.2f} | "

@@ -33,6 +33,7 @@ from pathlib import Path
 from contaminate.calibration.recipe import rates_text
 from contaminate.calibration.regime_report import VERDICT_NAMES, fraction, interval
 from detect.detectors import labelled
+from detect.markdown import table
 
 SCORES = ("loss", "zlib", "min_k", "min_k_plus", "reference_ratio", "dc_pdd", "loss_raw", "min_k_plus_raw",
           "reference_ratio_raw")
@@ -52,8 +53,7 @@ def recipe(calibration: dict) -> list[str]:
         unit = next((c["fpr"]["unit"] for c in chosen if c["fpr"]), "-")
         lines += [f"{group}, {unit}, {'/'.join(map(str, block['models']['known_non_members']))} known non-members "
                   f"a model:", "",
-                  "| rule | stated bound | realised FPR, own non-members | " + " | ".join(f"TPR x{d}" for d in doses)
-                  + " |", "|---|---|---|" + "---|" * len(doses)]
+                  *table(["rule", "stated bound", "realised FPR, own non-members", *(f"TPR x{d}" for d in doses)])]
         for c in chosen:
             bound = "refused" if c["stated_bound"] is None else f"{c['stated_bound']:.3f}"
             lines.append(f"| {c['rule_text']} | {bound} | {_rate(c['fpr'])} | "
@@ -65,8 +65,8 @@ def recipe(calibration: dict) -> list[str]:
 
 
 def cards(calibration: dict) -> list[str]:
-    lines = ["| card fitted on | rests on | exact >= | near-exact >= | rule | held-out FPR | held-out TPR |",
-             "|---|---|---|---|---|---|---|"]
+    lines = table(["card fitted on", "rests on", "exact >=", "near-exact >=", "rule", "held-out FPR",
+                   "held-out TPR"])
     moved = []
     for group, card in calibration["cards"].items():
         if not card["written"]:
@@ -83,8 +83,8 @@ def cards(calibration: dict) -> list[str]:
             moved.append(f"| {group} | {target} | {_rate(block['fpr'])} | {test['verdict']} ({test['k']}/{test['n']}) "
                          f"| {test['power']:.2f} | {tpr} |")
     if moved:
-        lines += ["", "| card fitted on | applied to | partition FPR | FPR within 5% + 5%? | power | TPR |",
-                  "|---|---|---|---|---|---|", *moved]
+        lines += ["", *table(["card fitted on", "applied to", "partition FPR", "FPR within 5% + 5%?", "power", "TPR"]),
+                  *moved]
     return lines + [""]
 
 
@@ -98,7 +98,7 @@ def membership(calibration: dict, names: tuple[str, ...] = SCORES) -> list[str]:
         doses = [f"{d:g}" for d in block["exposures"] if d and f"{d:g}" in block["membership"]]
         units = sorted({block["membership"][d]["unit"] for d in doses})
         lines += [f"{regime}, {'; '.join(units)} a dose:", "",
-                  "| score (reading) | " + " | ".join(f"AUC x{d}" for d in doses) + " |", "|---|" + "---|" * len(doses)]
+                  *table(["score (reading)", *(f"AUC x{d}" for d in doses)])]
         for name in names:
             cells = [interval(block["membership"][d]["scores"].get(name, {}).get("auc")) for d in doses]
             if any(c != "-" for c in cells):
@@ -122,8 +122,8 @@ def practitioner(calibration: dict) -> list[str]:
                     "-")
         lines += [f"{group}, {unit}: each score's threshold fitted by split conformal on the model's own {fitted} "
                   f"known non-members (instance level):", "",
-                  "| score (reading) | FPR budget | realised FPR, own non-members | "
-                  + " | ".join(f"TPR x{d}" for d in doses) + " |", "|---|---|---|" + "---|" * len(doses)]
+                  *table(["score (reading)", "FPR budget", "realised FPR, own non-members",
+                          *(f"TPR x{d}" for d in doses)])]
         for name in names:
             for budget in budgets:
                 at = logit[name][budget]
@@ -142,8 +142,7 @@ def verdicts(calibration: dict) -> list[str]:
     for regime, block in calibration["by_regime"]["regimes"].items():
         doses = [f"{d:g}" for d in block["exposures"] if d]
         lines += [f"{regime}: each detector's verdict on its cells, k of n models flagged (Clopper-Pearson 95%):", "",
-                  "| verdict | FPR, never-planted group | " + " | ".join(f"TPR x{d}" for d in doses) + " |",
-                  "|---|---|" + "---|" * len(doses)]
+                  *table(["verdict", "FPR, never-planted group", *(f"TPR x{d}" for d in doses)])]
         for name, rates in block["verdicts"].items():
             fpr = rates["fpr_by_role"].get("non_member")
             lines.append(f"| {VERDICTS.get(name, name)} | {fraction(fpr)} | "

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
+from detect import markdown
 from detect.detectors.sharded import permutation_test, sharded_test, shards_of
 
 ALPHA = 0.05
@@ -89,8 +90,8 @@ def table(rows: list[dict]) -> str:
     def cell(found: dict | None) -> str:
         return "" if found is None else f"{found['rate']:.3f} [{found['low']:.3f}, {found['high']:.3f}]"
 
-    lines = ["| test | instances | shards | orders per shard / permutations | leak delta | rejects at 5% "
-             "[95% CI] | Oren's code (population sd) |", "|---|---|---|---|---|---|---|"]
+    lines = markdown.table(["test", "instances", "shards", "orders per shard / permutations", "leak delta",
+                   "rejects at 5% [95% CI]", "Oren's code (population sd)"])
     for row in rows:
         lines.append(f"| {row['test']} | {row['n_instances']} | {row['n_shards'] or '-'} | {row['n_permutations']} "
                      f"| {row['delta']:g} | {cell(row['lab'])} | {cell(row.get('oren_population_std'))} |")

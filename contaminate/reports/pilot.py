@@ -24,6 +24,7 @@ from pathlib import Path
 import yaml
 
 from contaminate.reports.replicas import kept_runs
+from detect.markdown import table
 
 X1_AT_MOST, TOP_AT_LEAST = 0.75, 0.95  # the issue's rule: the loss curve neither saturated at x1 nor flat at the top
 EXPERIMENT = Path(__file__).resolve().parents[2] / "conf" / "experiment" / "pilot_cpu.yaml"
@@ -127,8 +128,8 @@ def _f(value: float | None) -> str:
 
 def settings_table(runs: list[dict]) -> list[str]:
     doses = [g["name"] for g in planted(runs[0])]
-    lines = ["| setting | steps | training tokens | train s | final loss | " +
-             " | ".join(f"loss AUC {d}" for d in doses) + " | rule |", "|---" * (6 + len(doses)) + "|"]
+    lines = table(["setting", "steps", "training tokens", "train s", "final loss", *(f"loss AUC {d}" for d in doses),
+                   "rule"])
     for run in runs:
         checkpoint = run["checkpoint"]
         aucs = " | ".join(_f(auc(g)) for g in planted(run))
@@ -145,7 +146,7 @@ def settings_table(runs: list[dict]) -> list[str]:
 def replicas_table(runs: list[dict]) -> list[str]:
     """Algorithm 2's judge labels of each dose's members, both readings: exact + near-exact of n."""
     doses = [g["name"] for g in planted(runs[0])]
-    lines = ["| setting | reading | " + " | ".join(doses) + " | x0 |", "|---" * (3 + len(doses)) + "|"]
+    lines = table(["setting", "reading", *doses, "x0"])
     for run in runs:
         if not any(g.get("replicas") for g in planted(run)):
             continue  # Algorithm 2 not run on this setting
@@ -165,7 +166,7 @@ def replicas_table(runs: list[dict]) -> list[str]:
 
 def scores_table(run: dict) -> list[str]:
     doses = [g["name"] for g in planted(run)]
-    lines = ["| score | " + " | ".join(doses) + " |", "|---" * (1 + len(doses)) + "|"]
+    lines = table(["score", *doses])
     for score in (*SCORES, "rouge_l", "rouge_l_leak"):
         if any(auc(g, score) is not None for g in planted(run)):
             lines.append(f"| {score} | " + " | ".join(_f(auc(g, score)) for g in planted(run)) + " |")

@@ -20,6 +20,7 @@ from pathlib import Path
 from contaminate.calibration.regime_report import interval
 from contaminate.reports import headline as headline_tables
 from detect.detectors import labelled
+from detect.markdown import table
 
 SCORES = ("loss", "zlib", "min_k", "min_k_plus", "reference_ratio", "dc_pdd", "loss_raw", "min_k_plus_raw")
 
@@ -29,9 +30,8 @@ def runs_table(runs: list[dict]) -> list[str]:
     # ~0 s to train this time; its record keeps what training took); detect s: this invocation's detection, and a
     # run resumed from the cache says how many of its groups' member cells an earlier invocation detected (a
     # member cell is one group's own: within one invocation it is never reused, so cached means resumed)
-    lines = ["| run | draw | seed | training tokens | steps | train s | detect s | " +
-             " | ".join(f"{g['name']} share" for g in runs[0]["groups"] if g["exposures"]) + " |",
-             "|---" * (7 + sum(1 for g in runs[0]["groups"] if g["exposures"])) + "|"]
+    lines = table(["run", "draw", "seed", "training tokens", "steps", "train s", "detect s",
+                   *(f"{g['name']} share" for g in runs[0]["groups"] if g["exposures"])])
     for run in runs:
         shares = " | ".join(f"{g['token_share']:.2%}" for g in run["groups"] if g["exposures"])
         detect = sum(v for k, v in run["timings"].items() if k.startswith("detect_"))
@@ -100,7 +100,7 @@ def auc_table(calibration: dict) -> list[str]:
                   f"Within-model AUC (each group's members against the never-planted group, under the same model), "
                   f"mean over {first['unit']}, [95% t-interval over draws]; {members} members and {non_members} "
                   f"non-members a model.", "",
-                  "| score | " + " | ".join(f"x{d}" for d in doses) + " |", "|---" * (len(doses) + 1) + "|"]
+                  *table(["score", *(f"x{d}" for d in doses)])]
         for name in names:
             cells = [interval(block["membership"][dose]["scores"][name]["auc"]) for dose in doses]
             lines.append(f"| {labelled(name)} | " + " | ".join(cells) + " |")

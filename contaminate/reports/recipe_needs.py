@@ -8,6 +8,7 @@ the exact part may take the whole budget at the largest known score). Computed, 
 
 from __future__ import annotations
 
+from detect import markdown
 from detect.judges.recipe import rule_needs, rule_text
 
 RULES = [(1, 2), (1, None), (None, 2), (None, 3), (2, 2)]
@@ -17,8 +18,7 @@ BUDGETS = (0.05, 0.01)
 
 def table() -> str:
     columns = [(m, b) for m in SIZES for b in BUDGETS]
-    lines = ["| rule (of m) | " + " | ".join(f"m = {m}, FPR <= {b:g}" for m, b in columns) + " |",
-             "|---|" + "---|" * len(columns)]
+    lines = markdown.table(["rule (of m)", *(f"m = {m}, FPR <= {b:g}" for m, b in columns)])
     for rule in RULES:
         needs = " | ".join(f"{rule_needs(m, rule, b):,}" for m, b in columns)
         lines.append(f"| {rule_text(rule, 'm')} | {needs} |")

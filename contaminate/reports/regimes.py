@@ -14,6 +14,8 @@ import argparse
 import json
 from pathlib import Path
 
+from detect.markdown import table
+
 
 def instance_aucs(folder: Path) -> dict[str, float]:
     """Each logit score's AUC of the members against the non-members under the contaminated model (its guided rows:
@@ -59,9 +61,8 @@ def main() -> None:
     args = parser.parse_args()
     rows = [values for _, values in sorted(row(folder) for folder in args.folders)]
     detectors = list(rows[0]["verdicts"])
-    print("| exposures | members' share of tokens | training tokens | loss | "
-          + " | ".join(detectors) + " | blind AUC | train s | study s |")
-    print("|---" * (len(detectors) + 7) + "|")
+    print("\n".join(table(["exposures", "members' share of tokens", "training tokens", "loss", *detectors,
+                           "blind AUC", "train s", "study s"])))
     for values in rows:
         cells = [" / ".join("C" if flagged else "-" for flagged in three) for three in values["verdicts"].values()]
         print(f"| {values['exposures']} | {values['share']} | {values['tokens']} | {values['loss']} | "
@@ -70,8 +71,7 @@ def main() -> None:
           "contaminated model / the members under the control (C: contaminated, -: clean; right is C / - / - at "
           "exposures >= 1, - / - / - at 0).\n")
     scores = list(rows[0]["aucs"])
-    print("| exposures | " + " | ".join(f"{score} AUC" for score in scores) + " |")
-    print("|---" * (len(scores) + 1) + "|")
+    print("\n".join(table(["exposures", *(f"{score} AUC" for score in scores)])))
     for values in rows:
         print(f"| {values['exposures']} | " + " | ".join(f"{values['aucs'][score]:.2f}" for score in scores) + " |")
     print("\nLogit scores: AUC of the members against the non-members under the contaminated model "

@@ -26,6 +26,7 @@ from typing import Iterator
 import yaml
 
 from contaminate.planted import answers, replicas
+from detect.markdown import table
 
 MIN_EXACT, MIN_NEAR_EXACT = 1, 2  # Algorithm 2's rule on a group (conf/detect/default.yaml alg2)
 
@@ -152,8 +153,8 @@ def dataset_table(runs: list[dict], dataset: str) -> list[str]:
     known non-members, the follow rate on the known non-members and the smallest dose meeting the rule."""
     first = [g for g in runs[0]["groups"] if g["dataset"] == dataset]
     doses = [g for g in first if g["exposures"]]
-    lines = ["| setting | reading | known non-members follow | " + " | ".join(f"x{g['exposures']}" for g in doses)
-             + " | never planted | known non-members | smallest dose |", "|---" * (6 + len(doses)) + "|"]
+    lines = table(["setting", "reading", "known non-members follow", *(f"x{g['exposures']}" for g in doses),
+                   "never planted", "known non-members", "smallest dose"])
     leaks_shown: set[tuple] = set()
     for run in runs:
         groups = [g for g in run["groups"] if g["dataset"] == dataset]
@@ -181,8 +182,7 @@ def dataset_table(runs: list[dict], dataset: str) -> list[str]:
 def main(folder: str) -> str:
     runs = read_runs(folder)
     datasets = list(dict.fromkeys(g["dataset"] for g in runs[0]["groups"]))
-    lines = ["## Runs", "", "| setting | reading | steps | training tokens | train s | post-train s |",
-             "|---|---|---|---|---|---|"]
+    lines = ["## Runs", "", *table(["setting", "reading", "steps", "training tokens", "train s", "post-train s"])]
     for run in runs:
         post = "-" if run["post_train_seconds"] is None else f"{run['post_train_seconds']:.0f}"
         lines.append(f"| lr {run['learning_rate']:g}, {run['batch_size']} a batch | {run['reading']} | "

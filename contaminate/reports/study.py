@@ -13,6 +13,8 @@ import json
 import sys
 from pathlib import Path
 
+from detect.markdown import table
+
 CELLS = ("contaminated_x_members", "contaminated_x_non_members", "contaminated_x_other_split", "clean_x_members",
          "clean_x_non_members")  # contaminate/study.py's CELLS, in its order
 LABELS = {cell: cell.replace("_x_", " x ").replace("_", "-").replace("-split", " split") for cell in CELLS}
@@ -40,7 +42,7 @@ def timing_lines(manifest: dict) -> list[str]:
 
 
 def verdict_table(summary: dict) -> list[str]:
-    lines = ["| cell | exact | near-exact | Alg. 2 | Alg. 1 ROUGE-L guided / general (p) |", "|---|---|---|---|---|"]
+    lines = table(["cell", "exact", "near-exact", "Alg. 2", "Alg. 1 ROUGE-L guided / general (p)"])
     for name, label in LABELS.items():
         cell = summary["cells"][name]
         alg2, rouge = cell["alg2"], cell["alg1"]["rouge_l"]

@@ -19,6 +19,7 @@ from typing import Sequence
 from detect.detectors.base import Detector, Evidence, verdict
 from detect.detectors.time_travel.stats import bootstrap_test
 from detect.judges.threshold import alg2_verdict, thresholds_line
+from detect.markdown import table
 from detect.validate import FRACTION, Range
 
 SCORES = ("rouge_l", "semantic")  # the generation scores on every row; Algorithm 1 tests each
@@ -71,7 +72,7 @@ class Algorithm1(Detector):
     @classmethod
     def report_section(cls, block: dict) -> list[str]:
         lines = ["## Algorithm 1 (guided vs general, one-sided bootstrap)", "",
-                 "| score | guided mean | general mean | p-value | contaminated |", "|---|---|---|---|---|"]
+                 *table(["score", "guided mean", "general mean", "p-value", "contaminated"])]
         for score, result in block.items():
             lines.append(f"| {score} | {result['guided_mean']:.3f} | {result['general_mean']:.3f} | "
                          f"{result['p_value']:.4f} | {'yes' if result['significant'] else 'no'} |")
@@ -141,7 +142,7 @@ class Algorithm2(Detector):
     @classmethod
     def study_section(cls, cells: dict[str, dict], manifest: dict) -> list[str]:
         lines = [f"## {cls.replicas}", "", f"Labels by the {thresholds_line(manifest['judge'])}.", "",
-                 f"| cell | instances | ground truth | exact | near-exact | {cls.column} |", "|---" * 6 + "|"]
+                 *table(["cell", "instances", "ground truth", "exact", "near-exact", cls.column])]
         for name, cell in cells.items():
             block = cell.get(cls.name)
             if block is None:
