@@ -135,14 +135,16 @@ def test_differences_compares_floats_to_their_rounding_and_everything_else_exact
 PLANTED = ROOT / "results" / "planted_cpu"
 UNITS = ROOT / "results" / "units_cpu"
 RECIPE = ROOT / "results" / "replicas_recipe_cpu"   # issue 45 item 5: the recipe where members replay, six draws
+RECIPE_CODE = ROOT / "results" / "replicas_recipe_humaneval_cpu"  # the same on HumanEval, elicited, partitions of 6
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("folder, studies, options", [
     (UNITS, [UNITS], ["--transfer"]), (PLANTED, [PLANTED], []), (TRANSFER, [PLANTED, TRANSFER], []),
     (HEADLINE / "humaneval", [HEADLINE / "humaneval"], []), (HEADLINE / "synth_nli", [HEADLINE / "synth_nli"], []),
-    (RECIPE, [RECIPE], [])],
-    ids=["units", "planted", "transfer", "profile_humaneval", "profile_synth_nli", "replicas_recipe"])
+    (RECIPE, [RECIPE], []), (RECIPE_CODE, [RECIPE_CODE], ["--partition-size", "6"])],
+    ids=["units", "planted", "transfer", "profile_humaneval", "profile_synth_nli", "replicas_recipe",
+         "replicas_recipe_humaneval"])
 def test_the_committed_calibration_recomputes_from_its_committed_studies(tmp_path, folder, studies, options):
     from contaminate.calibrate import main
 
@@ -172,7 +174,7 @@ def test_the_planted_profile_tables_are_the_scripts_output():
 
     from contaminate.reports import planted as planted_table
 
-    for folder in (PLANTED, RECIPE):
+    for folder in (PLANTED, RECIPE, RECIPE_CODE):
         assert planted_table.main(str(folder / "studies"), str(folder)) == (folder / "tables.md").read_text(), \
             f"python -m contaminate.reports.planted {folder}/studies {folder} > {folder}/tables.md"
 
