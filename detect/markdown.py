@@ -9,7 +9,7 @@ from typing import Iterable, Sequence
 
 def row(cells: Iterable[object]) -> str:
     """One table line: ``| a | b |`` (an empty cell ``| |``)."""
-    return "|" + "|".join(f" {cell} " if str(cell) else " " for cell in cells) + "|"
+    return "|" + "|".join(f" {text} " if text else " " for text in map(str, cells)) + "|"
 
 
 def table(header: Sequence[object], rows: Iterable[Iterable[object]] = ()) -> list[str]:

@@ -17,13 +17,11 @@ import time
 from pathlib import Path
 
 import pytest
-from lean import lean
+from lean import TINY_STUDY, lean
 
 pytestmark = pytest.mark.slow
 
-TINY = ["+dataset=synth_nli", "model=tiny_random", "sample.n_members=12", "sample.n_non_members=12",
-        "sample.n_detect=4", "contaminate.epochs=1", "contaminate.batch_size=4", "detect.max_new_tokens=6",
-        "detect.semantic_model=null", *lean()]
+TINY = [*TINY_STUDY, *lean()]  # test_study.py's tiny study, lean
 RESULTS = ("results.jsonl", "partition.jsonl", "known_non_members.jsonl")
 VARIES = {"timings", "total_s", "detect_s", "load_s", "train_s", "cached_cells", "folder", "path", "output_dir",
           "reused", "created", "seconds", "cache_dir"}  # what a resumed run may say otherwise: times, paths, reuse

@@ -7,15 +7,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from lean import lean
+from lean import TINY_STUDY, lean
 
 from contaminate.run import run_config
 from contaminate.study import CELLS, KNOWN_CELLS
 from detect.errors import InputError
 
-TINY = ["+dataset=synth_nli", "model=tiny_random", "sample.n_members=12", "sample.n_non_members=12",
-        "sample.n_detect=4", "contaminate.epochs=1", "contaminate.batch_size=4", "detect.max_new_tokens=6",
-        "detect.semantic_model=null"]
+TINY = TINY_STUDY
 
 
 @pytest.fixture
