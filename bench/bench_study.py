@@ -3,12 +3,15 @@
     python bench/bench_study.py                          # the README default study, twice from empty caches (~25 min)
     python bench/bench_study.py --scale small            # 16 members, 1 epoch, 4 instances per cell (~4 min)
     python bench/bench_study.py --before e05b620         # the baseline: any commit (default: the one before issue 12)
+    python bench/bench_study.py --before none            # this checkout alone: its time and memory, no comparison
 
 The baseline is the code of ``--before``, checked out into a temporary git worktree; the current code is this
 checkout. Each runs ``python -m contaminate`` in a subprocess with its own empty cache (the converted embedded
 model is shared), one after the other, so nothing else competes for the cores. Printed: training (seconds, trained
 tokens/s), each detection cell (seconds, generated and scored tokens, tokens/s), the whole study, the ratios, and
-whether every detector's verdict on every cell is the same.
+whether every detector's verdict on every cell is the same. Memory: each run's peak resident set (the kernel's
+``ru_maxrss`` of the study's process, as ``/usr/bin/time -v`` reports it) and, from RSS sampled every 0.2 s against
+the study's own log lines (``training ...``, ``detecting <cell> ...``), the peak of each stage.
 
 Generated tokens of the baseline, which did not count them, are counted here by re-tokenizing its raw completions
 (each completion plus its end token when it ended before ``max_new_tokens``).
@@ -23,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -34,17 +38,50 @@ SCALES = {
 }
 
 
-def run_study(checkout: Path, work: Path, overrides: list[str]) -> tuple[Path, float]:
+def run_study(checkout: Path, work: Path, overrides: list[str]) -> tuple[Path, float, dict]:
+    """Run the study once; its folder, wall seconds and memory (peak RSS in GB, overall and per stage)."""
+    import psutil
+
     run_dir, cache = work / "run", work / "cache"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     command = [sys.executable, "-m", "contaminate", "+dataset=synth_nli", *overrides, f"cache_dir={cache}",
                f"hydra.run.dir={run_dir}"]
     started = time.perf_counter()
-    result = subprocess.run(command, cwd=checkout, env=env, capture_output=True, text=True)
+    process = subprocess.Popen(command, cwd=checkout, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
+    samples: list[tuple[float, int]] = []
+    stages: list[tuple[float, str]] = [(0.0, "start-up and sampling")]
+    lines: list[str] = []
+
+    def sample() -> None:  # the study's process and any child it starts (a server, a judge)
+        parent = psutil.Process(process.pid)
+        while process.poll() is None:
+            try:
+                rss = sum(p.memory_info().rss for p in [parent, *parent.children(recursive=True)])
+            except psutil.Error:
+                break
+            samples.append((time.perf_counter() - started, rss))
+            time.sleep(0.2)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    for line in process.stdout:  # the stage the memory belongs to: the study's own log lines
+        lines.append(line)
+        for marker in ("] - training ", "] - detecting "):
+            if marker in line:
+                stages.append((time.perf_counter() - started, line.split(marker)[1].split(":")[0].strip()))
+    _, status, usage = os.wait4(process.pid, 0)
     seconds = time.perf_counter() - started
-    if result.returncode != 0:
-        sys.exit(f"the study failed in {checkout}:\n{result.stderr[-3000:]}")
-    return run_dir, seconds
+    sampler.join()
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"the study failed in {checkout}:\n{''.join(lines)[-3000:]}")
+    stages.append((seconds, "end"))
+    per_stage = {}
+    for (start, name), (end, _) in zip(stages, stages[1:]):
+        inside = [rss for t, rss in samples if start <= t < end]
+        name = "training" if name.startswith("/") or "checkpoints" in name else name
+        per_stage[name] = max(per_stage.get(name, 0.0), max(inside, default=0) / 1e9)
+    return run_dir, seconds, {"peak_gb": usage.ru_maxrss * 1024 / 1e9, "stages_gb": per_stage}
 
 
 def generated_tokens(run_dir: Path, tokenizer, max_new_tokens: int) -> dict[str, int]:
@@ -60,7 +97,7 @@ def generated_tokens(run_dir: Path, tokenizer, max_new_tokens: int) -> dict[str,
     return counts
 
 
-def describe(run_dir: Path, wall: float, tokenizer) -> dict:
+def describe(run_dir: Path, wall: float, memory: dict, tokenizer) -> dict:
     manifest = json.loads((run_dir / "manifest.json").read_text())
     summary = json.loads((run_dir / "summary.json").read_text())
     timings, checkpoint = manifest["timings"], manifest["checkpoint"]
@@ -74,7 +111,8 @@ def describe(run_dir: Path, wall: float, tokenizer) -> dict:
                 for cell, result in summary["cells"].items()}
     rows = {(r["cell"], r["instance_id"], r["instruction"]): r
             for r in map(json.loads, (run_dir / "results.jsonl").read_text().splitlines())}
-    return {"wall_s": wall, "train_s": checkpoint["train_seconds"], "trained_tokens": trained_tokens, "rows": rows,
+    return {"wall_s": wall, "memory": memory, "train_s": checkpoint["train_seconds"], "trained_tokens": trained_tokens,
+            "rows": rows,
             "steps": checkpoint.get("steps"), "cells": cells, "total_s": timings["total_s"], "verdicts": verdicts,
             "alg2": {cell: (r["alg2"]["exact"], r["alg2"]["near_exact"]) for cell, r in summary["cells"].items()
                      if "alg2" in r}}
@@ -94,20 +132,36 @@ def main() -> None:
     overrides = SCALES[args.scale]
     with tempfile.TemporaryDirectory(prefix="bench-study-") as scratch:
         scratch = Path(scratch)
-        baseline = scratch / "baseline-code"
-        subprocess.run(["git", "worktree", "add", "--detach", str(baseline), args.before], cwd=ROOT, check=True,
-                       capture_output=True)
-        try:
-            print(f"study: python -m contaminate +dataset=synth_nli {' '.join(overrides)} (scale {args.scale}); "
-                  f"before = {args.before}, after = this checkout", flush=True)
-            before = describe(*run_study(baseline, scratch / "before", overrides), tokenizer)
-            after = describe(*run_study(ROOT, scratch / "after", overrides), tokenizer)
-            if args.keep:
-                for name in ("before", "after"):
-                    shutil.copytree(scratch / name / "run", Path(args.keep) / name, symlinks=True)
-        finally:
-            subprocess.run(["git", "worktree", "remove", "--force", str(baseline)], cwd=ROOT, capture_output=True)
-    report(before, after)
+        print(f"study: python -m contaminate +dataset=synth_nli {' '.join(overrides)} (scale {args.scale}); "
+              f"before = {args.before}, after = this checkout", flush=True)
+        before = None
+        if args.before != "none":
+            baseline = scratch / "baseline-code"
+            subprocess.run(["git", "worktree", "add", "--detach", str(baseline), args.before], cwd=ROOT, check=True,
+                           capture_output=True)
+            try:
+                before = describe(*run_study(baseline, scratch / "before", overrides), tokenizer)
+            finally:
+                subprocess.run(["git", "worktree", "remove", "--force", str(baseline)], cwd=ROOT, capture_output=True)
+        after = describe(*run_study(ROOT, scratch / "after", overrides), tokenizer)
+        if args.keep:
+            for name in ("before", "after")[before is None:]:
+                shutil.copytree(scratch / name / "run", Path(args.keep) / name, symlinks=True)
+    print_memory(before, after)
+    if before is not None:
+        report(before, after)
+
+
+def print_memory(before: dict | None, after: dict) -> None:
+    """Peak resident memory, GB: the whole study (ru_maxrss) and each stage (sampled), before and after."""
+    runs = [("before", before), ("after", after)] if before else [("this checkout", after)]
+    print(f"\n{'peak resident memory, GB':<40}" + "".join(f"{name:>15}" for name, _ in runs))
+    stages = dict.fromkeys(name for _, run in runs for name in run["memory"]["stages_gb"])
+    for stage in stages:
+        print(f"{stage:<40}" + "".join(f"{run['memory']['stages_gb'].get(stage, float('nan')):15.2f}"
+                                        for _, run in runs))
+    print(f"{'the study (ru_maxrss)':<40}" + "".join(f"{run['memory']['peak_gb']:15.2f}" for _, run in runs))
+    print(f"{'wall seconds':<40}" + "".join(f"{run['wall_s']:15.1f}" for _, run in runs), flush=True)
 
 
 def score_differences(before: dict, after: dict) -> str:

@@ -22,7 +22,6 @@ process saves.
 from __future__ import annotations
 
 import contextlib
-import gc
 import json
 import logging
 import os
@@ -34,7 +33,7 @@ from filelock import FileLock, Timeout
 
 from detect.cache import digest
 from detect.models import ModelRef
-from detect.runtime import Placement
+from detect.runtime import Placement, release_freed_memory
 
 FINISHED = "lab_checkpoint.json"  # written last by every trainer: its record (id, steps, losses, ...)
 log = logging.getLogger(__name__)
@@ -109,9 +108,9 @@ def reuse_or_train(key: dict, cache_dir: str | Path, *, force: bool, resumes: bo
         log.info("training %s", folder)
         model = train(folder)
     # The trainer (the model, its gradients and optimizer state: ~2 GB for the embedded model) is held in reference
-    # cycles until Python's occasional full collection: freed now, detection reuses that memory instead of growing
-    # the heap into fresh pages (the README study's detection: 190 s after training against 145 s alone, on 2 cores)
-    gc.collect()
+    # cycles until Python's occasional full collection: freed now, and handed back to the system, so that detection
+    # starts from what it needs, not from training's high-water mark
+    release_freed_memory()
     return model, folder, False
 
 

@@ -81,7 +81,7 @@ from detect.pipeline import (
     verdicts,
     write_jsonl,
 )
-from detect.runtime import Placement
+from detect.runtime import Placement, release_freed_memory
 from detect.validate import count
 
 log = logging.getLogger(__name__)
@@ -589,6 +589,7 @@ def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, runtime_key:
                                                   prompt_format=asked)
                 timings[cell]["total_s"] = round(time.time() - started, 2)
                 _write_atomically(path, rows)
+                release_freed_memory()  # the next cell's tensors have other sizes (detect/runtime.py)
             if reads_known:
                 choice = next((r for r in rows if r.get("detector") == FORMAT_CHOICE), None)
                 if choice is not None:

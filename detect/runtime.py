@@ -188,6 +188,28 @@ def keep_freed_memory() -> bool:
     return _MALLOC_SET
 
 
+def release_freed_memory() -> None:
+    """Hand the memory freed so far back to the system: a full garbage collection (a trainer is held in reference
+    cycles), then glibc's ``malloc_trim(0)``, which returns every free page of the heap, not only its top.
+
+    ``keep_freed_memory`` keeps freed memory for the next tensors, which is what a stage wants inside it; between
+    stages it is memory held for tensors of the wrong sizes: the heap only grows, and the README study's resident
+    memory rose from 3.1 GB after training to 12 GB by its last cell. Called where one stage ends and the next
+    one's sizes differ (after training, after each detection cell): the next stage faults its pages in once, not
+    once per tensor. A no-op but the collection off Linux/glibc."""
+    import ctypes
+    import gc
+    import sys
+
+    gc.collect()
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # musl or another libc
+        pass
+
+
 def from_config(runtime_cfg) -> Placement:
     """From the ``runtime`` config group (device, dtype, device_map)."""
     return resolve_placement(runtime_cfg.device, runtime_cfg.dtype, runtime_cfg.get("device_map"))

@@ -31,7 +31,7 @@ from typing import Sequence
 
 from detect.generation.local import cache_argument, prefix_groups
 
-MAX_STATISTICS_TOKENS = 1024  # positions whose vocabulary-wide float32 statistics are alive at once (_statistics)
+MAX_STATISTICS_TOKENS = 256  # positions whose vocabulary-wide float32 statistics are alive at once (_statistics)
 
 
 class TokenScorer:
@@ -123,9 +123,16 @@ class TokenScorer:
         self.scored_tokens += int(lengths.sum())
         rows = [(g, s) for g, group in enumerate(suffixes) for s in range(len(group))]
         found: list[list[dict | None]] = [[None] * len(group) for group in suffixes]
-        # the gathered cache holds rows x (prefix + suffix) positions: bound that as a plain batch's tokens are
-        budget = max(4 * self.max_batch_tokens, width + max(len(suffixes[g][s]) for g, s in rows))
-        for batch in _length_batches([width + len(suffixes[g][s]) for g, s in rows], budget):
+        # a batch's logits are rows x suffix positions: bounded as a plain batch's tokens are (with 8,192 a short
+        # shared header made 800 MB of bf16 logits and as much again for their concatenation); the gathered cache
+        # holds rows x (prefix + suffix) positions: bounded at four times that
+        cache_budget = 4 * self.max_batch_tokens
+        batches = []
+        for batch in _length_batches([len(suffixes[g][s]) for g, s in rows], self.max_batch_tokens):
+            per_row = width + max(len(suffixes[rows[r][0]][rows[r][1]]) for r in batch)
+            at_once = max(1, cache_budget // per_row)
+            batches += [batch[start:start + at_once] for start in range(0, len(batch), at_once)]
+        for batch in batches:
             texts = [suffixes[g][s] for g, s in (rows[r] for r in batch)]
             index = torch.tensor([rows[r][0] for r in batch])
             tail = max(len(text) for text in texts)
@@ -155,10 +162,11 @@ def _statistics(logits, targets, mask, moments: list[bool], torch,
     dropped. ``logits`` (rows, positions, vocabulary) already aligned with ``targets`` (rows, positions).
 
     Rows at most ``max_tokens`` positions at a time: each float32 copy of the vocabulary-wide tensors (the logits,
-    log-softmax, probabilities, their products: about six alive at once with moments) is then 1,024 x 49,152 x 4 bytes
-    = 200 MB. Whole, a shared-prefix batch of 8,192 positions took ~8 GB (164 HumanEval renderings with moments:
-    peak resident 9.1 GB, from 1.2 GB loaded), which OOM-killed a 24 GB machine after training in the same process.
-    Every operation is per row, so the chunks give the same numbers."""
+    the log-probabilities, the probabilities weighted in place: at most four alive with moments) is then 256 x 49,152 x
+    4 bytes = 50 MB. Whole, a shared-prefix batch of 8,192 positions took ~8 GB (164 HumanEval renderings with
+    moments: peak resident 9.1 GB, from 1.2 GB loaded), which OOM-killed a 24 GB machine after training in the same
+    process; in chunks of 1,024 positions and six tensors the README study still peaked at 5-6 GB in its cells
+    (bench/bench_study.py). Every operation is per row, so the chunks give the same numbers."""
     rows_at_once = max(1, max_tokens // max(1, logits.shape[1]))
     found = []
     for start in range(0, len(moments), rows_at_once):
@@ -170,14 +178,18 @@ def _statistics(logits, targets, mask, moments: list[bool], torch,
 def _chunk_statistics(logits, targets, mask, moments: list[bool], torch) -> list[dict]:
     logits = logits.float()
     targets = targets.to(logits.device)
-    token_logp = (logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)).cpu()
+    log_norm = torch.logsumexp(logits, dim=-1)
+    token_logp = (logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - log_norm).cpu()
     rows = [i for i, wanted in enumerate(moments) if wanted]
     mu = sigma = None
     if rows:  # the next-token distribution's moments, only for the texts that need them
-        log_probs = torch.log_softmax(logits[rows], dim=-1)
-        probs = log_probs.exp()
-        mu = (probs * log_probs).sum(-1)
-        sigma = ((probs * log_probs.pow(2)).sum(-1) - mu.pow(2)).clamp_min(1e-12).sqrt()
+        # two vocabulary-wide tensors, products taken in place: E[log p] and E[(log p)^2] under p
+        wanted = logits if len(rows) == len(moments) else logits[rows]
+        log_probs = wanted - log_norm[rows].unsqueeze(-1)
+        weighted = log_probs.exp().mul_(log_probs)
+        mu = weighted.sum(-1)
+        second = weighted.mul_(log_probs).sum(-1)
+        sigma = (second - mu.pow(2)).clamp_min(1e-12).sqrt()
         mu, sigma = mu.cpu(), sigma.cpu()
     targets, found = targets.cpu(), []
     for row in range(len(moments)):
