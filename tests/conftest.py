@@ -7,6 +7,12 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # runtime auto: float32 on every CPU, so that the suite's numbers do not depend on whether the CPU that runs it
 # has native bf16 (detect/runtime.py; tests/test_runtime.py checks the bf16 choice with the variable unset)
 os.environ.setdefault("LAB_AUTO_CPU_BF16", "0")
+# Under pytest-xdist (-n N) the workers share the cores: each worker, and the studies it starts, computes on
+# cores / N threads, so that N workers never ask for more threads than there are cores (oversubscribed OpenMP
+# threads spin against each other: two 2-thread jobs on 2 cores ran ~6x slower, not 2x)
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    os.environ.setdefault("OMP_NUM_THREADS",
+                          str(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))))
 
 import sys  # noqa: E402
 
