@@ -28,6 +28,13 @@ def test_no_traceback_stands_in_the_docs():
 
 
 
+def test_the_readme_runs_the_tests_as_ci_does():
+    """The README's test command is .ci/run's, install to pytest: what a contributor runs is what CI runs."""
+    ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()[-1]
+    assert ci.startswith('CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install') and "python -m pytest" in ci
+    assert ci in (ROOT / "README.md").read_text().splitlines()
+
+
 def test_no_doc_points_outside_the_repository_and_every_cited_method_section_exists():
     """A clone has no ../shared/: the method specification is docs/method.md, and "method section N" names one of
     its sections."""
