@@ -165,8 +165,8 @@ def _statistics(logits, targets, mask, moments: list[bool], torch,
     the log-probabilities, the probabilities weighted in place: at most four alive with moments) is then 256 x 49,152 x
     4 bytes = 50 MB. Whole, a shared-prefix batch of 8,192 positions took ~8 GB (164 HumanEval renderings with
     moments: peak resident 9.1 GB, from 1.2 GB loaded), which OOM-killed a 24 GB machine after training in the same
-    process; in chunks of 1,024 positions and six tensors the README study still peaked at 5-6 GB in its cells
-    (bench/bench_study.py). Every operation is per row, so the chunks give the same numbers."""
+    process (``python bench/scorer_memory.py``: growth over the loaded model 2.29 GB at 1,024 positions and six
+    tensors, 1.39 GB now). Every operation is per row, so the chunks give the same numbers."""
     rows_at_once = max(1, max_tokens // max(1, logits.shape[1]))
     found = []
     for start in range(0, len(moments), rows_at_once):
