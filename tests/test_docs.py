@@ -217,17 +217,21 @@ def test_the_profile_tables_are_the_scripts_output():
 
 
 def test_the_readme_first_command_output_is_what_the_command_prints_from_the_measured_summary():
-    """The README's block of what the first command prints, line by line, is contaminate.report.command_lines of the
-    measured run's committed summary (results/readme_study_45/after), below the run folder's line."""
+    """The README's block of what the first command prints is, line by line, what the measured run printed
+    (results/readme_study_46/after/stdout.txt, below its run folder's line) and contaminate.report.command_lines of
+    that run's committed summary: what a fresh run prints, and what the code prints from its summary today."""
     import re
 
     from contaminate.report import command_lines
 
     readme = (ROOT / "README.md").read_text()
     block = re.search(r"The first command prints.*?\n```\n(.*?)\n```", readme, re.DOTALL).group(1).splitlines()
-    summary = json.loads((ROOT / "results" / "readme_study_45" / "after" / "summary.json").read_text())
+    measured = ROOT / "results" / "readme_study_46" / "after"
+    printed = (measured / "stdout.txt").read_text().splitlines()
     assert block[0] == "runs/contaminate/<time>_synth_nli_smollm2_135m_full"
-    assert block[1:] == command_lines(summary)
+    assert re.fullmatch(r".*runs/contaminate/[\d_-]+_synth_nli_smollm2_135m_full", printed[0])
+    assert block[1:] == printed[1:]
+    assert block[1:] == command_lines(json.loads((measured / "summary.json").read_text()))
 
 
 def test_the_profile_answers_table_is_the_modules_output():
@@ -294,7 +298,8 @@ def test_the_readme_study_table_is_the_scripts_output():
     from contaminate.reports import study as study_table
 
     for folder in (ROOT / "results" / "readme_study", ROOT / "results" / "readme_study" / "fp32",
-                   *(ROOT / "results" / "readme_study_45" / name for name in ("before", "after", "elicit"))):
+                   *(ROOT / "results" / "readme_study_45" / name for name in ("before", "after", "elicit")),
+                   ROOT / "results" / "readme_study_46" / "after"):
         name = folder.relative_to(ROOT)
         assert study_table.main(str(folder)) == (folder / "table.md").read_text(), \
             f"python -m contaminate.reports.study {name} > {name}/table.md"
