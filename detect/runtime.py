@@ -165,9 +165,9 @@ def keep_freed_memory() -> bool:
     fresh ``mmap`` and unmaps it on free, so each such tensor page-faults in 100k zeroed pages again. Measured on
     the README study (2-core AMD EPYC, bf16): 73 million page faults and 166 s of system time; detection alone
     179 -> 151 s with them gone (``MALLOC_MMAP_MAX_=0``, ``MALLOC_TRIM_THRESHOLD_``: what this sets). Freed memory
-    is held for reuse until the process ends, so the resident memory stays at its peak: the README study peaked at
-    11.9 GB against 6.4 GB before. ``LAB_KEEP_FREED_MEMORY=0`` leaves malloc as it is (less memory, more system
-    time). A no-op off Linux/glibc."""
+    is held for reuse until the process ends or ``release_freed_memory`` hands it back (at the end of each stage):
+    alone, the README study peaked at 11.9 GB against 6.4 GB before. ``LAB_KEEP_FREED_MEMORY=0`` leaves malloc as it
+    is (less memory, more system time). A no-op off Linux/glibc."""
     global _MALLOC_SET
     if _MALLOC_SET:
         return True
