@@ -67,9 +67,10 @@ def run_study(checkout: Path, work: Path, overrides: list[str]) -> tuple[Path, f
     sampler.start()
     for line in process.stdout:  # the stage the memory belongs to: the study's own log lines
         lines.append(line)
-        for marker in ("] - training ", "] - detecting "):
-            if marker in line:
-                stages.append((time.perf_counter() - started, line.split(marker)[1].split(":")[0].strip()))
+        if "] - training " in line:
+            stages.append((time.perf_counter() - started, "training"))
+        elif "] - detecting " in line:  # "detecting <cell>: ..."
+            stages.append((time.perf_counter() - started, line.split("] - detecting ")[1].split(":")[0]))
     _, status, usage = os.wait4(process.pid, 0)
     seconds = time.perf_counter() - started
     sampler.join()
@@ -79,7 +80,6 @@ def run_study(checkout: Path, work: Path, overrides: list[str]) -> tuple[Path, f
     per_stage = {}
     for (start, name), (end, _) in zip(stages, stages[1:]):
         inside = [rss for t, rss in samples if start <= t < end]
-        name = "training" if name.startswith("/") or "checkpoints" in name else name
         per_stage[name] = max(per_stage.get(name, 0.0), max(inside, default=0) / 1e9)
     return run_dir, seconds, {"peak_gb": usage.ru_maxrss * 1024 / 1e9, "stages_gb": per_stage}
 

@@ -171,15 +171,10 @@ def keep_freed_memory() -> bool:
     global _MALLOC_SET
     if _MALLOC_SET:
         return True
-    import ctypes
-    import sys
-
-    if not sys.platform.startswith("linux") or os.environ.get("LAB_KEEP_FREED_MEMORY", "1") == "0":
+    libc = _glibc()
+    if libc is None or os.environ.get("LAB_KEEP_FREED_MEMORY", "1") == "0":
         return False
-    try:
-        mallopt = ctypes.CDLL("libc.so.6").mallopt
-    except (OSError, AttributeError):  # musl or another libc: leave it as it is
-        return False
+    mallopt = libc.mallopt
     m_trim_threshold, m_mmap_max = -1, -4  # malloc.h
     # no mmap for large blocks, and no trimming of the heap's free top (-1: never; a bounded threshold still handed
     # back the top after training freed its ~3 GB, and every big tensor after it faulted in again: detection 180 s
@@ -193,21 +188,31 @@ def release_freed_memory() -> None:
     cycles), then glibc's ``malloc_trim(0)``, which returns every free page of the heap, not only its top.
 
     ``keep_freed_memory`` keeps freed memory for the next tensors, which is what a stage wants inside it; between
-    stages it is memory held for tensors of the wrong sizes: the heap only grows, and the README study's resident
-    memory rose from 3.1 GB after training to 12 GB by its last cell. Called where one stage ends and the next
-    one's sizes differ (after training, after each detection cell): the next stage faults its pages in once, not
-    once per tensor. A no-op but the collection off Linux/glibc."""
-    import ctypes
+    stages it is memory held for tensors of the wrong sizes: the heap only grows (a small study, 16 members: 3.1 GB
+    held after training, 5.5 GB by its last cell). Called where one stage ends and the next one's sizes differ
+    (after training, after each detection cell): the next stage faults its pages in once, not once per tensor.
+    Only the collection off Linux/glibc."""
     import gc
-    import sys
 
     gc.collect()
+    libc = _glibc()
+    if libc is not None:
+        libc.malloc_trim(0)
+
+
+def _glibc():
+    """glibc as a ctypes library with ``mallopt`` and ``malloc_trim``; None off Linux or on another libc (musl)."""
+    import ctypes
+    import sys
+
     if not sys.platform.startswith("linux"):
-        return
+        return None
     try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # musl or another libc
-        pass
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt, libc.malloc_trim  # noqa: B018 (both looked up: another libc lacks them)
+    except (OSError, AttributeError):
+        return None
+    return libc
 
 
 def from_config(runtime_cfg) -> Placement:

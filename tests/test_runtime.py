@@ -153,9 +153,6 @@ def test_memory_kept_for_one_stage_is_handed_back_at_its_end():
     """A stage's freed tensors stay resident under keep_freed_memory; release_freed_memory (called after training and
     after each cell) hands them back: resident memory falls by most of a freed 400 MB block. In its own process, so
     that the suite's other tensors do not move the numbers."""
-    import subprocess
-    import sys
-
     if not sys.platform.startswith("linux"):
         pytest.skip("glibc's malloc_trim only")
     code = """
