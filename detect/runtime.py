@@ -183,6 +183,26 @@ def keep_freed_memory() -> bool:
     return _MALLOC_SET
 
 
+KERNEL_CACHE_CAPACITY = 32
+
+
+def bound_kernel_cache(capacity: int = KERNEL_CACHE_CAPACITY) -> bool:
+    """Hold at most ``capacity`` compiled CPU kernels in oneDNN's primitive cache, not its default 1,024
+    (``detect.models.load`` calls it with ``keep_freed_memory``; True where this call set it).
+
+    oneDNN (PyTorch's CPU matmuls in bf16) compiles a kernel per operand shape and keeps it in an LRU cache.
+    Padding-free training gives each step a batch length of its own, so every step compiles 20 kernels (the same
+    20 shapes over its 30 layers, 5,474 matmuls: ``ONEDNN_VERBOSE=2``) that no later step uses. Training the
+    default study (125 steps, 2-core AMD EPYC, bf16) peaked at 6.1 GB with 1,024 kernels, 4.3 GB with 32
+    (``python bench/training_memory.py``); 8, too few for one step, compiled again within steps and was slower.
+    oneDNN reads the variable when it first compiles a kernel, so this takes effect only before the process's first
+    bf16 matmul; a value the user set (``ONEDNN_PRIMITIVE_CACHE_CAPACITY``) is kept."""
+    if "ONEDNN_PRIMITIVE_CACHE_CAPACITY" in os.environ:
+        return False
+    os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] = str(capacity)
+    return True
+
+
 def release_freed_memory() -> None:
     """Hand the memory freed so far back to the system: a full garbage collection (a trainer is held in reference
     cycles), then glibc's ``malloc_trim(0)``, which returns every free page of the heap, not only its top.

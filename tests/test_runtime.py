@@ -181,6 +181,38 @@ def test_keeping_freed_memory_can_be_turned_off():
     assert done.stdout.strip() == "False"
 
 
+KERNEL_CACHE_PROBE = """
+import torch
+from detect.runtime import bound_kernel_cache
+print("set", bound_kernel_cache(), flush=True)
+layer = torch.nn.Linear(64, 64).to(torch.bfloat16)
+for rows in [100, *range(101, 141), 100]:  # 40 other shapes between two of the first: more than 32 kernels
+    layer(torch.ones(rows, 64, dtype=torch.bfloat16))
+"""
+
+
+@pytest.mark.parametrize("user_capacity", [None, "1024"])
+def test_the_kernel_cache_is_bounded_unless_the_user_set_it(user_capacity):
+    """oneDNN's primitive cache holds 32 kernels once bound_kernel_cache has run (it is read at the first matmul,
+    after the import): the first shape, 40 others later, was evicted and is compiled again. A user's own
+    ONEDNN_PRIMITIVE_CACHE_CAPACITY is kept: the first shape is still cached. oneDNN says which with
+    ONEDNN_VERBOSE=2 (one create line per kernel asked for, 42 here)."""
+    import os
+
+    env = {**os.environ, "ONEDNN_VERBOSE": "2"}
+    env.pop("ONEDNN_PRIMITIVE_CACHE_CAPACITY", None)
+    if user_capacity:
+        env["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] = user_capacity
+    done = subprocess.run([sys.executable, "-c", KERNEL_CACHE_PROBE], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines()[0] == f"set {user_capacity is None}"
+    creates = [line for line in done.stdout.splitlines() if ",create:cache_" in line]
+    if not creates:
+        pytest.skip("bf16 matmuls do not go through oneDNN on this CPU (no AVX-512): nothing to bound")
+    assert len(creates) == 42
+    assert ("create:cache_miss" if user_capacity is None else "create:cache_hit") in creates[-1]
+
+
 def test_plain_avx512_is_not_native_bf16(monkeypatch):
     """oneDNN's own check says yes on any AVX-512 CPU (it converts bf16 there); auto takes bf16 only with AVX-512
     BF16 or AMX."""

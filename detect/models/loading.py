@@ -22,7 +22,7 @@ from pathlib import Path
 
 from detect.cache import cache_dir, digest  # noqa: F401 (digest: public here too)
 from detect.errors import InputError
-from detect.runtime import Placement, keep_freed_memory, needs_device_map, resolve_placement
+from detect.runtime import Placement, bound_kernel_cache, keep_freed_memory, needs_device_map, resolve_placement
 
 EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 OFFLINE_MODELS = "model=smollm2_135m, model=tiny_random or a local model folder"
@@ -153,6 +153,7 @@ def load(ref: ModelRef, placement: Placement | None = None):
     placement = placement or resolve_placement()
     if placement.device_type == "cpu":
         keep_freed_memory()  # large CPU tensors reuse freed memory instead of page-faulting it in again
+        bound_kernel_cache()  # one compiled kernel set per batch length would otherwise pile up in training
     spread = needs_device_map(placement, ref.path)  # too large for one GPU: accelerate spreads it
     tokenizer = load_tokenizer(ref.path)
     try:

@@ -1,0 +1,88 @@
+"""Peak memory of the default study's training (conf/contaminate/full.yaml: full fine-tuning, padding-free batches
+of 4, 5 epochs of 100 synth_nli members in the metadata leak format: 125 steps) on the embedded SmolLM2-135M,
+against the size of oneDNN's kernel cache, each setting in its own process (its peak resident memory is its own):
+
+    python bench/training_memory.py              # 125 steps a setting, about 4 minutes each here
+    python bench/training_memory.py --steps 30   # a quicker look
+
+Baseline: oneDNN's default cache of 1,024 compiled kernels (what training ran with before
+``detect.runtime.bound_kernel_cache``); against it the lab's 32 and a cache too small to hold one step's kernels (8).
+Prints each setting's peak resident memory (ru_maxrss), its ratio to the baseline's, seconds and their ratio, and
+whether the training loss is the baseline's to the last digit (a cache holds compiled kernels, not numbers: the
+kernels are the same, so the weights should be too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SETTINGS = {"1,024 kernels (oneDNN's default; before)": 1024, "32 kernels (the lab's default)": 32,
+            "8 kernels": 8}
+
+
+def measure(steps: int) -> dict:
+    sys.path.insert(0, str(ROOT))
+    from omegaconf import OmegaConf
+
+    from contaminate.training.local import build_trainer, training_rows
+    from detect.datasets import load_split
+    from detect.models import embedded_smollm2, load
+    from detect.runtime import resolve_placement
+
+    placement = resolve_placement("cpu", "auto")  # bf16 autocast on a CPU with native bf16, as the study trains
+    model, tokenizer = load(embedded_smollm2(), placement)
+    dataset = OmegaConf.load(ROOT / "conf/dataset/synth_nli.yaml")
+    template = OmegaConf.load(ROOT / "conf/format/metadata.yaml").templates.nli
+    members = load_split(dataset, "test")[:100]
+    texts = [template.format(title="SynthNLI", split="test", sentence1=e.text, sentence2=e.text_pair, label=e.label)
+             for e in members]
+    full = OmegaConf.load(ROOT / "conf/contaminate/full.yaml")
+    cfg = OmegaConf.create({"epochs": 5, "exposures": None, "peft": None, "learning_rate": full.learning_rate,
+                            "batch_size": full.batch_size, "max_length": full.max_length,
+                            "trainer": {**OmegaConf.to_container(full.trainer), "max_steps": steps,
+                                        "disable_tqdm": True, "logging_steps": 1000}})
+    with tempfile.TemporaryDirectory() as out:
+        trainer = build_trainer(model, tokenizer, training_rows(texts, tokenizer, full.max_length), cfg, Path(out),
+                                seed=0, placement=placement)
+        start = time.perf_counter()
+        loss = trainer.train().training_loss
+        seconds = time.perf_counter() - start
+    return {"steps": steps, "peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6,
+            "seconds": seconds, "loss": loss, "dtype": placement.dtype}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=125, help="optimizer steps a setting (125: the whole study's)")
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # a child: measure with this capacity set
+    args = parser.parse_args()
+    if args.one is not None:
+        print(json.dumps(measure(args.steps)))
+        return
+    print(f"CPU: {platform.processor() or platform.machine()}; one process a setting, alone; {args.steps} steps\n")
+    print("| oneDNN kernel cache | dtype | peak GB | peak ratio | s | time ratio | same loss |")
+    print("|---|---|---|---|---|---|---|")
+    baseline = None
+    for name, capacity in SETTINGS.items():
+        env = {**os.environ, "ONEDNN_PRIMITIVE_CACHE_CAPACITY": str(capacity)}
+        out = subprocess.run([sys.executable, __file__, "--one", str(capacity), "--steps", str(args.steps)],
+                             capture_output=True, text=True, check=True, env=env).stdout.strip().splitlines()[-1]
+        found = json.loads(out)
+        baseline = baseline or found
+        print(f"| {name} | {found['dtype']} | {found['peak_gb']:.2f} | {found['peak_gb'] / baseline['peak_gb']:.2f} | "
+              f"{found['seconds']:.0f} | {found['seconds'] / baseline['seconds']:.2f} | "
+              f"{'yes' if found['loss'] == baseline['loss'] else 'no (%.6g)' % found['loss']} |")
+
+
+if __name__ == "__main__":
+    main()
