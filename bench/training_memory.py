@@ -37,10 +37,11 @@ def measure(steps: int) -> dict:
     from contaminate.training.local import build_trainer, training_rows
     from detect.datasets import load_split
     from detect.models import embedded_smollm2, load
-    from detect.runtime import resolve_placement
+    from detect.runtime import Placement, resolve_placement
 
     placement = resolve_placement("cpu", "auto")  # bf16 autocast on a CPU with native bf16, as the study trains
-    model, tokenizer = load(embedded_smollm2(), placement)
+    # float32 master weights, as contaminate/training/local.py's train_local loads them: autocast does the rest
+    model, tokenizer = load(embedded_smollm2(), Placement(placement.device, "float32", None))
     dataset = OmegaConf.load(ROOT / "conf/dataset/synth_nli.yaml")
     template = OmegaConf.load(ROOT / "conf/format/metadata.yaml").templates.nli
     members = load_split(dataset, "test")[:100]
