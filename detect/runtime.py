@@ -192,9 +192,10 @@ def bound_kernel_cache(capacity: int = KERNEL_CACHE_CAPACITY) -> bool:
 
     oneDNN (PyTorch's CPU matmuls in bf16) compiles a kernel per operand shape and keeps it in an LRU cache.
     Padding-free training gives each step a batch length of its own, so every step compiles 20 kernels (the same
-    20 shapes over its 30 layers, 5,474 matmuls: ``ONEDNN_VERBOSE=2``) that no later step uses. Training the
-    default study (125 steps, 2-core AMD EPYC, bf16) peaked at 6.1 GB with 1,024 kernels, 4.3 GB with 32
-    (``python bench/training_memory.py``); 8, too few for one step, compiled again within steps and was slower.
+    20 shapes over its 30 layers, 5,474 matmuls: ``ONEDNN_VERBOSE=2``) that no later step uses. The default study's
+    training alone (125 steps, 2-core AMD EPYC, bf16: ``python bench/training_memory.py``) peaked at 5.26 GB with
+    1,024 kernels and 4.16 GB with 32, in the same time; 8, fewer than a step's 20, compiled again within steps:
+    4.12 GB, 1.08x the time. The whole study: 6.11 -> 4.43 GB, scores identical (results/memory_46/kernel_cache).
     oneDNN reads the variable when it first compiles a kernel, so this takes effect only before the process's first
     bf16 matmul; a value the user set (``ONEDNN_PRIMITIVE_CACHE_CAPACITY``) is kept."""
     if "ONEDNN_PRIMITIVE_CACHE_CAPACITY" in os.environ:
