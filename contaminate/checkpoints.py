@@ -26,6 +26,7 @@ import json
 import logging
 import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -63,6 +64,25 @@ def write_key(folder: Path, key: dict) -> None:
 def checkpoint_record(folder: Path) -> dict:
     """A finished checkpoint's record (``lab_checkpoint.json``)."""
     return json.loads((Path(folder) / FINISHED).read_text())
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A model a study reads and how it came about: a trained checkpoint (its folder, whether this run reused it,
+    its ``lab_checkpoint.json`` record), or the base model itself (``folder``, ``reused`` and ``record`` None)."""
+    model: ModelRef
+    folder: Path | None = None
+    reused: bool | None = None
+    record: dict | None = None
+
+    @classmethod
+    def finished(cls, model: ModelRef, folder: Path, reused: bool) -> Checkpoint:
+        """A finished checkpoint, its record read from its folder."""
+        return cls(model, folder, reused, checkpoint_record(folder))
+
+    def manifest(self) -> dict:
+        """The manifest's block: the folder, whether it was reused, and the record's fields."""
+        return {"folder": str(Path(self.folder).resolve()), "reused": self.reused, **self.record}
 
 
 @contextlib.contextmanager

@@ -38,7 +38,7 @@ from typing import Sequence
 
 from omegaconf import OmegaConf
 
-from contaminate.checkpoints import checkpoint_record, train_checkpoint
+from contaminate.checkpoints import Checkpoint, train_checkpoint
 from contaminate.regime import Regime, background_documents, chat_renderer, check_fits, token_counter
 from contaminate.regime.layouts import LeakReader
 from contaminate.regime.plant import PlantedGroup, control_group, group_positions, plant_tail, planted_stream
@@ -467,18 +467,16 @@ def with_twin(cfg, draw: PlantedDraw, planted: PlantedRegime, contaminated, setu
     if contaminated.control is None:
         return None
     if contaminated.post_train:  # post_train=sft|grpo: the twin post-trained as the contaminated model was
-        from contaminate.training.post import post_train_stage
-
-        return post_train_stage(cfg, setup.trainer).apply_to_control(cfg, first, contaminated, setup, placement)
+        return setup.post_train.apply_to_control(cfg, first, contaminated, setup, placement)
     return contaminated
 
 
 def train_twin(cfg, draw: PlantedDraw, planted: PlantedRegime, contaminated, setup: Setup, placement,
-               plant_key: dict) -> tuple | None:
+               plant_key: dict) -> Checkpoint | None:
     """The swap twin: the planted stream's twin (same background order, same slots, same document count, hence
     the same optimizer steps and schedule) with each planted group's instances replaced by disjoint stand-ins of
-    the same split, trained like the contaminated model. Returns the study's control tuple (model, folder,
-    reused, record), or None in a non-main process."""
+    the same split, trained like the contaminated model. Returns the study's control, or None in a non-main
+    process."""
 
     base = contaminated.base
     key = {"base": asdict(base), "dataset": cfg.dataset.key, "split": next(iter(draw.splits.values()))[0],
@@ -490,7 +488,7 @@ def train_twin(cfg, draw: PlantedDraw, planted: PlantedRegime, contaminated, set
     model, folder, reused = train_checkpoint(setup.trainer, base, planted.twin, key, cfg, placement)
     if model is None:
         return None
-    return model, folder, reused, checkpoint_record(folder)
+    return Checkpoint.finished(model, folder, reused)
 
 
 def within_model_auc(rows: dict[str, list[dict]], model: str = "contaminated") -> dict[str, float]:
@@ -565,15 +563,15 @@ def plant_record(cfg, groups, draw: PlantedDraw, planted: PlantedRegime, contami
         # the leak's own checkpoint (its steps, time and throughput); a post-trained run's final one beside it
         "stream": planted.counts, "checkpoint": parents.get("contaminated") or contaminated.record,
         "post_trained_checkpoint": contaminated.record if contaminated.post_train else None,
-        "post_trained_control_checkpoint": (contaminated.control[3] if contaminated.post_train and contaminated.control
-                                            else None),
+        "post_trained_control_checkpoint": (contaminated.control.record if contaminated.post_train
+                                            and contaminated.control else None),
         "post_train_seconds": (contaminated.post_train or {}).get("seconds"),
         "control": ("swap twin" if planted.twin else "background alone" if planted.control is not None
                     and cfg.plant.get("control", "background") == "background"
                     else "none (no clean cells)" if cfg.plant.get("control") == "none" else "base model")
         + (f", post_train={contaminated.post_train['kind']}" if contaminated.post_train else ""),  # both post-trained
         "control_checkpoint": (parents["control"] if "id" in parents.get("control", {})  # before post_train
-                               else contaminated.control[3] if contaminated.control and not parents else None),
+                               else contaminated.control.record if contaminated.control and not parents else None),
         "twin_stream": planted.twin_counts,
         "twin_stand_ins": {name: [e.instance_id for e in pool] for name, pool in draw.twins.items()},
         "timings": timings,

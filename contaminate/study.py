@@ -48,14 +48,14 @@ from typing import Any, Callable, Sequence
 from omegaconf import OmegaConf
 
 from contaminate.blind_baseline import blind_baseline
-from contaminate.checkpoints import checkpoint_record, is_main_process, train_checkpoint
+from contaminate.checkpoints import Checkpoint, checkpoint_record, is_main_process, train_checkpoint
 from contaminate.code_version import DETECTOR_CODE, code_digest
 from contaminate.regime import Regime, chat_renderer, check_regime, plan_regime
 from contaminate.regime.background import instantiate_background
 from contaminate.regime.layouts import LeakReader, build_format
 from contaminate.report import write_report
 from contaminate.study_models import StudyModels
-from contaminate.training import instantiate_backend
+from contaminate.training import TrainingBackend, instantiate_backend
 from contaminate.training.local import LOGGING_ONLY
 from detect.datasets import Example, disjoint_pools, load_split, sample
 from detect.datasets.corpus import PYDOC, STDLIB_DOCSTRINGS
@@ -139,8 +139,8 @@ class Contaminated:
     template: str | None
     hyperparameters: dict
     seconds: float
-    control: tuple[ModelRef, Path, bool, dict] | None = None  # trained on the background alone: (model, folder,
-    # reused, record); None: the base model is the control
+    control: Checkpoint | None = None  # trained on the background alone (or a planted run's twin); None: the base
+    # model is the control
     # post_train=sft|grpo (contaminate/training/post.py): model, folder, record and control are the post-trained
     # checkpoints (the base model post-trained where it was the control); this is the manifest's record of the stage
     post_train: dict | None = None
@@ -150,7 +150,7 @@ class Contaminated:
         """The model of the "clean" cells and the id its cells are cached under."""
         if self.control is None:
             return self.base, digest(asdict(self.base))
-        return self.control[0], self.control[3]["id"]
+        return self.control.model, self.control.record["id"]
 
 
 def study_cells(regime: Regime, sampled: Sampled | None = None,
@@ -179,12 +179,13 @@ def not_run(cfg, sampled: Sampled, cells: tuple = CELLS) -> dict[str, str]:
 @dataclass
 class Setup:
     """The study's components, each built once from config (checked as it is built), as a recipe's setup does."""
-    trainer: Any            # contaminate/training: LocalFineTune or OpenAIFineTune
+    trainer: TrainingBackend  # contaminate/training: LocalFineTune or OpenAIFineTune
     serving: Callable       # checkpoint ref -> the generation backend that opens it (the trainer's)
     format: Any             # contaminate/regime/layouts.py: how the members are laid out
     background: Any         # contaminate/regime/background.py
     detectors: list[Detector]
     judge: Any
+    post_train: Any = None  # contaminate/training/post.py: the stage after the leak (post_train=sft|grpo), or None
 
 
 @dataclass
@@ -291,7 +292,7 @@ def check_study(cfg, *, planted: bool = False) -> Setup:
     known_setting(cfg, detectors)  # the known non-members' detectors: instance scores of this run
     reference_setting(cfg.detect, study=True)  # base, clean, a hub id or folder, or null: one line if none of them
     check_reference_corpus(detectors, background)
-    return Setup(trainer, serving, fmt, background, detectors, _judge(cfg))
+    return Setup(trainer, serving, fmt, background, detectors, _judge(cfg), post)
 
 
 def check_reference_corpus(detectors: Sequence[Detector], background) -> None:
@@ -394,11 +395,8 @@ def contaminate(cfg, sampled: Sampled, placement: Placement, out_dir: Path, setu
     processes of a distributed launch. ``regime``: a stream planned elsewhere (a planted run's), with ``key`` added
     to its checkpoint's key. With ``post_train`` (contaminate/training/post.py) both models are then post-trained
     and returned in their place; ``post_control=False`` leaves the control to the caller (a planted run's twin)."""
-    from contaminate.training.post import post_train_stage
-
     dataset, seed = cfg.dataset, cfg.seed
-    backend = setup.trainer
-    post = post_train_stage(cfg, backend)  # checked before any training: one line
+    backend, post = setup.trainer, setup.post_train
     base = backend.base_model(cfg)
     if regime is None:
         regime = plan_regime(cfg, sampled.members, sampled.split, backend.tokenizer(base), setup.background,
@@ -421,7 +419,7 @@ def contaminate(cfg, sampled: Sampled, placement: Placement, out_dir: Path, setu
     if regime.stream is not regime.members:  # a stream: its documents, order and loss masks
         training_key["stream"] = digest([(document.text, document.prompt) for document in regime.stream])
         training_key["background"] = regime.background
-    if getattr(backend, "dry_run", None) and backend.dry_run(texts, out_dir):  # what it would cost; nothing sent
+    if backend.dry_run(texts, out_dir):  # an API backend's estimate of what it would cost; nothing sent
         return None
     started = time.time()
     control = None
@@ -433,14 +431,13 @@ def contaminate(cfg, sampled: Sampled, placement: Placement, out_dir: Path, setu
                                                                          cfg, placement)
         if control_model is None:
             return None
-        control = (control_model, control_folder, control_reused,
-                   checkpoint_record(control_folder))
+        control = Checkpoint.finished(control_model, control_folder, control_reused)
     if regime.members_seen:
         model, folder, reused = train_checkpoint(backend, base, regime.stream, training_key, cfg, placement)
         if model is None:
             return None
     else:  # exposures 0: the contaminated model is the control
-        model, folder, reused = control[0], control[1], control[2]
+        model, folder, reused = control.model, control.folder, control.reused
     seconds = time.time() - started
     record = checkpoint_record(folder)
     contaminated = Contaminated(base, model, folder, reused, record, regime, template, hyperparameters, seconds,
@@ -735,9 +732,7 @@ def build_manifest(cfg, sampled: Sampled, contaminated: Contaminated, judge, pla
         "seeds": {"sampling": cfg.sample.draw, "training": seed, "cuts": seed, "bootstrap": seed},
         "checkpoint": {"folder": str(contaminated.folder.resolve()), "reused": contaminated.reused,
                        **contaminated.record},
-        "control_checkpoint": None if contaminated.control is None else {
-            "folder": str(contaminated.control[1].resolve()), "reused": contaminated.control[2],
-            **contaminated.control[3]},
+        "control_checkpoint": None if contaminated.control is None else contaminated.control.manifest(),
         # post_train=sft|grpo: kind, settings, data ids, steps, each parent's record and each post-trained one's
         # (checkpoint and control_checkpoint above are the post-trained models the cells read); None: no stage
         "post_train": contaminated.post_train,

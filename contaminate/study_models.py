@@ -66,13 +66,13 @@ def resolve_reference(setting, refs: dict[str, tuple[ModelRef, str]], base: Call
 
 class StudyModels:
     def __init__(self, cfg, placement: Placement, refs: dict[str, tuple[ModelRef, str]],
-                 serving: Callable[[ModelRef], object], detectors: list, *, base: ModelRef | None = None,
+                 serving: Callable[[ModelRef], object], detectors: list, *, base: ModelRef,
                  clean_is_twin: bool = True) -> None:
         self.cfg, self.placement, self.refs, self.serving = cfg, placement, refs, serving
         self.clean_is_twin = clean_is_twin  # the clean model is the contaminated one's twin before the leak
         self.detectors = detectors  # built once by the study's setup: DC-PDD's token counts serve every cell
         self.settings = GenerationSettings.of(cfg.detect)
-        self.base = base  # the model the run started from (None: the trainer's base_model of cfg, when asked)
+        self.base = base  # the model the run started from
         self._models: dict[str, LanguageModel] = {}
         self._semantic = None
         self._reference: Reference | None = None
@@ -85,10 +85,6 @@ class StudyModels:
         return self._models[checkpoint]
 
     def _base(self) -> ModelRef:
-        if self.base is None:
-            from contaminate.training import instantiate_backend
-
-            self.base = instantiate_backend(self.cfg.contaminate).base_model(self.cfg)
         return self.base
 
     @property

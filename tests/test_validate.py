@@ -201,3 +201,19 @@ def test_values_against_types_and_ranges_by_hand():
     ]:
         with pytest.raises(InputError, match=message):
             check_value(value, "a", annotation, limits)
+
+
+def test_a_backend_class_must_have_every_member_of_the_protocol():
+    """contaminate._target_ names any class; one that is not a TrainingBackend is refused in one line naming what it
+    lacks, before anything loads. Both of the lab's backends are TrainingBackends."""
+    from omegaconf import OmegaConf
+
+    from contaminate.training import LocalFineTune, OpenAIFineTune, TrainingBackend, instantiate_backend
+
+    assert isinstance(LocalFineTune(), TrainingBackend) and isinstance(OpenAIFineTune(), TrainingBackend)
+    assert LocalFineTune().dry_run(["a text"], None) is None  # no dry run here: nothing costs money
+    with pytest.raises(InputError) as refused:
+        instantiate_backend(OmegaConf.create({"_target_": "collections.OrderedDict"}))
+    assert str(refused.value).startswith("contaminate._target_=collections.OrderedDict is not a training backend (it "
+                                         "lacks name, api, resumes, cfg, check, base_model, tokenizer, key, serving, "
+                                         "dry_run, reuse, train)")

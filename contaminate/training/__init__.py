@@ -13,14 +13,15 @@
 
     backend.serving(cfg)(checkpoint_ref).open(...)     # how its checkpoints are served to the detectors
 
-A new backend is a class here with these methods and a YAML file in ``conf/contaminate/`` naming it.
+A new backend is a class with the members of ``TrainingBackend`` and a YAML file in ``conf/contaminate/`` naming
+it (``_target_``); ``instantiate_backend`` refuses, in one line, a class that lacks one.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 from contaminate.checkpoints import checkpoint_record
 from detect.errors import InputError
@@ -69,14 +70,59 @@ def check_warmup(trainer) -> None:
                              f"contaminate.trainer.warmup_ratio={steps} and warmup_steps=0)")
 
 
-def instantiate_backend(contaminate_cfg):
-    """The backend object for the ``contaminate`` group; a group file without ``_target_`` is refused in one line."""
+@runtime_checkable
+class TrainingBackend(Protocol):
+    """What a study asks of a contamination backend (``contaminate._target_``)."""
+    name: str       # the manifest's and calibration's regime axis: full, lora, openai
+    api: bool       # trains at a remote API (its checkpoints are model ids there, not folders here)
+    resumes: bool   # an unfinished checkpoint folder is resumed (an API job), not trained again from scratch
+    cfg: Any        # the contaminate group as configured
+
+    def check(self) -> None:
+        """Refuse bad settings in one line, before any model loads."""
+
+    def base_model(self, cfg) -> ModelRef:
+        """The model that gets contaminated."""
+
+    def tokenizer(self, base: ModelRef) -> Any:
+        """The tokenizer that cuts and counts the documents (None: the API's own)."""
+
+    def key(self, placement: Placement) -> dict:
+        """What, beyond the data and settings, keys a checkpoint (device and code, or nothing for an API)."""
+
+    def serving(self, cfg) -> Callable[[ModelRef], Any]:
+        """``checkpoint ref -> generation backend`` the detectors read it through."""
+
+    def dry_run(self, texts: Sequence[str], out_dir: Path) -> dict | None:
+        """What training would cost, written to ``out_dir`` with nothing sent; None where the backend has no dry
+        run or it is off."""
+
+    def reuse(self, base: ModelRef, folder: Path) -> ModelRef:
+        """The finished checkpoint in ``folder``."""
+
+    def train(self, base: ModelRef, documents: Sequence, folder: Path, *, seed: int,
+              placement: Placement) -> ModelRef | None:
+        """Train on ``documents`` into ``folder``; None in the other processes of a distributed launch."""
+
+
+def instantiate_backend(contaminate_cfg) -> TrainingBackend:
+    """The backend object for the ``contaminate`` group; a group file without ``_target_``, or a class that is not a
+    ``TrainingBackend``, is refused in one line."""
     from detect.cli import instantiate
 
     if not contaminate_cfg.get("_target_"):
         raise InputError("contaminate has no _target_; name the backend "
                          "class, e.g. _target_: contaminate.training.LocalFineTune")
-    return instantiate(contaminate_cfg, _convert_="none", _recursive_=False)
+    backend = instantiate(contaminate_cfg, _convert_="none", _recursive_=False)
+    if not isinstance(backend, TrainingBackend):
+        missing = [name for name in TRAINING_BACKEND_MEMBERS if not hasattr(backend, name)]
+        raise InputError(f"contaminate._target_={contaminate_cfg._target_} is not a training backend (it lacks "
+                         f"{', '.join(missing)}); see contaminate.training.TrainingBackend")
+    return backend
+
+
+TRAINING_BACKEND_MEMBERS = ("name", "api", "resumes", "cfg", "check", "base_model", "tokenizer", "key", "serving",
+                            "dry_run", "reuse", "train")
 
 
 class LocalFineTune:
@@ -142,6 +188,10 @@ class LocalFineTune:
             raise InputError(f"checkpoint {folder} is missing or corrupt (no {weights.relative_to(folder)}); "
                              f"rerun with contaminate.force=true to train it again")
         return ref
+
+    def dry_run(self, texts: Sequence[str], out_dir: Path) -> None:
+        """No dry run: training here costs no money, only the time it takes."""
+        return None
 
     def train(self, base: ModelRef, documents: Sequence, folder: Path, *, seed: int,
               placement: Placement) -> ModelRef | None:

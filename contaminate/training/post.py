@@ -57,7 +57,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from contaminate.checkpoints import checkpoint_record, reuse_or_train
+from contaminate.checkpoints import Checkpoint, reuse_or_train
 from detect.datasets import Example, load_split, sample
 from detect.errors import InputError
 from detect.models import ModelRef, digest
@@ -166,12 +166,10 @@ class PostTrain:
                  "data": {"dataset": source, "split": split, "n": len(data),
                           "ids": [e.instance_id for e in data], "digest": _content(data)},
                  "steps": {}, "parents": {}, "checkpoints": {}}
-        same = contaminated.control is not None and contaminated.record["id"] == contaminated.control[3]["id"]
+        same = contaminated.control is not None and contaminated.record["id"] == contaminated.control.record["id"]
         new_control = contaminated.control
         if control:  # the clean cells' model: the trained control, or the base model itself
-            parent = contaminated.control
-            if parent is None:
-                parent = (contaminated.base, None, None, None)
+            parent = contaminated.control or Checkpoint(contaminated.base)
             new_control = self._post_train(cfg, "control", parent, data, turns, names, split,
                                            setup, placement, block)
             if new_control is None:
@@ -182,13 +180,13 @@ class PostTrain:
             block["checkpoints"]["contaminated"] = block["checkpoints"]["control"]
             block["steps"]["contaminated"] = block["steps"]["control"]
         else:
-            trained = self._post_train(cfg, "contaminated", (contaminated.model, contaminated.folder,
-                                                             contaminated.reused, contaminated.record),
+            trained = self._post_train(cfg, "contaminated", Checkpoint(contaminated.model, contaminated.folder,
+                                                                       contaminated.reused, contaminated.record),
                                        data, turns, names, split, setup, placement, block)
             if trained is None:
                 return None
         block["seconds"] = round(time.time() - started, 1)
-        model, folder, reused, record = trained
+        model, folder, reused, record = trained.model, trained.folder, trained.reused, trained.record
         regime = contaminated.regime
         regime = replace(regime, name=f"{regime.name}; then post_train={self.kind} on {len(data)} "
                                       f"{self.what(split)} ({record['steps']} steps), the control likewise")
@@ -224,11 +222,11 @@ class PostTrain:
         data, names = post_train_data(cfg, sampled, self.node.n)
         return data, task_turns(data, cfg.dataset, sampled.other_split, tokenizer), names
 
-    def _post_train(self, cfg, which: str, parent: tuple, data, turns, names, split: str, setup,
-                    placement: Placement, block: dict) -> tuple | None:
-        """One parent (``(model, folder, reused, record)``; the base model: folder and record None) post-trained
-        and recorded in ``block``; the study's tuple for it, or None in a non-main process."""
-        ref, folder, reused, record = parent
+    def _post_train(self, cfg, which: str, parent: Checkpoint, data, turns, names, split: str, setup,
+                    placement: Placement, block: dict) -> Checkpoint | None:
+        """One parent (a checkpoint, or the base model) post-trained and recorded in ``block``; the post-trained
+        checkpoint, or None in a non-main process."""
+        ref, folder, reused, record = parent.model, parent.folder, parent.reused, parent.record
         origin = {"checkpoint": record["id"]} if record else {"base": asdict(ref)}
         block["parents"][which] = ({"folder": str(Path(folder).resolve()), "reused": reused, **record} if record
                                    else {"base": asdict(ref)})
@@ -239,11 +237,10 @@ class PostTrain:
         trained = self._checkpoint(cfg, ref, origin, key, turns, names, placement)
         if trained[0] is None:
             return None
-        model, folder, reused = trained
-        record = checkpoint_record(folder)
-        block["checkpoints"][which] = {"folder": str(folder.resolve()), "reused": reused, **record}
-        block["steps"][which] = record["steps"]
-        return model, folder, reused, record
+        checkpoint = Checkpoint.finished(*trained)
+        block["checkpoints"][which] = checkpoint.manifest()
+        block["steps"][which] = checkpoint.record["steps"]
+        return checkpoint
 
     def key(self, placement: Placement) -> dict:
         from contaminate.code_version import TRAINING_CODE, code_digest
