@@ -142,16 +142,30 @@ def _normal(paragraph: str) -> str:
 def package_docs(min_chars: int = 80) -> tuple[str, ...]:
     """The prose paragraphs of the installed packages' docstrings, each once, none in ``pydoc`` or
     ``stdlib_docstrings``, packages and files in sorted order (see the module docstring)."""
-    import ast
     import importlib.util
+    import sys
+
+    from detect.cache import stored
+
+    sources = package_docs_sources()
+    roots = {name: str(Path(importlib.util.find_spec(name).submodule_search_locations[0])) for name in sources}
+    # parsing ~4,400 files of the packages takes ~10 s on 2 cores, in every process that reads a package_docs
+    # background: kept per Python build, package versions and folders, and settings (detect/cache.py)
+    key = {"python": sys.version, "packages": sources, "roots": roots, "min_chars": min_chars,
+           "left_out": _LEFT_OUT, "version": 1}
+    return tuple(stored("corpora", key, lambda: _package_docs(roots, min_chars)))
+
+
+def _package_docs(roots: dict[str, str], min_chars: int) -> list[str]:
+    import ast
     import textwrap
     import warnings
 
     seen = {_normal(paragraph) for texts in (pydoc_texts(), stdlib_docstrings()) for text in texts
             for paragraph in text.split("\n\n")}
     documents = []
-    for name in package_docs_sources():
-        root = Path(importlib.util.find_spec(name).submodule_search_locations[0])
+    for name, folder in roots.items():
+        root = Path(folder)
         for file in sorted(root.rglob("*.py")):
             if any(part in _LEFT_OUT or part.startswith("test") for part in file.relative_to(root).parts):
                 continue
@@ -172,7 +186,7 @@ def package_docs(min_chars: int = 80) -> tuple[str, ...]:
                         kept.append(paragraph)
                 if kept:
                     documents.append("\n\n".join(kept))
-    return tuple(documents)
+    return documents
 
 
 def corpus_files(path: str | Path, *, key: str, fallback: str) -> list[Path]:
