@@ -730,8 +730,8 @@ def build_manifest(cfg, sampled: Sampled, contaminated: Contaminated, judge, pla
         "regime": contaminated.regime.describe(),
         "contaminate": contaminated.hyperparameters,
         "seeds": {"sampling": cfg.sample.draw, "training": seed, "cuts": seed, "bootstrap": seed},
-        "checkpoint": {"folder": str(contaminated.folder.resolve()), "reused": contaminated.reused,
-                       **contaminated.record},
+        "checkpoint": Checkpoint(contaminated.model, contaminated.folder, contaminated.reused,
+                                 contaminated.record).manifest(),
         "control_checkpoint": None if contaminated.control is None else contaminated.control.manifest(),
         # post_train=sft|grpo: kind, settings, data ids, steps, each parent's record and each post-trained one's
         # (checkpoint and control_checkpoint above are the post-trained models the cells read); None: no stage

@@ -44,7 +44,7 @@ class Reference:
         return found
 
 
-def resolve_reference(setting, refs: dict[str, tuple[ModelRef, str]], base: Callable[[], ModelRef], *,
+def resolve_reference(setting, refs: dict[str, tuple[ModelRef, str]], base: ModelRef, *,
                       clean_is_twin: bool = True) -> Reference:
     """``detect.reference_model`` (``detect.pipeline.reference_setting``: None, ``base``, ``clean`` or a ModelRef)
     against the study's models: ``base`` is the model the run started from, the clean model itself where there is no
@@ -55,7 +55,7 @@ def resolve_reference(setting, refs: dict[str, tuple[ModelRef, str]], base: Call
         return Reference("none", None, None, None, False)
     if setting == "clean":
         return Reference("clean", refs["clean"][0], "clean", refs["clean"][1], clean_is_twin)
-    kind, ref = ("base", base()) if setting == "base" else ("model", setting)
+    kind, ref = ("base", base) if setting == "base" else ("model", setting)
     for checkpoint in ("clean", "contaminated"):
         known = refs[checkpoint][0]
         if known == ref or (kind == "model" and (known.path, known.adapter) == (ref.path, ref.adapter)):
@@ -84,9 +84,6 @@ class StudyModels:
             self._models[checkpoint] = self.serving(ref).open(ref, self.settings, self.placement)
         return self._models[checkpoint]
 
-    def _base(self) -> ModelRef:
-        return self.base
-
     @property
     def reference(self) -> Reference:
         """``detect.reference_model`` resolved against this study's models, once."""
@@ -94,7 +91,7 @@ class StudyModels:
             from detect.pipeline import reference_setting
 
             self._reference = resolve_reference(reference_setting(self.cfg.detect, study=True), self.refs,
-                                                self._base, clean_is_twin=self.clean_is_twin)
+                                                self.base, clean_is_twin=self.clean_is_twin)
         return self._reference
 
     def reference_model(self) -> LanguageModel | None:

@@ -114,19 +114,19 @@ def test_the_setting_resolves_against_the_study_models(tmp_path):
                                    ModelRef("tiny+full", "/cache/contaminated/model"))
     diluted = {"contaminated": (contaminated, "c1"), "clean": (control, "k1")}
     alone = {"contaminated": (contaminated, "c1"), "clean": (base, "b1")}
-    found = resolve_reference("base", diluted, lambda: base)
+    found = resolve_reference("base", diluted, base)
     assert (found.kind, found.ref, found.same_as, found.oracle) == ("base", base, None, False)
     assert found.key not in ("k1", "b1")  # its own identity, not the word base
-    assert resolve_reference("base", alone, lambda: base).describe() == {
+    assert resolve_reference("base", alone, base).describe() == {
         "kind": "base", "model": "tiny", "path": "/models/tiny", "oracle": True, "same_as": "clean"}
-    assert resolve_reference("base", alone, lambda: base).key == "b1"
-    clean = resolve_reference("clean", diluted, lambda: base)
+    assert resolve_reference("base", alone, base).key == "b1"
+    clean = resolve_reference("clean", diluted, base)
     assert (clean.ref, clean.key, clean.oracle) == (control, "k1", True)
-    given = resolve_reference(ModelRef("/cache/control/model", "/cache/control/model"), diluted, lambda: base)
+    given = resolve_reference(ModelRef("/cache/control/model", "/cache/control/model"), diluted, base)
     assert (given.kind, given.same_as, given.oracle) == ("model", "clean", True)  # the control's folder: the oracle
-    other = resolve_reference(ModelRef("org/other", "org/other"), diluted, lambda: base)
+    other = resolve_reference(ModelRef("org/other", "org/other"), diluted, base)
     assert (other.kind, other.same_as, other.oracle, other.ref.name) == ("model", None, False, "org/other")
-    none = resolve_reference(None, diluted, lambda: base)
+    none = resolve_reference(None, diluted, base)
     assert none.ref is None and none.describe()["kind"] == "none"
 
 

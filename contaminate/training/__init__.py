@@ -115,14 +115,16 @@ def instantiate_backend(contaminate_cfg) -> TrainingBackend:
                          "class, e.g. _target_: contaminate.training.LocalFineTune")
     backend = instantiate(contaminate_cfg, _convert_="none", _recursive_=False)
     if not isinstance(backend, TrainingBackend):
-        missing = [name for name in TRAINING_BACKEND_MEMBERS if not hasattr(backend, name)]
+        missing = [name for name in backend_members() if not hasattr(backend, name)]
         raise InputError(f"contaminate._target_={contaminate_cfg._target_} is not a training backend (it lacks "
                          f"{', '.join(missing)}); see contaminate.training.TrainingBackend")
     return backend
 
 
-TRAINING_BACKEND_MEMBERS = ("name", "api", "resumes", "cfg", "check", "base_model", "tokenizer", "key", "serving",
-                            "dry_run", "reuse", "train")
+def backend_members() -> list[str]:
+    """``TrainingBackend``'s members in the order it declares them: its attributes, then its methods."""
+    return [*TrainingBackend.__annotations__,
+            *(name for name, value in vars(TrainingBackend).items() if callable(value) and not name.startswith("_"))]
 
 
 class LocalFineTune:

@@ -226,10 +226,9 @@ class PostTrain:
                     placement: Placement, block: dict) -> Checkpoint | None:
         """One parent (a checkpoint, or the base model) post-trained and recorded in ``block``; the post-trained
         checkpoint, or None in a non-main process."""
-        ref, folder, reused, record = parent.model, parent.folder, parent.reused, parent.record
+        ref, record = parent.model, parent.record
         origin = {"checkpoint": record["id"]} if record else {"base": asdict(ref)}
-        block["parents"][which] = ({"folder": str(Path(folder).resolve()), "reused": reused, **record} if record
-                                   else {"base": asdict(ref)})
+        block["parents"][which] = parent.manifest() if record else {"base": asdict(ref)}
         key = {"post_train": self.settings, "parent": origin, "backend": self.backend, "adapter": self.peft,
                "data": {"dataset": block["data"]["dataset"], "split": split, "ids": [e.instance_id for e in data],
                         "content": _content(data), "rendered": digest([(t.prompt, t.text) for t in turns])},
