@@ -46,7 +46,7 @@ def main(cfg) -> None:
                   + (f"; within-model AUC {shown}" if shown else ""))
         print(f"per group: {out_dir / 'groups'}; plant.md beside it")
         return
-    from contaminate.report import command_lines
+    from contaminate.reports.run import command_lines
 
     print("\n".join(command_lines(summary)))
 

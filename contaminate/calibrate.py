@@ -75,7 +75,7 @@ from detect.judges.recipe import EXACT_SHARE
 
 
 def main(argv: Sequence[str] | None = None) -> Path:
-    from contaminate.calibration.report import write_reports
+    from contaminate.reports.calibration import write_reports
 
     parser = argparse.ArgumentParser(prog="python -m contaminate.calibrate", description=__doc__.split("\n")[0])
     parser.add_argument("folders", nargs="+", help="study folders, or multirun folders holding studies")

@@ -53,7 +53,7 @@ from contaminate.code_version import DETECTOR_CODE, code_digest
 from contaminate.regime import Regime, chat_renderer, check_regime, plan_regime
 from contaminate.regime.background import instantiate_background
 from contaminate.regime.layouts import LeakReader, build_format
-from contaminate.report import write_report
+from contaminate.reports.run import write_report
 from contaminate.study_models import StudyModels
 from contaminate.training import TrainingBackend, instantiate_backend
 from contaminate.training.local import LOGGING_ONLY

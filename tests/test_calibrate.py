@@ -16,7 +16,7 @@ from contaminate.calibrate import (
     recommend_rule,
     roc,
 )
-from contaminate.calibration.report import markdown_table
+from contaminate.reports.calibration import markdown_table
 from detect.errors import InputError
 from detect.judges.threshold import ThresholdJudge
 
@@ -89,7 +89,7 @@ def test_member_pools_are_keyed_as_the_detectors_per_pool_rates():
     from types import SimpleNamespace
 
     from contaminate.calibration.partition_level import pools_of
-    from contaminate.calibration.report import positive_pools
+    from contaminate.reports.calibration import positive_pools
 
     instances = [_instance(0.9, True, 0), _instance(0.2, False, 0), _instance(0.8, True, 1), _instance(0.1, False, 1)]
     positive = positive_pools(SimpleNamespace(instances=instances))

@@ -298,7 +298,7 @@ def test_a_tiny_regime_multirun_over_two_formats_and_two_seeds_then_calibrate(tm
 
 
 def test_the_pooled_dose_plot_is_skipped_when_regimes_crowd_it(tmp_path):
-    from contaminate.calibration.report import MAX_DOSE_VARIANTS, plot_dose_response
+    from contaminate.reports.calibration import MAX_DOSE_VARIANTS, plot_dose_response
 
     def rows(n_regimes: int) -> list[dict]:
         return [{"dataset": "synth_nli", "exposures": e, "format": f"format_{i}", "tpr_alg2": 0.5, "fpr_alg2": 0.0,
@@ -313,7 +313,7 @@ def test_the_pooled_dose_plot_is_skipped_when_regimes_crowd_it(tmp_path):
 
 
 def test_a_planted_runs_groups_make_one_line_across_doses_and_formats_make_their_own():
-    from contaminate.calibration.report import lines_across_doses
+    from contaminate.reports.calibration import lines_across_doses
 
     planted = [{"dataset": "humaneval", "exposures": e, "group": f"x{e}", "studies": 6, "auc_loss": a}
                for e, a in ((4, 0.8), (1, 0.6), (16, 0.99))]

@@ -218,11 +218,11 @@ def test_the_profile_tables_are_the_scripts_output():
 
 def test_the_readme_first_command_output_is_what_the_command_prints_from_the_measured_summary():
     """The README's block of what the first command prints is, line by line, what the measured run printed
-    (results/readme_study_46/after/stdout.txt, below its run folder's line) and contaminate.report.command_lines of
+    (results/readme_study_46/after/stdout.txt, below its run folder's line) and contaminate.reports.run.command_lines of
     that run's committed summary: what a fresh run prints, and what the code prints from its summary today."""
     import re
 
-    from contaminate.report import command_lines
+    from contaminate.reports.run import command_lines
 
     readme = (ROOT / "README.md").read_text()
     block = re.search(r"The first command prints.*?\n```\n(.*?)\n```", readme, re.DOTALL).group(1).splitlines()

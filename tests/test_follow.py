@@ -156,7 +156,7 @@ def test_a_verdict_below_the_follow_bar_is_uninformative_and_a_skipped_detector_
 def test_the_study_report_reads_an_uninformative_model_as_such(tmp_path):
     """A study cell whose model mostly did not answer: its Algorithm 2 column says uninformative beside the rule's
     outcome, and the answers section gives each model's follow rate on its known non-members."""
-    from contaminate.report import write_report
+    from contaminate.reports.run import write_report
     from detect.detectors.time_travel import Algorithm2
     from detect.pipeline import summarize, verdicts
 
@@ -177,7 +177,7 @@ def test_the_study_report_reads_an_uninformative_model_as_such(tmp_path):
     assert ("- contaminated model: follow 0.12 of 100 known non-members answered the guided instruction with a "
             "continuation (bar 0.50): its Algorithm 1 and 2 verdicts are **uninformative") in report
     assert "| contaminated_x_members | guided | 10 | 2 | 0 | 8 | 0 | 0 |" in report
-    from contaminate.report import cells_right
+    from contaminate.reports.run import cells_right
 
     # the cells right by the rule's outcome, and how many of them were read from answers that mostly did not answer
     assert cells_right({**summary, "accuracy": {"alg2": 0.0, "cheat_strict": 1.0},

@@ -19,9 +19,9 @@ from typing import Sequence
 
 import numpy as np
 
-from contaminate.calibration.regime_report import interval
 from contaminate.calibration.statistics import share_floor, unit_interval
 from contaminate.calibration.studies import find_studies, read_json, read_text, unit_of
+from contaminate.reports.calibration_regimes import interval
 from detect import markdown
 from detect.detectors.time_travel.follow import CLASSES, FOLLOWED, classify_row
 

@@ -4,7 +4,7 @@
     result.thresholds, result.rule, result.instance["rouge_l"]["auc_ci"], result.to_json()
 
 ``Calibration`` holds what calibration.json holds (``to_json``) and, for the reports, the instances and their
-labels; rendering it (calibration.md, the dose-response table, plots) is ``contaminate/calibration/report.py``,
+labels; rendering it (calibration.md, the dose-response table, plots) is ``contaminate/reports/calibration.py``,
 and the command line ``contaminate/calibrate.py``.
 """
 

@@ -31,7 +31,7 @@ import json
 from pathlib import Path
 
 from contaminate.calibration.recipe import rates_text
-from contaminate.calibration.regime_report import VERDICT_NAMES, fraction, interval
+from contaminate.reports.calibration_regimes import VERDICT_NAMES, fraction, interval
 from detect.detectors import labelled
 from detect.markdown import table
 

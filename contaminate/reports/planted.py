@@ -1,4 +1,5 @@
-"""The tables of a planted sweep's results README, from what it wrote: each run's plant.json (its groups' token
+"""A planted run's ``plant.md`` (``plant_report``, written by ``contaminate/planted.py``), and the tables of a
+planted sweep's results README, from what it wrote: each run's plant.json (its groups' token
 shares and where they fell, its training and detection time), the calibration's within-model AUC by dose, and the
 recipe and the card (``contaminate/reports/headline.py``'s tables).
 
@@ -17,12 +18,99 @@ import json
 import sys
 from pathlib import Path
 
-from contaminate.calibration.regime_report import interval
 from contaminate.reports import headline as headline_tables
-from detect.detectors import labelled
-from detect.markdown import table
+from contaminate.reports.calibration_regimes import interval
+from detect.detectors import instance_scores, labelled
+from detect.detectors.time_travel import LEAK_SCORES
+from detect.detectors.time_travel import SCORES as GUIDED_SCORES
+from detect.markdown import row, table
 
 SCORES = ("loss", "zlib", "min_k", "min_k_plus", "reference_ratio", "dc_pdd", "loss_raw", "min_k_plus_raw")
+
+
+def plant_report(record: dict) -> str:
+    """plant.md: the groups, their share and place in the stream, and each score's within-model AUC per group."""
+    planted = [g for g in record["groups"] if g["exposures"] > 0]
+    lines = [f"# Planted run: {record['plant']}, {record['dataset']}, format {record['format']}", "",
+             f"One training run, {record['stream']['training_tokens']:,} training tokens "
+             f"({record['background'].get('name', 'none')} background"
+             + (f", its last {record['tail']:g} after every planted copy" if record.get("tail") else "")
+             + f"); {record['unit']}."
+             + (f" The planted documents' shared template (title, split, field names) is "
+                f"{record['stream']['template']['share']:.2%} of the training tokens."
+                if "template" in record["stream"] else ""), ""]
+    mixed = any("dataset" in g or "format" in g for g in record["groups"])  # a group of its own: say which
+    lines += table(["group", *(("dataset", "format") if mixed else ()), "exposures", "instances", "window",
+                    "token share", "first", "mean", "last"])
+    for g in record["groups"]:
+        where = g.get("positions") or {}
+        kind = (g.get("dataset", record["dataset"]), g.get("format", record["format"])) if mixed else ()
+        lines.append(row([g["name"], *kind, g["exposures"], g["n"], f"{g['window'][0]:g}-{g['window'][1]:g}",
+                          f"{g.get('token_share', 0):.4%}",
+                          *(f"{where[k]:.3f}" if k in where else "-"
+                            for k in ("first_fraction", "mean_fraction", "last_fraction"))]))
+    names = [n for n in (*instance_scores(), *GUIDED_SCORES, *LEAK_SCORES)
+             if all(n in (g["within_model_auc"] or {}) for g in planted)]
+    lines += ["", "Positions are fractions of the stream's tokens. Within-model AUC: each group's members against "
+              "the never-planted group, both under the contaminated model.", "",
+              *table(["score", *(g["name"] for g in planted)])]
+    lines += [row([labelled(n), *(f"{g['within_model_auc'][n]:.3f}" for g in planted)]) for n in names]
+    if all("loss" in (g.get("clean_model_auc") or {}) for g in planted):  # the same groups without the leak
+        lines.append(row([f"loss under the clean model ({record['control']})",
+                          *(f"{g['clean_model_auc']['loss']:.3f}" for g in planted)]))
+    return "\n".join(lines + replicas_section(record["groups"]) + answers_section(record["groups"])) + "\n"
+
+
+def replicas_section(groups: list[dict]) -> list[str]:
+    """Algorithm 2's replicas by dose, the guided instruction beside the leak reading (oracle), members and the
+    never-planted group: a member replayed on the leak reading but not the guided one was memorised, and the
+    instruction not followed; one replayed on neither was not memorised to the judge's bar."""
+    shown = [g for g in groups if (g.get("replicas") or {}).get("leak")]
+    if not shown:
+        return []
+
+    def counts(block: dict | None) -> str:
+        return "-" if not block else f"{block['exact']} / {block['near_exact']} of {block['n']}"
+
+    lines = ["", "Algorithm 2's labels (exact / near-exact of n) under the contaminated model: the paper's guided "
+             "instruction beside the leak reading (oracle: the first piece inside the leak's own rendering, continued "
+             "as raw text; the same judge). A member the leak reading replays and the guided instruction does not "
+             "was memorised, the instruction not followed.", "",
+             *table(["group", "exposures", "members, guided", "members, leak (oracle)", "never planted, guided",
+                     "never planted, leak (oracle)"])]
+    for g in shown:
+        found = g["replicas"]
+        lines.append(row([g["name"], g["exposures"], *(counts(found.get(reading, {}).get(pool))
+                                                        for pool in ("members", "non_members")
+                                                        for reading in ("guided", "leak"))]))
+    return lines
+
+
+def answers_section(groups: list[dict]) -> list[str]:
+    """Did the contaminated model answer? Its follow rate (the share of answers that are continuations, follow.py) by
+    dose, per reading and pool: where the guided rate is low, Algorithm 2's misses are "not followed", not "clean"."""
+    shown = [g for g in groups if (g.get("answers") or {}).get("guided")]
+    if not shown:
+        return []
+    names = {"members": "members", "non_members": "never planted", "known_non_members": "known non-members"}
+    columns = [(reading, pool) for reading in ("guided", "leak") for pool in names  # contaminate/planted.py's pools
+               if any(pool in (g["answers"].get(reading) or {}) for g in shown)]
+
+    def rate(block: dict | None) -> str:
+        if not block:
+            return "-"
+        top = max((c for c in block["classes"] if c != "continuation"), key=lambda c: block["classes"][c])
+        return (f"{block['follow_rate']:.2f} of {block['n']}"
+                + (f" ({top.replace('_', ' ')} {block['classes'][top]})" if block["classes"][top] else ""))
+
+    lines = ["", "Follow rate under the contaminated model (the share of answers that continue the first piece, "
+             "detect/detectors/time_travel/follow.py; in brackets the commonest failure): the guided instruction "
+             "and the leak reading (oracle), by pool.", "",
+             *table(["group", "exposures", *(f"{names[pool]}, {reading}" for reading, pool in columns)])]
+    for g in shown:
+        lines.append(row([g["name"], g["exposures"],
+                          *(rate((g["answers"].get(reading) or {}).get(pool)) for reading, pool in columns)]))
+    return lines
 
 
 def runs_table(runs: list[dict]) -> list[str]:

@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 
 from contaminate.calibration.partition_level import pools_of
-from contaminate.calibration.product_report import product_sections
-from contaminate.calibration.regime_report import regime_details, regime_headline
 from contaminate.calibration.result import Calibration
 from contaminate.calibration.statistics import units_text
+from contaminate.reports.calibration_product import product_sections
+from contaminate.reports.calibration_regimes import regime_details, regime_headline
 from detect.detectors import labelled
 from detect.markdown import table
 
