@@ -104,8 +104,10 @@ class PlantedDraw:
 
 
 def group_config(cfg, group: PlantedGroup):
-    """The run's config as one group's study sees it: its dataset and format where the group names its own
-    (conf/dataset/<name>.yaml, conf/format/<name>.yaml as written; a command-line override reaches the run's only)."""
+    """The run's config as one group's study sees it: its dataset and format where the group names its own. Composed
+    by Hydra where the run composes them (``+dataset@plant.datasets.<name>=<name>``, ``+format@plant.formats.<name>=
+    <name>``: then ``plant.datasets.<name>.<key>=...`` on the command line reaches the group), else as the file
+    gives it (conf/dataset/<name>.yaml, conf/format/<name>.yaml)."""
     if group.dataset is None and group.format is None:
         return cfg
     from detect.cli import group_option
@@ -114,8 +116,25 @@ def group_config(cfg, group: PlantedGroup):
     for key in ("dataset", "format"):
         name = getattr(group, key)
         if name is not None:
-            cfg[key] = group_option(key, name)
+            composed = composed_options(cfg, key)
+            cfg[key] = composed[name] if name in composed else group_option(key, name)
     return cfg
+
+
+def composed_options(cfg, key: str) -> dict:
+    """The groups' own datasets (``key="dataset"``) or formats Hydra composed under ``plant.datasets`` /
+    ``plant.formats``, by config name."""
+    return dict((cfg.get("plant") or {}).get(f"{key}s") or {})
+
+
+def check_composed(cfg, groups: Sequence[PlantedGroup]) -> None:
+    """A dataset or format composed for the groups that no group names would be silently unused: one line."""
+    for key in ("dataset", "format"):
+        named = {getattr(g, key) for g in groups}
+        for name in composed_options(cfg, key):
+            if name not in named:
+                raise InputError(f"plant.{key}s.{name} is composed but no plant group names {key}: {name}; give a "
+                                 f"group {key}: {name} in plant.groups, or drop +{key}@plant.{key}s.{name}")
 
 
 def planted_config(cfg):
@@ -140,6 +159,7 @@ def planted_config(cfg):
 def check_planted(cfg, groups: Sequence[PlantedGroup]) -> None:
     """What a planted run needs of the sample settings (before the study's own checks, whose sample.n_members and
     n_non_members a planted run does not use)."""
+    check_composed(cfg, groups)
     smallest = min(groups, key=lambda g: g.n)
     if cfg.sample.n_detect > smallest.n:
         raise InputError(f"sample.n_detect={cfg.sample.n_detect} is more than group {smallest.name}'s {smallest.n} "

@@ -402,11 +402,33 @@ def test_groups_of_two_formats_and_two_datasets_share_one_training_run(planted):
      "plant group x1_instruction: format=instruction is prompted as chat and the run's format=metadata as raw"),
     (["plant.groups=[{exposures:0,dataset:synth_news},{exposures:1,dataset:synth_news}]", "post_train=sft"],
      "post_train=sft trains on the run's dataset synth_nli, and every planted group plants another"),
+    # a group's own dataset composed by Hydra: the command line's override reaches its sampling
+    (["plant.groups=[{exposures:0},{exposures:1},{exposures:0,dataset:synth_news},{exposures:1,dataset:synth_news}]",
+      "+dataset@plant.datasets.synth_news=synth_news", "plant.datasets.synth_news.source.size=10"],
+     "instances of synth_news test, which has 10"),
+    (["+format@plant.formats.dump=dump"],
+     "plant.formats.dump is composed but no plant group names format: dump; give a group format: dump"),
 ])
 def test_bad_planted_runs_are_one_line_errors(planted, overrides, message):
     with pytest.raises(InputError, match=re.escape(message)) as error:
         planted(*overrides)
     assert "\n" not in str(error.value)
+
+
+def test_a_groups_own_format_is_the_composed_one_where_hydra_composed_it(compose_config):
+    """group_config: a format (or dataset) composed under plant.formats takes the command line's overrides; one not
+    composed is its file as written."""
+    from contaminate.planted import group_config
+    from contaminate.run import planted_groups
+
+    groups = "plant.groups=[{exposures:0},{exposures:1},{exposures:1,format:dump}]"
+    composed = compose_config("contaminate", [*TINY, groups, "+format@plant.formats.dump=dump",
+                                              "plant.formats.dump.header='{title}, leaked'"])
+    dump = next(g for g in planted_groups(composed) if g.format == "dump")
+    assert group_config(composed, dump).format.header == "{title}, leaked"
+    assert group_config(composed, dump).format._target_ == "contaminate.regime.layouts.DumpFormat"
+    as_written = compose_config("contaminate", [*TINY, groups])
+    assert group_config(as_written, dump).format.header == "{title} dataset, {split} split"  # conf/format/dump.yaml
 
 
 @pytest.mark.slow
