@@ -16,14 +16,36 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from contaminate.checkpoints import is_main_process
 from contaminate.planted import PlantedRun
 from contaminate.regime.plant import plant_groups
-from contaminate.study import Setup, StudyRun, study_group
+from contaminate.study import Contaminated, GroupStudy, Setup, StudyRun, study_group
+from contaminate.study_models import StudyModels
 from detect.pipeline import write_config
 from detect.runtime import Placement
 from detect.runtime import from_config as placement_from
+
+
+@runtime_checkable
+class Run(Protocol):
+    """The stages ``run_config`` reads top to bottom, as a study (``StudyRun``) and a planted run (``PlantedRun``)
+    give them; ``setup`` is every component, built once when the run is made."""
+    setup: Setup
+
+    def sample(self) -> None: ...
+
+    def contaminate(self, out_dir: Path) -> Contaminated | None: ...
+
+    def unfinished(self, out_dir: Path) -> dict: ...
+
+    def models(self, contaminated: Contaminated) -> StudyModels: ...
+
+    def groups(self, contaminated: Contaminated, out_dir: Path) -> list[GroupStudy]: ...
+
+    def finish(self, contaminated: Contaminated, results: dict, models: StudyModels, timings: dict,
+               out_dir: Path) -> dict: ...
 
 
 def planted_groups(cfg) -> list:
@@ -33,7 +55,7 @@ def planted_groups(cfg) -> list:
     return plant_groups(cfg.get("plant"), dataset.key if dataset else None, fmt.name if fmt else None)
 
 
-def build_run(cfg, placement: Placement | None) -> StudyRun | PlantedRun:
+def build_run(cfg, placement: Placement | None) -> Run:
     """The setup stage: the run's kind from its groups, every component built once and checked (one line on the
     first failure), nothing read or trained. ``placement``: where its models go (None: a check of the config alone)."""
     groups = planted_groups(cfg)

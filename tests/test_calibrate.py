@@ -5,6 +5,7 @@ import json
 import math
 
 import pytest
+from lean import TINY_MODEL
 
 from contaminate.calibrate import (
     Instance,
@@ -172,7 +173,7 @@ def test_calibration_over_a_multirun_of_tiny_studies(tmp_path, capsys):
     from contaminate.calibrate import main
 
     sweep = tmp_path / "sweep"
-    command = [sys.executable, "-m", "contaminate", "-m", "+experiment=dose_response", "model=tiny_random",
+    command = [sys.executable, "-m", "contaminate", "-m", "+experiment=dose_response", *TINY_MODEL,
                "seed=0,1", "+dataset=synth_nli", "contaminate.epochs=1,2", "sample.n_members=4",
                "sample.n_detect=4", "sample.n_non_members=4", "detect.max_new_tokens=8",
                "detect.detectors.permutation.require_order=false",  # a web copy: run anyway, for its columns

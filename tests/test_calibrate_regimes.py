@@ -5,7 +5,7 @@ and a real tiny-model multirun over two formats and two seeds."""
 import json
 
 import pytest
-from lean import lean
+from lean import TINY_MODEL, lean
 
 from contaminate.calibration.instance_level import rank_auc
 from detect.errors import InputError
@@ -270,7 +270,7 @@ def test_a_tiny_regime_multirun_over_two_formats_and_two_seeds_then_calibrate(tm
     from contaminate.calibrate import main
 
     sweep = tmp_path / "sweep"
-    command = [sys.executable, "-m", "contaminate", "-m", "+experiment=regimes_cpu", "model=tiny_random",
+    command = [sys.executable, "-m", "contaminate", "-m", "+experiment=regimes_cpu", *TINY_MODEL,
                "contaminate=full", "background=none", "contaminate.exposures=2", "seed=0,1",
                "format=metadata,input_only", "sample.n_members=4", "sample.n_detect=4", "sample.n_non_members=4",
                "detect.max_new_tokens=8", *lean(), f"hydra.sweep.dir={sweep}", f"cache_dir={tmp_path / 'cache'}"]
@@ -297,19 +297,43 @@ def test_a_tiny_regime_multirun_over_two_formats_and_two_seeds_then_calibrate(tm
     assert (out / "transfer.png").stat().st_size > 0
 
 
-def test_the_pooled_dose_plot_is_skipped_when_regimes_crowd_it(tmp_path):
+def test_the_dose_plot_is_skipped_when_regimes_crowd_it(tmp_path):
     from contaminate.reports.calibration import MAX_DOSE_VARIANTS, plot_dose_response
 
     def rows(n_regimes: int) -> list[dict]:
         return [{"dataset": "synth_nli", "exposures": e, "format": f"format_{i}", "tpr_alg2": 0.5, "fpr_alg2": 0.0,
-                 "auc_loss": 0.9} for i in range(n_regimes) for e in (1, 4)]
+                 "tpr_alg2_low": 0.2, "tpr_alg2_high": 0.8, "auc_loss": 0.9} for i in range(n_regimes) for e in (1, 4)]
 
-    assert plot_dose_response(rows(MAX_DOSE_VARIANTS), ["alg2"], ["loss"], tmp_path / "few.png")
+    assert plot_dose_response(rows(MAX_DOSE_VARIANTS), ["alg2"], tmp_path / "few.png")
     assert (tmp_path / "few.png").stat().st_size > 0
     # one line per detector and regime: membership.png draws a row per regime instead
-    assert not plot_dose_response(rows(MAX_DOSE_VARIANTS + 1), ["alg2"], ["loss"], tmp_path / "many.png")
+    assert not plot_dose_response(rows(MAX_DOSE_VARIANTS + 1), ["alg2"], tmp_path / "many.png")
     assert not (tmp_path / "many.png").exists()
-    assert not plot_dose_response(rows(1)[:1], ["alg2"], ["loss"], tmp_path / "one_dose.png")  # nothing varies
+    assert not plot_dose_response(rows(1)[:1], ["alg2"], tmp_path / "one_dose.png")  # nothing varies
+
+
+def test_a_dose_tpr_interval_is_over_member_draws_with_the_recipes_floor():
+    """tpr_over_draws by hand: a draw's models are averaged first, then a t-interval over draws whose half-width is at
+    least 1.96 sqrt(sum of share_floor / D^2), share_floor([r]) = p (1 - p) at p = (r + 0.5) / 2."""
+    from scipy.stats import t as student_t
+
+    from contaminate.reports.calibration import tpr_over_draws
+
+    def pools(rates: dict) -> tuple[dict, dict]:
+        return ({("x4", "contaminated_x_members", f"d{d}s{s}"): r for (d, s), r in rates.items()},
+                {f"d{d}s{s}": (d, s) for d, s in rates})
+
+    every = tpr_over_draws(*pools({(1, 0): 1.0, (2, 0): 1.0, (3, 0): 1.0, (4, 0): 1.0}))
+    # all four draws flagged: no spread between draws, the floor alone: 1.96 sqrt(4 x 0.1875 / 16) = 0.424
+    assert every["estimate"] == 1.0 and every["high"] == 1.0
+    assert every["low"] == pytest.approx(1 - 1.959964 * (4 * 0.1875 / 16) ** 0.5)
+    # draw 1's two seeds average to 0.5 before the draws are: mean (0.5 + 1 + 1) / 3, t(2) over the draws' values
+    mixed = tpr_over_draws(*pools({(1, 0): 1.0, (1, 1): 0.0, (2, 0): 1.0, (3, 0): 1.0}))
+    assert mixed["estimate"] == pytest.approx(5 / 6) and mixed["n_draws"] == 3 and mixed["n_models"] == 4
+    assert mixed["low"] == pytest.approx(5 / 6 - student_t.ppf(0.975, 2) * (1 / 12 / 3) ** 0.5)
+    assert mixed["high"] == 1.0
+    two = tpr_over_draws(*pools({(1, 0): 1.0, (2, 0): 0.0}))
+    assert two["estimate"] == 0.5 and two["low"] is None and two["high"] is None  # no interval below three draws
 
 
 def test_a_planted_runs_groups_make_one_line_across_doses_and_formats_make_their_own():

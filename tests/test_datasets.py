@@ -4,6 +4,7 @@ from collections import Counter
 
 import datasets
 import pytest
+from lean import TINY_MODEL
 from omegaconf import OmegaConf
 
 from detect.cli import CONF_DIR, options
@@ -190,7 +191,7 @@ def test_a_study_of_a_one_split_dataset_runs_every_cell_it_can_and_says_which_it
 
     from contaminate.run import run_config
 
-    overrides = ["+dataset=humaneval", "model=tiny_random", "sample.n_members=12", "sample.n_non_members=12",
+    overrides = ["+dataset=humaneval", *TINY_MODEL, "sample.n_members=12", "sample.n_non_members=12",
                  "sample.n_detect=6", "contaminate.batch_size=4", "detect.max_new_tokens=6",
                  "detect.semantic_model=null", f"cache_dir={tmp_path / 'cache'}", *lean()]
     summary = run_config(compose_config("contaminate", overrides), tmp_path / "run")

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from lean import lean
+from lean import TINY_MODEL, lean
 
 from detect.judges.threshold import LABELS
 from detect.pipeline import main as run_detect
@@ -22,7 +22,7 @@ def _read(run_dir):
 
 @pytest.mark.slow
 def test_detect_on_tiny_random_writes_the_run_folder(compose_config, tmp_path):
-    cfg = compose_config("detect", ["+dataset=synth_nli", "model=tiny_random", "detect.max_new_tokens=12"])
+    cfg = compose_config("detect", ["+dataset=synth_nli", *TINY_MODEL, "detect.max_new_tokens=12"])
     summary = run_detect(cfg, tmp_path)
     rows, saved = _read(tmp_path)
     assert saved == json.loads(json.dumps(summary))
@@ -89,7 +89,7 @@ def test_detect_on_a_local_file(compose_config, tmp_path):
 @pytest.mark.slow
 def test_command_line_on_tiny_random(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "detect", "+dataset=synth_news", "model=tiny_random", "detect.max_new_tokens=8",
+        [sys.executable, "-m", "detect", "+dataset=synth_news", *TINY_MODEL, "detect.max_new_tokens=8",
          "detect.prompt_format=raw", f"hydra.run.dir={tmp_path}"], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
     rows, summary = _read(tmp_path)

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from lean import lean
+from lean import TINY_MODEL, lean
 
 from detect.errors import InputError
 from detect.judges.llm import ANSWERS, INSTRUCTION, REMINDER, LLMJudge, build_judge_prompt, parse_answer
@@ -111,7 +111,7 @@ def test_a_study_judged_by_an_llm_gets_an_agreement_report(served_model, compose
         # each request costs ~1 s on 2 cores: 2 instances a cell, and no re-asks (51 of 91 requests re-asked an
         # unparseable answer); re-asking is tested above, through the same server
         cfg = compose_config("contaminate", [
-            "+dataset=synth_nli", "model=tiny_random", "sample.n_members=8", "sample.n_non_members=8",
+            "+dataset=synth_nli", *TINY_MODEL, "sample.n_members=8", "sample.n_non_members=8",
             "sample.n_detect=2", "contaminate.epochs=1", "detect.max_new_tokens=6", "detect.semantic_model=null",
             "judge=llm", "judge.retries=0", f"judge.generator.base_url={base_url}", f"judge.generator.model={model_id}",
             "judge.generator.api_key_env=null", *lean(), f"cache_dir={tmp_path / 'cache'}", f"seed={seed}"])

@@ -147,3 +147,27 @@ def test_a_model_that_cannot_be_had_is_one_line_before_anything_trains(compose_c
         with pytest.raises(InputError, match=message):
             run_config(cfg, tmp_path / "run")
         assert not (tmp_path / "cache" / "checkpoints").exists()
+
+
+@pytest.mark.slow  # builds a tokenizer and a model (~9 s once a machine)
+def test_a_small_vocabulary_tiny_model_keeps_the_chat_template_and_reads_any_text():
+    """tiny_random(vocab_size=N): a byte-level BPE of exactly N tokens with the embedded tokenizer's special tokens
+    and chat template, so any text (code, accents, symbols) round-trips; built once a shape (its own folder beside
+    the 49k model's); too small a vocabulary for the bytes is one line."""
+    from detect.errors import InputError
+    from detect.models import load, tiny_random
+    from detect.models.loading import small_vocabulary
+
+    small = tiny_random(vocab_size=512)
+    assert small.path != tiny_random().path and tiny_random(vocab_size=512) == small
+    model, tokenizer = load(small)
+    embedded = load(tiny_random())[1]
+    assert len(tokenizer) == 512 and model.config.vocab_size == 512
+    assert tokenizer.chat_template == embedded.chat_template and tokenizer.eos_token == embedded.eos_token
+    chat = [{"role": "user", "content": "Is it?"}]
+    assert (tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
+            == embedded.apply_chat_template(chat, tokenize=False, add_generation_prompt=True))
+    for text in ("SynthNLI dataset, test split", "def f(x):\n    return x ** 2  # ✓ café"):
+        assert tokenizer.decode(tokenizer(text)["input_ids"]) == text
+    with pytest.raises(InputError, match=r"^model.vocab_size=100: a byte-level vocabulary needs its 256 bytes"):
+        small_vocabulary(embedded, 100)

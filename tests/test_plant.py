@@ -9,7 +9,7 @@ import re
 from collections import Counter
 
 import pytest
-from lean import lean
+from lean import TINY_MODEL, TINY_STUDY, lean
 from omegaconf import OmegaConf
 
 from contaminate.regime.plant import (
@@ -233,7 +233,7 @@ def test_a_window_needs_a_background():
         planted_stream(documents_for(groups), groups, [], seed=0)
 
 
-TINY = ["+dataset=synth_nli", "model=tiny_random", "plant=dose_ladder", "plant.n=6", "sample.n_detect=6",
+TINY = ["+dataset=synth_nli", *TINY_MODEL, "plant=dose_ladder", "plant.n=6", "sample.n_detect=6",
         "sample.n_heldout=6", "contaminate.batch_size=4", "detect.max_new_tokens=6", "detect.semantic_model=null",
         "background=offline", "background.max_tokens=3000", *lean()[1:]]  # lean detectors, its own 6 known
 
@@ -597,3 +597,16 @@ def test_the_shared_template_is_what_the_documents_hold_beyond_their_instances()
     assert words(document.text) == 4 + 3 + 7
     assert template_tokens([document], {7: instance}, dataset, words) == 4 + 3
     assert template_tokens([document, document], {7: instance}, dataset, words) == 14
+
+
+def test_a_study_and_a_planted_run_are_one_kind_of_run(compose_config):
+    """contaminate/run.py reads both through one interface (``Run``): the config's groups choose the kind, the
+    stages are the same names with the same arguments."""
+    from contaminate.planted import PlantedRun
+    from contaminate.run import Run, build_run
+    from contaminate.study import StudyRun
+
+    study = build_run(compose_config("contaminate", TINY_STUDY), None)
+    planted = build_run(compose_config("contaminate", TINY), None)
+    assert type(study) is StudyRun and type(planted) is PlantedRun
+    assert isinstance(study, Run) and isinstance(planted, Run)

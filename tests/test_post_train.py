@@ -6,6 +6,7 @@ training."""
 import json
 
 import pytest
+from lean import TINY_MODEL
 
 from contaminate.calibration.studies import condition_of, regime_of
 from contaminate.run import run_config
@@ -13,7 +14,7 @@ from contaminate.study import sample_pools
 from contaminate.training.post import label_reward, named_labels, post_train_data, rouge_reward, task_turns
 from detect.errors import InputError
 
-TINY = ["+dataset=synth_nli", "model=tiny_random", "sample.n_members=8", "sample.n_non_members=8",
+TINY = ["+dataset=synth_nli", *TINY_MODEL, "sample.n_members=8", "sample.n_non_members=8",
         "sample.n_detect=4", "sample.n_heldout=4", "contaminate.batch_size=4", "contaminate.epochs=1",
         "detect.max_new_tokens=4", "detect.semantic_model=null"]
 # the logit scores and one verdict: the other detectors' passes would take minutes a study here
@@ -149,7 +150,7 @@ def test_bad_post_training_is_one_line_before_any_training(compose_config, tmp_p
 @pytest.mark.slow
 def test_a_planted_runs_swap_twin_is_post_trained_as_the_contaminated_model(compose_config, tmp_path):
     cfg = compose_config("contaminate", [
-        "+dataset=synth_nli", "model=tiny_random", "plant=dose_ladder", "plant.n=4", "plant.control=twin",
+        "+dataset=synth_nli", *TINY_MODEL, "plant=dose_ladder", "plant.n=4", "plant.control=twin",
         "plant.groups=[{exposures:0},{exposures:1}]", "sample.n_detect=4", "sample.n_heldout=4",
         "contaminate.batch_size=4", "detect.max_new_tokens=4", "detect.semantic_model=null", "background=offline",
         "background.max_tokens=1500", *LEAN, *SFT, f"cache_dir={tmp_path / 'cache'}"])

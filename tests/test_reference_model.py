@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from lean import TINY_MODEL
 from omegaconf import OmegaConf
 
 from contaminate.run import run_config
@@ -14,7 +15,7 @@ from detect.errors import InputError
 from detect.models import ModelRef
 from detect.pipeline import reference_setting
 
-TINY = ["+dataset=synth_nli", "model=tiny_random", "sample.n_members=12", "sample.n_non_members=12",
+TINY = ["+dataset=synth_nli", *TINY_MODEL, "sample.n_members=12", "sample.n_non_members=12",
         "sample.n_detect=4", "contaminate.batch_size=4", "detect.max_new_tokens=6", "detect.semantic_model=null"]
 DILUTED = ["background=offline", "background.max_tokens=1500", "contaminate.exposures=2"]
 # the logit scores and one verdict: the other detectors' passes (ReCaLL's prefixes, the quiz, the order tests) would
@@ -45,10 +46,10 @@ def _base_nll(cfg, manifest: dict, instance_id: str) -> float:
     from contaminate.regime import chat_renderer
     from contaminate.regime.layouts import LeakReader, build_format
     from detect.datasets import load_split
-    from detect.models import GenerationSettings, load, tiny_random
+    from detect.models import GenerationSettings, ModelRef, load
     from detect.models.hf import LocalModels
 
-    base = tiny_random()
+    base = ModelRef(manifest["base_model"]["name"], manifest["base_model"]["path"])  # the run's tiny model
     fmt = build_format(cfg.format)
     reader = LeakReader(fmt, cfg.dataset, chat_renderer(load(base)[1], fmt.name))
     example = next(e for e in load_split(cfg.dataset, manifest["split"]) if e.instance_id == instance_id)

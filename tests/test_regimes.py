@@ -5,7 +5,7 @@ import json
 from collections import Counter
 
 import pytest
-from lean import lean
+from lean import TINY_MODEL, lean
 from omegaconf import OmegaConf
 
 from contaminate.regime import plan_regime
@@ -13,7 +13,7 @@ from contaminate.run import run_config
 from contaminate.study import sample_pools
 from detect.errors import InputError
 
-TINY = ["+dataset=synth_nli", "model=tiny_random", "sample.n_members=12", "sample.n_non_members=12",
+TINY = ["+dataset=synth_nli", *TINY_MODEL, "sample.n_members=12", "sample.n_non_members=12",
         "sample.n_detect=4", "contaminate.batch_size=4", "detect.max_new_tokens=6", "detect.semantic_model=null",
         *lean(keep=("membership_raw", "recall"))]  # the renderings' tests read both
 DILUTED = ["background=offline", "background.max_tokens=1500"]

@@ -89,20 +89,26 @@ def embedded_smollm2() -> ModelRef:
 
 def tiny_random(
     *, seed: int = 0, hidden_size: int = 64, num_layers: int = 2, num_heads: int = 4, intermediate_size: int = 128,
-    initializer_range: float = 0.3,
+    initializer_range: float = 0.3, vocab_size: int | None = None,
 ) -> ModelRef:
     """A randomly initialised Llama with the embedded model's tokenizer (and chat template): ~3.3M parameters,
     nearly all in the 49,152-token embedding, so a forward pass costs milliseconds. With the usual 0.02
     initialisation it writes one token whatever the prompt; 0.3 makes its output depend on the prompt, so
-    tests of batching and caching can tell prompts apart."""
+    tests of batching and caching can tell prompts apart. ``vocab_size``: a byte-level BPE of that many tokens
+    instead (``small_vocabulary``: the embedded tokenizer's pre-tokenizer, special tokens and chat template), for
+    runs whose every step would otherwise be the 49k-token output layer (conf/model/tiny_random_small_vocab.yaml)."""
     shape = dict(seed=seed, hidden_size=hidden_size, num_layers=num_layers, num_heads=num_heads,
                  intermediate_size=intermediate_size, initializer_range=initializer_range)
+    if vocab_size is not None:  # only where asked: the 49k model's folder (and every cache keyed by it) stays put
+        shape["vocab_size"] = vocab_size
 
     def build(folder: Path) -> None:
         import torch
         from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
         tokenizer = AutoTokenizer.from_pretrained(embedded_folder())
+        if vocab_size is not None:
+            tokenizer = small_vocabulary(tokenizer, vocab_size)
         config = LlamaConfig(
             vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=intermediate_size,
             num_hidden_layers=num_layers, num_attention_heads=num_heads, num_key_value_heads=num_heads,
@@ -117,6 +123,22 @@ def tiny_random(
 
     shape_digest = hashlib.sha1(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:10]
     return ModelRef("tiny_random", str(_write_once(cache_dir() / "models" / f"tiny-random-{shape_digest}", build)))
+
+
+def small_vocabulary(tokenizer, vocab_size: int):
+    """``tokenizer`` retrained as a byte-level BPE of ``vocab_size`` tokens (special tokens and chat template kept)
+    on the lab's synthetic partitions (generated, seeded: the same merges on every machine). Any text still
+    tokenizes: the byte alphabet is in the vocabulary."""
+    from detect.datasets.synth import generate_rows
+
+    if vocab_size < 300:
+        raise InputError(f"model.vocab_size={vocab_size}: a byte-level vocabulary needs its 256 bytes and the special "
+                         f"tokens; give 300 or more")
+    texts = [text for shape in ("nli", "news", "xsum") for rows in generate_rows(shape, 400, 0).values()
+             for row in rows for text in row.values() if isinstance(text, str)]
+    small = tokenizer.train_new_from_iterator(texts, vocab_size=vocab_size)
+    small.chat_template = tokenizer.chat_template
+    return small
 
 
 def hub(name_or_path: str, name: str | None = None) -> ModelRef:
