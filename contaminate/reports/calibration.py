@@ -17,7 +17,7 @@ import numpy as np
 
 from contaminate.calibration.partition_level import pools_of
 from contaminate.calibration.result import Calibration
-from contaminate.calibration.statistics import units_text
+from contaminate.calibration.statistics import Unit, share_floor, unit_interval, unit_label, units_text
 from contaminate.reports.calibration_product import product_sections
 from contaminate.reports.calibration_regimes import regime_details, regime_headline
 from detect.detectors import labelled
@@ -85,6 +85,7 @@ def dose_response_rows(result: Calibration) -> list[dict]:
         by_condition[instance.condition].append(instance)
     rates = detectors(result)
     positive = positive_pools(result)
+    units = {unit_label(i.unit): i.unit for i in instances}
     rows = []
     for key, settings in conditions.items():
         members = by_condition[key]
@@ -102,9 +103,22 @@ def dose_response_rows(result: Calibration) -> list[dict]:
             fpr = [rate for pool, rate in per_pool.items() if pool[0] == key and pool not in positive]
             row[f"tpr_{name}"] = float(np.mean(tpr)) if tpr else None
             row[f"fpr_{name}"] = float(np.mean(fpr)) if fpr else None
+            # the TPR over member draws with its interval (the figure's bars): each model's flag rate on its own
+            # members, averaged within its draw, a t-interval over draws with the recipe's floor (statistics.py)
+            found = tpr_over_draws({pool: rate for pool, rate in per_pool.items()
+                                    if pool[0] == key and pool in positive}, units)
+            row[f"tpr_{name}_low"], row[f"tpr_{name}_high"] = found["low"], found["high"]
         rows.append(row)
     return sorted(rows, key=lambda r: [str(r[c]) if not isinstance(r[c], (int, float)) else f"{r[c]:012.6f}"
                                        for c in columns])
+
+
+def tpr_over_draws(per_pool: dict[tuple[str, str, str], float], units: dict[str, Unit]) -> dict:
+    """A detector's TPR at one condition over its models' member pools ((condition, cell, model) -> flag rate): the
+    mean over member draws and its t-interval (``unit_interval`` with ``share_floor``, as the recipe's TPR); no
+    interval below three draws."""
+    by_model = {units[pool[2]]: [np.array([rate])] for pool, rate in per_pool.items()}
+    return unit_interval(by_model, lambda flags: flags.mean(axis=1), floor=share_floor)
 
 
 def _format(value) -> str:
@@ -152,10 +166,12 @@ def lines_across_doses(rows: list[dict]) -> dict[str, list[dict]]:
             for condition in conditions}
 
 
-def plot_dose_response(rows: list[dict], detector_names: list[str], scores: list[str], path: Path) -> bool:
-    """Detection rate (top) and instance AUC (bottom) against exposure, one column per dataset. False (and no
-    file) if the exposure does not vary, or if more than MAX_DOSE_VARIANTS conditions share an exposure (a sweep over
-    regimes: one line per detector and regime is unreadable here, and membership.png draws a row per regime)."""
+def plot_dose_response(rows: list[dict], detector_names: list[str], path: Path) -> bool:
+    """Each partition-level detector's TPR against exposure, one line a detector across doses with its 95% interval
+    over member draws (none below three), its mean FPR dashed; a panel per dataset. The instance scores' dose
+    response is membership.png (within each model, intervals over draws). False (and no file) if the exposure does
+    not vary, or if more than MAX_DOSE_VARIANTS conditions share an exposure (a sweep over regimes: one line per
+    detector and regime is unreadable here)."""
     exposures = {r[EXPOSURE] for r in rows if r.get(EXPOSURE) is not None}
     if len(exposures) < 2 or max(Counter((r["dataset"], r.get(EXPOSURE)) for r in rows).values()) > MAX_DOSE_VARIANTS:
         return False
@@ -164,27 +180,35 @@ def plot_dose_response(rows: list[dict], detector_names: list[str], scores: list
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    datasets = sorted({r["dataset"] for r in rows})
-    figure, axes = plt.subplots(2, len(datasets), figsize=(4.2 * len(datasets), 7), squeeze=False, sharey="row")
-    for column, dataset in enumerate(datasets):
-        members = [r for r in rows if r["dataset"] == dataset]
-        for suffix, line in lines_across_doses(members).items():  # conditions that differ in more than dose: own lines
-            x = [r[EXPOSURE] for r in line]
-            for name in detector_names:
-                tpr, = axes[0, column].plot(x, [r[f"tpr_{name}"] for r in line], marker="o", label=name + suffix)
-                axes[0, column].plot(x, [r[f"fpr_{name}"] for r in line], color=tpr.get_color(), linestyle="--",
-                                     marker=".", linewidth=1)
-            for score in scores:
-                axes[1, column].plot(x, [r.get(f"auc_{score}") for r in line], marker="o", label=score + suffix)
-        axes[0, column].set(title=dataset, ylim=(-0.03, 1.03), ylabel="partition rate (solid TPR, dashed FPR)")
-        axes[1, column].set(xlabel="exposures (or epochs)", ylim=(0.3, 1.02), ylabel="instance AUC")
-        for axis in axes[:, column]:
-            axis.set_xscale("log")
-            axis.set_xticks(sorted(exposures), [str(e) for e in sorted(exposures)])
-            axis.grid(alpha=0.3)
-    axes[0, 0].legend(fontsize=7)
-    axes[1, 0].legend(fontsize=7)
-    figure.tight_layout()
+    panels = [(dataset, suffix, line) for dataset in sorted({r["dataset"] for r in rows})
+              for suffix, line in lines_across_doses([r for r in rows if r["dataset"] == dataset]).items()]
+    colors = {name: f"C{k % 10}" for k, name in enumerate(detector_names)}  # a detector's colour in every panel
+    figure, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels) + 1.7, 3.8), squeeze=False, sharey=True)
+    for axis, (dataset, suffix, line) in zip(axes[0], panels):  # a panel per dataset and condition beyond dose
+        for k, name in enumerate(detector_names):
+            drawn = [r for r in line if r.get(f"tpr_{name}") is not None]
+            if not drawn:
+                continue
+            shift = 1 + 0.025 * (k - (len(detector_names) - 1) / 2)  # side by side: no bar hides another
+            y = [r[f"tpr_{name}"] for r in drawn]
+            low = [v - (r[f"tpr_{name}_low"] if r.get(f"tpr_{name}_low") is not None else v) for v, r in zip(y, drawn)]
+            high = [(r[f"tpr_{name}_high"] if r.get(f"tpr_{name}_high") is not None else v) - v
+                    for v, r in zip(y, drawn)]
+            axis.errorbar([r[EXPOSURE] * shift for r in drawn], y, yerr=[low, high], color=colors[name], marker="o",
+                          markersize=3, capsize=2, label=name)
+            fpr = [(r[EXPOSURE] * shift, r[f"fpr_{name}"]) for r in line if r.get(f"fpr_{name}") is not None]
+            if fpr:
+                axis.plot(*zip(*fpr), color=colors[name], linestyle="--", marker=".", linewidth=1)
+        axis.set_title(f"{dataset}\n{suffix.strip()}" if suffix else dataset, fontsize=8)
+        axis.set(ylim=(-0.03, 1.03), xlabel="exposures (or epochs)")
+        axis.set_xscale("log")
+        axis.set_xticks(sorted(exposures), [f"{e:g}" for e in sorted(exposures)])
+        axis.minorticks_off()
+        axis.grid(alpha=0.3)
+    axes[0, 0].set_ylabel("partition TPR on the members\n(95% over draws; dashed: mean FPR)", fontsize=8)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    figure.legend(handles, labels, fontsize=7, loc="center right")
+    figure.tight_layout(rect=(0, 0, 1 - 1.7 / (3.6 * len(panels) + 1.7), 1))
     figure.savefig(path, dpi=110)
     plt.close(figure)
     return True
@@ -282,16 +306,14 @@ def write_reports(result: Calibration, out: Path) -> None:
     out = Path(out)
     rows = dose_response_rows(result)
     rates = detectors(result)
-    scores = list(result.instance)
     with open(out / "dose_response.csv", "w", newline="") as file:
         writer = csv.DictWriter(file, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
         writer.writeheader()
         writer.writerows(rows)
-    table_columns = [c for c in rows[0] if not c.startswith("fpr_")]
+    table_columns = [c for c in rows[0] if not c.startswith("fpr_") and not c.endswith(("_low", "_high"))]
     (out / "dose_response.md").write_text("\n".join(markdown_table(rows, table_columns)) + "\n")
     plot_roc(result, out / "roc.png")
-    has_dose_plot = plot_dose_response(rows, list(rates), [s for s in scores if not s.endswith("_gain")],
-                                       out / "dose_response.png")
+    has_dose_plot = plot_dose_response(rows, list(rates), out / "dose_response.png")
     lines = [*opening_lines(result),
              *product_sections(result.recipe, result.cards, result.targets["partition_fpr"]),
              *reference_section(result.sources),
@@ -453,7 +475,10 @@ def dose_lines(rows: list[dict], table_columns: list[str], has_dose_plot: bool, 
              "instance). FPRs are in dose_response.csv."]
     dose_varies = len({r.get(EXPOSURE) for r in rows} - {None}) > 1
     if has_dose_plot:
-        lines += ["", "![dose response](dose_response.png)"]
+        lines += ["", "The figure: each partition-level detector's TPR by dose, mean over member draws with its 95% "
+                  "t-interval over draws (none below three; dose_response.csv's tpr_*_low / _high), its mean FPR "
+                  "dashed; the instance scores' dose response within each model is membership.png above.", "",
+                  "![dose response](dose_response.png)"]
     else:
         (out / "dose_response.png").unlink(missing_ok=True)  # not a stale one from an earlier calibration
         if dose_varies:
