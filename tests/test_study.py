@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from lean import TINY_STUDY, lean
+from lean import TINY_MODEL, TINY_STUDY, lean
 
 from contaminate.run import run_config
 from contaminate.study import CELLS, KNOWN_CELLS
@@ -298,7 +298,7 @@ def test_training_on_two_processes_saves_once_and_reports_once(tmp_path):
 @pytest.mark.slow
 def test_paper_table1_runs_one_study_per_task_shape(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "contaminate", "+experiment=paper_table1", "model=tiny_random", "sample.n_members=8",
+        [sys.executable, "-m", "contaminate", "+experiment=paper_table1", *TINY_MODEL, "sample.n_members=8",
          "sample.n_non_members=8", "sample.n_detect=2", "contaminate.epochs=1", "detect.max_new_tokens=4",
          "detect.semantic_model=null", *lean(), f"cache_dir={tmp_path}/cache", f"hydra.sweep.dir={tmp_path}/sweep"],
         capture_output=True, text=True)
