@@ -218,7 +218,7 @@ def sample_groups(cfg, groups: Sequence[PlantedGroup], configs: dict | None = No
                                                    if twin_sizes else "")
             raise InputError(f"plant={cfg.plant.name} asks {asked} = {sum(sizes) + sum(twin_sizes)} instances of "
                              f"{key} {split}, which has {len(examples)}; lower plant.n or drop a group")
-        n_heldout = heldout_size(cfg, len(examples) - sum(sizes) - sum(twin_sizes), f"{key} {split}")
+        n_heldout = heldout_size(cfg.sample, len(examples) - sum(sizes) - sum(twin_sizes), f"{key} {split}")
         *pools, heldout = disjoint_pools(examples, [*sizes, n_heldout], seed=seed, where=f"{key} {split}")
         if twin_sizes:
             taken = {e.instance_id for pool in [*pools, heldout] for e in pool}
@@ -404,7 +404,7 @@ class PlantedRun:
         cfg, setup, draw = self.cfg, self.setup, self.draw
         self.plan()
         everyone = [e for g in self.trained for e in draw.groups[g.name]]
-        regime = training_regime(cfg, self.planted, self.trained, self.control_kind)
+        regime = training_regime(cfg.plant.name, self.planted, self.trained, self.control_kind)
         first = lead_study(cfg, self.all_groups, self.trained, draw)
         self.plant_key = {"plant": [g.describe() for g in self.all_groups],
                           "groups": {g.name: [e.instance_id for e in draw.groups[g.name]] for g in self.all_groups}}
@@ -458,9 +458,9 @@ class PlantedRun:
         return {"plant": record, "groups": {name: summary for name, (summary, _, _) in results.items()}}
 
 
-def training_regime(cfg, planted: PlantedRegime, trained: Sequence[PlantedGroup], kind: str) -> Regime:
+def training_regime(plant_name: str, planted: PlantedRegime, trained: Sequence[PlantedGroup], kind: str) -> Regime:
     """The one training run as a study's regime: every planted group's documents, the stream, the control's."""
-    return Regime(f"planted ({cfg.plant.name})", planted.format, planted.background, 1, None,
+    return Regime(f"planted ({plant_name})", planted.format, planted.background, 1, None,
                   [d for g in trained for d in planted.documents[g.name]], planted.stream,
                   planted.control if kind == "background" else None, planted.counts)
 

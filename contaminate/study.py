@@ -164,10 +164,10 @@ def study_cells(regime: Regime, sampled: Sampled | None = None,
     return tuple((cell, checkpoint, pool, "clean") for cell, checkpoint, pool, _ in cells)
 
 
-def not_run(cfg, sampled: Sampled, cells: tuple = CELLS) -> dict[str, str]:
+def not_run(dataset_key: str, sampled: Sampled, cells: tuple = CELLS) -> dict[str, str]:
     """The study's cells that cannot exist or whose model ``cells`` does not read (plant.control=none reads no clean
     model), each with its one line (summary.json "cells_not_run")."""
-    found = {cell: f"dataset {cfg.dataset.key} has one split ({sampled.split}): no other split to read"
+    found = {cell: f"dataset {dataset_key} has one split ({sampled.split}): no other split to read"
              for cell, _, pool, _ in CELLS if pool not in sampled.detection}
     read = {checkpoint for _, checkpoint, *_ in cells}
     found |= {cell: "plant.control=none: no clean model is read (each group is compared with the never-planted "
@@ -289,7 +289,7 @@ def check_study(cfg, *, planted: bool = False) -> Setup:
     background = instantiate_background(cfg.get("background"))
     check_regime(cfg, fmt, background, api=trainer.api)  # format fields, background, exposures
     detectors = check_detection(cfg)
-    known_setting(cfg, detectors)  # the known non-members' detectors: instance scores of this run
+    known_setting(cfg.detect, detectors)  # the known non-members' detectors: instance scores of this run
     reference_setting(cfg.detect, study=True)  # base, clean, a hub id or folder, or null: one line if none of them
     check_reference_corpus(detectors, background)
     return Setup(trainer, serving, fmt, background, detectors, _judge(cfg), post)
@@ -335,7 +335,7 @@ def sample_pools(cfg) -> Sampled:
     where = f"{dataset.key} {split}"
     # A third pool, disjoint from both (drawing it leaves the first two as they were): known non-members the
     # detectors may condition on or compare with (ReCaLL's prefix, a performance test's held-out accuracy).
-    n_heldout = heldout_size(cfg, len(examples) - n_members - n_non_members, where)
+    n_heldout = heldout_size(cfg.sample, len(examples) - n_members - n_non_members, where)
     members, non_members, heldout = disjoint_pools(examples, [n_members, n_non_members, n_heldout], seed=seed,
                                                    where=where)
     n_detect = cfg.sample.n_detect
@@ -357,10 +357,10 @@ def sample_pools(cfg) -> Sampled:
     return sampled
 
 
-def heldout_size(cfg, left: int, where: str) -> int:
+def heldout_size(sample_cfg, left: int, where: str) -> int:
     """``sample.n_heldout``, checked against what the split has left after the pools drawn before it (one line where
     it asks for more: the study never runs on fewer known non-members than it was asked for)."""
-    n_heldout = cfg.sample.get("n_heldout", 0) or 0
+    n_heldout = sample_cfg.get("n_heldout", 0) or 0
     count(n_heldout, "sample.n_heldout", minimum=0, hint=" (known non-members drawn beside members and non-members)")
     if n_heldout > left:
         raise InputError(f"sample.n_heldout={n_heldout} known non-members asked of {where}, which has {left} left "
@@ -456,16 +456,17 @@ def _judge(cfg):
     return instantiate(cfg.judge)
 
 
-def study_recipe(cfg, cell_rows: dict[str, list[dict]], detectors: Sequence[Detector], cells: tuple) -> dict | None:
+def study_recipe(known, partition_size: int, cell_rows: dict[str, list[dict]], detectors: Sequence[Detector],
+                 cells: tuple) -> dict | None:
     """Each model's recipe (detect/judges/recipe.py), fitted on its own known non-members' guided rows for Algorithm
-    2's rule at the cells' size, and its verdict on each of that model's cells (summary.json "recipe"); a model whose
-    known non-members are too few for the budget gets the recipe's one-line refusal. None without known cells."""
+    2's rule at the cells' size (``partition_size``; ``known``: the run's ``detect.known_non_members``), and its
+    verdict on each of that model's cells (summary.json "recipe"); a model whose known non-members are too few for
+    the budget gets the recipe's one-line refusal. None without known cells."""
     from detect.judges.recipe import fit_recipe, label
     from detect.judges.threshold import alg2_verdict, exact_score
 
     if not any(cell in cell_rows for cell, *_ in KNOWN_CELLS):
         return None
-    known = cfg.detect.known_non_members
     alg2 = next((d for d in detectors if d.name == "alg2"), None)
     if alg2 is None:  # the recipe is Algorithm 2's thresholds: off with it (no guided completion was generated)
         return None
@@ -477,7 +478,7 @@ def study_recipe(cfg, cell_rows: dict[str, list[dict]], detectors: Sequence[Dete
         rows = [r for r in cell_rows[cell] if r.get("instruction") == "guided"]
         try:
             fit = fit_recipe([exact_score(r["reference"], r["completion"], r["rouge_l"]) for r in rows],
-                             partition_size=cfg.sample.n_detect, rule=rule, budget=known.budget,
+                             partition_size=partition_size, rule=rule, budget=known.budget,
                              exact_share=known.exact_share)
         except InputError as refusal:
             found["models"][checkpoint] = {"refused": str(refusal), "n": len(rows)}
@@ -494,11 +495,11 @@ def study_recipe(cfg, cell_rows: dict[str, list[dict]], detectors: Sequence[Dete
     return found
 
 
-def known_setting(cfg, detectors: Sequence[Detector]) -> list[Detector] | None:
+def known_setting(detect_cfg, detectors: Sequence[Detector]) -> list[Detector] | None:
     """The detectors a study runs on its known non-members (``detect.known_non_members``), checked in one line: None
     where that reading is off; each named detector must be an instance score of the run (one that is disabled is
-    left out)."""
-    known = cfg.detect.get("known_non_members")
+    left out). ``detect_cfg``: the run's ``detect`` block."""
+    known = detect_cfg.get("known_non_members")
     if not known or not known.get("enabled"):
         return None
     names = list(known.get("detectors") or [])
@@ -515,9 +516,9 @@ def known_setting(cfg, detectors: Sequence[Detector]) -> list[Detector] | None:
     return [by_name[name] for name in names if name in by_name]
 
 
-def known_cells(cfg, sampled: Sampled, detectors: Sequence[Detector]) -> tuple:
+def known_cells(detect_cfg, sampled: Sampled, detectors: Sequence[Detector]) -> tuple:
     """KNOWN_CELLS where the study reads its known non-members (the setting on, and some drawn), else ()."""
-    if known_setting(cfg, detectors) is None or not sampled.heldout.get(sampled.split):
+    if known_setting(detect_cfg, detectors) is None or not sampled.heldout.get(sampled.split):
         return ()
     return KNOWN_CELLS
 
@@ -542,10 +543,10 @@ def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, runtime_key:
                     # data a detector reads beyond its settings (DC-PDD's corpus), by content
                     "data": {name: key for name, key in ((d.name, d.data_key()) for d in models.detectors)
                              if key is not None}}
-    known = known_setting(cfg, models.detectors)
+    known = known_setting(cfg.detect, models.detectors)
     if known is not None:  # the recipe reads Algorithm 2's guided completions of them, where Algorithm 2 runs
         known = [*known, *(d for d in models.detectors if d.name == "alg2")]
-    also = known_cells(cfg, sampled, models.detectors)  # each model's known non-members, where read
+    also = known_cells(cfg.detect, sampled, models.detectors)  # each model's known non-members, where read
     setting = instruction_setting(cfg.detect)
     chosen: dict[str, str] = {}  # checkpoint -> the prompt format its instructions are asked in, from its known cell
     cell_rows, timings, cached = {}, {}, []
@@ -689,10 +690,10 @@ def summarize_study(cfg, sampled: Sampled, contaminated: Contaminated, cell_rows
     unread = sum(1 for c in summary["cells"].values() if uninformative(c))
     if unread and instructed:
         summary["uninformative"] = {name: unread for name in verdict_names if name in instructed}
-    recipe = study_recipe(cfg, cell_rows, detectors, cells)
+    recipe = study_recipe(cfg.detect.known_non_members, cfg.sample.n_detect, cell_rows, detectors, cells)
     if recipe is not None:
         summary["recipe"] = recipe
-    missing = not_run(cfg, sampled, cells)
+    missing = not_run(cfg.dataset.key, sampled, cells)
     if missing:
         summary["cells_not_run"] = missing
     return summary
@@ -724,7 +725,7 @@ def build_manifest(cfg, sampled: Sampled, contaminated: Contaminated, judge, pla
                           for pool, (instances, _) in sampled.detection.items()},
         # the known non-members each model read (KNOWN_CELLS): the recipe's null distribution; [] where none
         "known_non_member_ids": [e.instance_id for e in sampled.heldout.get(sampled.split, [])]
-        if known_cells(cfg, sampled, models.detectors) else [],
+        if known_cells(cfg.detect, sampled, models.detectors) else [],
         "format": {"name": cfg.format.name, "template": contaminated.template,
                    "example": contaminated.regime.members[0].text},
         "regime": contaminated.regime.describe(),

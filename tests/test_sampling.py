@@ -52,11 +52,12 @@ def test_the_known_non_members_detectors_are_checked_in_one_line(compose_config)
     cfg = compose_config("contaminate", ["+dataset=synth_nli", "detect.known_non_members.detectors=[membership,cheat]"])
     with pytest.raises(InputError, match="detect.known_non_members.detectors names cheat, which is not an instance "
                                          "score that reads no known non-members; use some of cdd, dc_pdd, dcq, "):
-        known_setting(cfg, build(cfg.detect.detectors))
+        known_setting(cfg.detect, build(cfg.detect.detectors))
     on = compose_config("contaminate", ["+dataset=synth_nli"])
-    assert [d.name for d in known_setting(on, build(on.detect.detectors))] == ["membership", "membership_raw", "dc_pdd"]
+    assert [d.name for d in known_setting(on.detect, build(on.detect.detectors))] == ["membership", "membership_raw",
+                                                                                       "dc_pdd"]
     off = compose_config("contaminate", ["+dataset=synth_nli", "detect.known_non_members.enabled=false"])
-    assert known_setting(off, build(off.detect.detectors)) is None
+    assert known_setting(off.detect, build(off.detect.detectors)) is None
 
 
 def test_known_non_members_are_a_third_pool_that_leaves_the_draw_as_it_was(compose_config):
