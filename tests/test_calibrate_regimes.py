@@ -302,7 +302,8 @@ def test_the_dose_plot_is_skipped_when_regimes_crowd_it(tmp_path):
 
     def rows(n_regimes: int) -> list[dict]:
         return [{"dataset": "synth_nli", "exposures": e, "format": f"format_{i}", "tpr_alg2": 0.5, "fpr_alg2": 0.0,
-                 "tpr_alg2_low": 0.2, "tpr_alg2_high": 0.8, "auc_loss": 0.9} for i in range(n_regimes) for e in (1, 4)]
+                 "tpr_alg2_draws": 0.5, "tpr_alg2_low": 0.2, "tpr_alg2_high": 0.8, "auc_loss": 0.9}
+                for i in range(n_regimes) for e in (1, 4)]
 
     assert plot_dose_response(rows(MAX_DOSE_VARIANTS), ["alg2"], tmp_path / "few.png")
     assert (tmp_path / "few.png").stat().st_size > 0

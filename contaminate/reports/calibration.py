@@ -1,5 +1,6 @@
 """What ``python -m contaminate.calibrate`` writes besides calibration.json, from a ``Calibration``: calibration.md,
-the dose-response table (CSV and markdown) and the plots (ROC curves; detection rate and AUC against exposure).
+the dose-response table (CSV and markdown) and the plots (ROC curves; each partition-level detector's detection
+rate against exposure, with intervals over member draws).
 
 A condition is every setting of a study but its seed; the table has one row per condition and shows the
 settings that vary between conditions. A detector's TPR in a row is its rate on that condition's
@@ -103,11 +104,13 @@ def dose_response_rows(result: Calibration) -> list[dict]:
             fpr = [rate for pool, rate in per_pool.items() if pool[0] == key and pool not in positive]
             row[f"tpr_{name}"] = float(np.mean(tpr)) if tpr else None
             row[f"fpr_{name}"] = float(np.mean(fpr)) if fpr else None
-            # the TPR over member draws with its interval (the figure's bars): each model's flag rate on its own
-            # members, averaged within its draw, a t-interval over draws with the recipe's floor (statistics.py)
+            # the TPR over member draws with its interval (the figure's points and bars): each model's flag rate on
+            # its own members, averaged within its draw, a t-interval over draws with the recipe's floor; with one
+            # model a draw (seeds set apart as draws) it is tpr_ itself
             found = tpr_over_draws({pool: rate for pool, rate in per_pool.items()
                                     if pool[0] == key and pool in positive}, units)
-            row[f"tpr_{name}_low"], row[f"tpr_{name}_high"] = found["low"], found["high"]
+            row[f"tpr_{name}_draws"], row[f"tpr_{name}_low"], row[f"tpr_{name}_high"] = (
+                found["estimate"], found["low"], found["high"])
         rows.append(row)
     return sorted(rows, key=lambda r: [str(r[c]) if not isinstance(r[c], (int, float)) else f"{r[c]:012.6f}"
                                        for c in columns])
@@ -186,11 +189,11 @@ def plot_dose_response(rows: list[dict], detector_names: list[str], path: Path) 
     figure, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels) + 1.7, 3.8), squeeze=False, sharey=True)
     for axis, (dataset, suffix, line) in zip(axes[0], panels):  # a panel per dataset and condition beyond dose
         for k, name in enumerate(detector_names):
-            drawn = [r for r in line if r.get(f"tpr_{name}") is not None]
+            drawn = [r for r in line if r.get(f"tpr_{name}_draws") is not None]
             if not drawn:
                 continue
             shift = 1 + 0.025 * (k - (len(detector_names) - 1) / 2)  # side by side: no bar hides another
-            y = [r[f"tpr_{name}"] for r in drawn]
+            y = [r[f"tpr_{name}_draws"] for r in drawn]
             low = [v - (r[f"tpr_{name}_low"] if r.get(f"tpr_{name}_low") is not None else v) for v, r in zip(y, drawn)]
             high = [(r[f"tpr_{name}_high"] if r.get(f"tpr_{name}_high") is not None else v) - v
                     for v, r in zip(y, drawn)]
@@ -310,7 +313,7 @@ def write_reports(result: Calibration, out: Path) -> None:
         writer = csv.DictWriter(file, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
         writer.writeheader()
         writer.writerows(rows)
-    table_columns = [c for c in rows[0] if not c.startswith("fpr_") and not c.endswith(("_low", "_high"))]
+    table_columns = [c for c in rows[0] if not c.startswith("fpr_") and not c.endswith(("_draws", "_low", "_high"))]
     (out / "dose_response.md").write_text("\n".join(markdown_table(rows, table_columns)) + "\n")
     plot_roc(result, out / "roc.png")
     has_dose_plot = plot_dose_response(rows, list(rates), out / "dose_response.png")
@@ -476,8 +479,8 @@ def dose_lines(rows: list[dict], table_columns: list[str], has_dose_plot: bool, 
     dose_varies = len({r.get(EXPOSURE) for r in rows} - {None}) > 1
     if has_dose_plot:
         lines += ["", "The figure: each partition-level detector's TPR by dose, mean over member draws with its 95% "
-                  "t-interval over draws (none below three; dose_response.csv's tpr_*_low / _high), its mean FPR "
-                  "dashed; the instance scores' dose response within each model is membership.png above.", "",
+                  "t-interval over draws (none below three; dose_response.csv's tpr_*_draws, _low, _high), its mean "
+                  "FPR dashed; the instance scores' dose response within each model is membership.png above.", "",
                   "![dose response](dose_response.png)"]
     else:
         (out / "dose_response.png").unlink(missing_ok=True)  # not a stale one from an earlier calibration
