@@ -96,7 +96,8 @@ def tiny_random(
     initialisation it writes one token whatever the prompt; 0.3 makes its output depend on the prompt, so
     tests of batching and caching can tell prompts apart. ``vocab_size``: a byte-level BPE of that many tokens
     instead (``small_vocabulary``: the embedded tokenizer's pre-tokenizer, special tokens and chat template), for
-    runs whose every step would otherwise be the 49k-token output layer (conf/model/tiny_random_small_vocab.yaml)."""
+    runs whose every step would otherwise be the 49k-token output layer (``model.vocab_size`` in
+    conf/model/tiny_random.yaml)."""
     shape = dict(seed=seed, hidden_size=hidden_size, num_layers=num_layers, num_heads=num_heads,
                  intermediate_size=intermediate_size, initializer_range=initializer_range)
     if vocab_size is not None:  # only where asked: the 49k model's folder (and every cache keyed by it) stays put
