@@ -146,6 +146,11 @@ class Contaminated:
     post_train: dict | None = None
 
     @property
+    def checkpoint(self) -> Checkpoint:
+        """The contaminated model as a checkpoint (its manifest block, a post-training parent)."""
+        return Checkpoint(self.model, self.folder, self.reused, self.record)
+
+    @property
     def clean(self) -> tuple[ModelRef, str]:
         """The model of the "clean" cells and the id its cells are cached under."""
         if self.control is None:
@@ -731,8 +736,7 @@ def build_manifest(cfg, sampled: Sampled, contaminated: Contaminated, judge, pla
         "regime": contaminated.regime.describe(),
         "contaminate": contaminated.hyperparameters,
         "seeds": {"sampling": cfg.sample.draw, "training": seed, "cuts": seed, "bootstrap": seed},
-        "checkpoint": Checkpoint(contaminated.model, contaminated.folder, contaminated.reused,
-                                 contaminated.record).manifest(),
+        "checkpoint": contaminated.checkpoint.manifest(),
         "control_checkpoint": None if contaminated.control is None else contaminated.control.manifest(),
         # post_train=sft|grpo: kind, settings, data ids, steps, each parent's record and each post-trained one's
         # (checkpoint and control_checkpoint above are the post-trained models the cells read); None: no stage

@@ -180,9 +180,8 @@ class PostTrain:
             block["checkpoints"]["contaminated"] = block["checkpoints"]["control"]
             block["steps"]["contaminated"] = block["steps"]["control"]
         else:
-            trained = self._post_train(cfg, "contaminated", Checkpoint(contaminated.model, contaminated.folder,
-                                                                       contaminated.reused, contaminated.record),
-                                       data, turns, names, split, setup, placement, block)
+            trained = self._post_train(cfg, "contaminated", contaminated.checkpoint, data, turns, names, split, setup,
+                                       placement, block)
             if trained is None:
                 return None
         block["seconds"] = round(time.time() - started, 1)
