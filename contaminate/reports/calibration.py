@@ -20,7 +20,7 @@ from contaminate.calibration.partition_level import pools_of
 from contaminate.calibration.result import Calibration
 from contaminate.calibration.statistics import Unit, share_floor, unit_interval, unit_label, units_text
 from contaminate.reports.calibration_product import product_sections
-from contaminate.reports.calibration_regimes import regime_details, regime_headline
+from contaminate.reports.calibration_regimes import error_bars, regime_details, regime_headline
 from detect.detectors import labelled
 from detect.markdown import table
 
@@ -193,12 +193,9 @@ def plot_dose_response(rows: list[dict], detector_names: list[str], path: Path) 
             if not drawn:
                 continue
             shift = 1 + 0.025 * (k - (len(detector_names) - 1) / 2)  # side by side: no bar hides another
-            y = [r[f"tpr_{name}_draws"] for r in drawn]
-            low = [v - (r[f"tpr_{name}_low"] if r.get(f"tpr_{name}_low") is not None else v) for v, r in zip(y, drawn)]
-            high = [(r[f"tpr_{name}_high"] if r.get(f"tpr_{name}_high") is not None else v) - v
-                    for v, r in zip(y, drawn)]
-            axis.errorbar([r[EXPOSURE] * shift for r in drawn], y, yerr=[low, high], color=colors[name], marker="o",
-                          markersize=3, capsize=2, label=name)
+            points = [(r[f"tpr_{name}_draws"], r.get(f"tpr_{name}_low"), r.get(f"tpr_{name}_high")) for r in drawn]
+            axis.errorbar([r[EXPOSURE] * shift for r in drawn], [e for e, _, _ in points], yerr=error_bars(points),
+                          color=colors[name], marker="o", markersize=3, capsize=2, label=name)
             fpr = [(r[EXPOSURE] * shift, r[f"fpr_{name}"]) for r in line if r.get(f"fpr_{name}") is not None]
             if fpr:
                 axis.plot(*zip(*fpr), color=colors[name], linestyle="--", marker=".", linewidth=1)

@@ -284,6 +284,13 @@ def missing_section(by_regime: dict) -> list[str]:
     return lines
 
 
+def error_bars(points: list[tuple[float, float | None, float | None]]) -> list[list[float]]:
+    """matplotlib's ``yerr`` for (estimate, low, high) points: the distances below and above each estimate, 0 where
+    a point has no interval (fewer than three draws)."""
+    return [[e - (low if low is not None else e) for e, low, _ in points],
+            [(high if high is not None else e) - e for e, _, high in points]]
+
+
 def plot_membership(by_regime: dict, path: Path) -> bool:
     """Within-model AUC against exposures with 95% intervals: a row per regime, a column per detector family, at
     most four lines a panel. False (no file) when no regime has a membership block."""
@@ -310,9 +317,8 @@ def plot_membership(by_regime: dict, path: Path) -> bool:
                     continue
                 x = [d for d, _ in points]
                 y = [a["estimate"] for _, a in points]
-                low = [a["estimate"] - (a["low"] if a["low"] is not None else a["estimate"]) for _, a in points]
-                high = [(a["high"] if a["high"] is not None else a["estimate"]) - a["estimate"] for _, a in points]
-                axis.errorbar(x, y, yerr=[low, high], marker="o", markersize=3, capsize=2, label=name)
+                axis.errorbar(x, y, yerr=error_bars([(a["estimate"], a["low"], a["high"]) for _, a in points]),
+                              marker="o", markersize=3, capsize=2, label=name)
             axis.axhline(0.5, color="grey", linestyle=":", linewidth=1)
             axis.set_xscale("log")
             axis.set_xticks(doses, [f"{d:g}" for d in doses])
