@@ -43,7 +43,7 @@ from contaminate.regime import Regime, background_documents, chat_renderer, chec
 from contaminate.regime.layouts import LeakReader
 from contaminate.regime.plant import PlantedGroup, control_group, group_positions, plant_tail, planted_stream
 from contaminate.regime.stream import Document, build_stream, stream_counts
-from contaminate.reports.planted import plant_report
+from contaminate.reports.planted import ANSWER_POOLS, plant_report
 from contaminate.study import (
     DETECTION_ORDER,
     GroupStudy,
@@ -532,8 +532,6 @@ def within_model_auc(rows: dict[str, list[dict]], model: str = "contaminated") -
     return found
 
 
-ANSWER_POOLS = (("members", "contaminated_x_members"), ("non_members", "contaminated_x_non_members"),
-                ("known_non_members", "contaminated_x_known_non_members"))
 
 
 def replicas(rows: dict[str, list[dict]]) -> dict[str, dict]:

@@ -25,6 +25,9 @@ from detect.detectors.time_travel import LEAK_SCORES
 from detect.detectors.time_travel import SCORES as GUIDED_SCORES
 from detect.markdown import row, table
 
+# the pools a planted run's answers are counted in (contaminate/planted.py ``answers``), each with its cell
+ANSWER_POOLS = (("members", "contaminated_x_members"), ("non_members", "contaminated_x_non_members"),
+                ("known_non_members", "contaminated_x_known_non_members"))
 SCORES = ("loss", "zlib", "min_k", "min_k_plus", "reference_ratio", "dc_pdd", "loss_raw", "min_k_plus_raw")
 
 
@@ -93,7 +96,7 @@ def answers_section(groups: list[dict]) -> list[str]:
     if not shown:
         return []
     names = {"members": "members", "non_members": "never planted", "known_non_members": "known non-members"}
-    columns = [(reading, pool) for reading in ("guided", "leak") for pool in names  # contaminate/planted.py's pools
+    columns = [(reading, pool) for reading in ("guided", "leak") for pool, _ in ANSWER_POOLS
                if any(pool in (g["answers"].get(reading) or {}) for g in shown)]
 
     def rate(block: dict | None) -> str:
