@@ -26,7 +26,9 @@ OFF = ("membership", "dc_pdd", "cheat", "sharded_likelihood")
 def run(setting: str, seed: int, cache: Path, extra: list[str] = ()) -> dict:
     from hydra import compose, initialize_config_dir
 
-    from contaminate.study import StudyModels, check_study, contaminate, detect_cell, sample_pools
+    from contaminate.regime import plan_regime
+    from contaminate.sampling import sample_pools
+    from contaminate.study import StudyModels, check_study, contaminate, detect_cell
     from detect.cli import CONF_DIR
     from detect.pipeline import summarize
     from detect.runtime import from_config
@@ -40,7 +42,10 @@ def run(setting: str, seed: int, cache: Path, extra: list[str] = ()) -> dict:
     setup = check_study(cfg)
     sampled = sample_pools(cfg)
     started = time.time()
-    contaminated = contaminate(cfg, sampled, placement, cache / "unused", setup)
+    base = setup.trainer.base_model(cfg)
+    regime = plan_regime(cfg, sampled.members, sampled.split, setup.trainer.tokenizer(base), setup.background,
+                         setup.format)
+    contaminated = contaminate(cfg, sampled, regime, placement, cache / "unused", setup)
     train_s = time.time() - started
     models = StudyModels(cfg, placement, {"contaminated": (contaminated.model, contaminated.record["id"]),
                                           "clean": contaminated.clean}, setup.serving, setup.detectors)

@@ -16,7 +16,7 @@ import time
 
 from hydra import compose, initialize_config_dir
 
-from contaminate.run import build_run
+from contaminate.run import Run
 from detect.cli import CONF_DIR
 
 PROFILE = ["+experiment=planted_cpu", "+dataset=synth_nli", "plant=dose_ladder", "background=package_docs",
@@ -27,7 +27,7 @@ def main(overrides: list[str]) -> dict:
     started = time.time()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = compose("contaminate", overrides=[*PROFILE, *overrides])
-    run = build_run(cfg, None)  # the planted run's setup: its groups, their datasets and formats, checked
+    run = Run(cfg, None)  # the planted run's setup: its groups, their datasets and formats, checked
     run.sample()
     planted = run.plan()  # the stream, nothing trained
     return {"stream": planted.counts, "background": {k: v for k, v in planted.background.items() if k != "digest"},

@@ -3,12 +3,14 @@ detector on every group, so that one training run gives a dose-response curve wi
 
     python -m contaminate +dataset=synth_nli plant=dose_ladder background=offline     # x0, x1, x4, x16, x64
 
-Stages, as a study's (``contaminate/study.py``, whose pieces this reuses):
+The stages are a study's, run by the one recipe (contaminate/run.py ``Run``); this module is the planted run's
+design (``PlantedStream``: what it trains, each group's view, plant.json) and the stream's planning:
 
 1. setup: the groups (``contaminate/regime/plant.py``), then the study's components, checked before any work;
-2. sample: the groups, disjoint and label-balanced from one split (``disjoint_pools``), plus the study's other-split
-   pool and known non-members; a group may plant another dataset or format (``group_config``): each dataset's groups
-   are drawn from its own split, with its own never-planted group;
+2. sample (contaminate/sampling.py, as a study's two groups are drawn): the groups, disjoint and label-balanced from
+   one split (``disjoint_pools``), plus the other split's pool and known non-members; a group may plant another
+   dataset or format (``group_config``): each dataset's groups are drawn from its own split, with its own
+   never-planted group;
 3. contaminate: one stream, every planted group's documents its exposures among the background (one pass, in
    order), trained once; the control (``plant.control``) as a study's (``background``: the background alone, or
    the base model without one), ``base`` (the untouched base model: nothing more trained), ``none`` (nothing more
@@ -40,67 +42,18 @@ from omegaconf import OmegaConf
 
 from contaminate.checkpoints import Checkpoint, train_checkpoint
 from contaminate.regime import Regime, background_documents, chat_renderer, check_fits, token_counter
-from contaminate.regime.layouts import LeakReader
 from contaminate.regime.plant import PlantedGroup, control_group, group_positions, plant_tail, planted_stream
 from contaminate.regime.stream import Document, build_stream, stream_counts
 from contaminate.reports.planted import ANSWER_POOLS, plant_report
-from contaminate.study import (
-    DETECTION_ORDER,
-    GroupStudy,
-    Sampled,
-    Setup,
-    check_study,
-    contaminate,
-    heldout_size,
-    other_split_pools,
-)
+from contaminate.sampling import PLANT_FIX, GroupDraw, Sampled
+from contaminate.study import Setup, contaminate
 from contaminate.study_models import StudyModels
-from detect.datasets import Example, disjoint_pools, load_split, sample
+from detect.datasets import Example
 from detect.detectors import instance_scores
 from detect.detectors.time_travel import LEAK_SCORES, SCORES
 from detect.detectors.time_travel.follow import answer_classes
 from detect.errors import InputError
 from detect.models import digest
-from detect.runtime import Placement
-
-
-@dataclass
-class PlantedDraw:
-    """The sample stage of a planted run: each group's instances, and per dataset its splits, its other split's
-    pools and its known non-members (a group may plant another dataset than the run's: ``dataset_of``)."""
-    groups: dict[str, list[Example]]                         # group name -> its instances
-    dataset_of: dict[str, str]                               # group name -> its dataset's key
-    splits: dict[str, tuple[str, str | None]]                # dataset key -> (the planted split, the other split)
-    other: dict[str, tuple[list[Example], list[Example]]]    # dataset key -> the other split's (detected, whole pool);
-    # a dataset of one split (HumanEval) has none: its groups' studies have no other-split cell
-    heldout: dict[str, dict[str, list[Example]]]             # dataset key -> split -> known non-members
-    twins: dict[str, list[Example]] = field(default_factory=dict)  # planted group -> the swap twin's stand-ins
-
-    def split_of(self, group: PlantedGroup) -> str:
-        return self.splits[self.dataset_of[group.name]][0]
-
-    def study(self, group: PlantedGroup, control: PlantedGroup, n_detect: int, seed: int) -> Sampled:
-        """The study of one planted group: its instances the members, the never-planted group's the non-members."""
-        key = self.dataset_of[group.name]
-        split, other_split = self.splits[key]
-        members, non_members = self.groups[group.name], self.groups[control.name]
-
-        def detected(pool: list[Example], name: str) -> list[Example]:
-            # a label-balanced sample; where it is the whole group, the group as drawn if the sample cannot be had
-            # (6 of 4 labels drawn 2+2+1+1: the sample gives the remainder to labels at random again)
-            try:
-                return sample(pool, n_detect, seed=seed, where=f"group {name}")
-            except InputError:
-                if n_detect < len(pool):
-                    raise
-                return list(pool)
-
-        detection = {"members": (detected(members, group.name), split),
-                     "non_members": (detected(non_members, control.name), split)}
-        whole = {"members": members, "non_members": non_members}
-        if key in self.other:
-            detection["other_split"], whole["other_split"] = (self.other[key][0], other_split), self.other[key][1]
-        return Sampled(split, other_split, members, non_members, detection, whole, self.heldout[key])
 
 
 def group_config(cfg, group: PlantedGroup):
@@ -193,50 +146,6 @@ def group_layouts(cfg, groups: Sequence[PlantedGroup], run_format) -> tuple[dict
     return configs, layouts
 
 
-def sample_groups(cfg, groups: Sequence[PlantedGroup], configs: dict | None = None) -> PlantedDraw:
-    """Per dataset, its groups, disjoint and label-balanced from one split (then known non-members, disjoint from
-    all of them, and a twin's stand-ins after those), and the other split's pools as a study draws them.
-    ``configs``: each group's config (``group_config``); without it every group is the run's dataset."""
-    configs = configs or {g.name: cfg for g in groups}
-    seed = cfg.sample.draw
-    by_dataset: dict[str, list[PlantedGroup]] = {}
-    for group in groups:
-        by_dataset.setdefault(configs[group.name].dataset.key, []).append(group)
-    draw = PlantedDraw({}, {g.name: configs[g.name].dataset.key for g in groups}, {}, {}, {})
-    for key, members in by_dataset.items():
-        dataset = configs[members[0].name].dataset
-        split = (cfg.split if key == cfg.dataset.key else None) or dataset.default_split
-        others = [name for name in dataset.splits if name != split]  # none: one split, no other-split cell
-        examples = load_split(dataset, split)
-        sizes = [g.n for g in members]
-        # the swap twin's stand-ins: one more disjoint group per planted group, drawn after the groups and the known
-        # non-members, so that asking for a twin leaves every other pool as it was
-        planted = [g for g in members if g.planted]
-        twin_sizes = [g.n for g in planted] if cfg.plant.get("control") == "twin" else []
-        if sum(sizes) + sum(twin_sizes) > len(examples):
-            asked = " + ".join(map(str, sizes)) + (f" + a twin's {' + '.join(map(str, twin_sizes))}"
-                                                   if twin_sizes else "")
-            raise InputError(f"plant={cfg.plant.name} asks {asked} = {sum(sizes) + sum(twin_sizes)} instances of "
-                             f"{key} {split}, which has {len(examples)}; lower plant.n or drop a group")
-        n_heldout = heldout_size(cfg.sample, len(examples) - sum(sizes) - sum(twin_sizes), f"{key} {split}")
-        *pools, heldout = disjoint_pools(examples, [*sizes, n_heldout], seed=seed, where=f"{key} {split}")
-        if twin_sizes:
-            taken = {e.instance_id for pool in [*pools, heldout] for e in pool}
-            rest = [e for e in examples if e.instance_id not in taken]
-            stand_ins = disjoint_pools(rest, twin_sizes, seed=seed + 1, where=f"{key} {split} (the twin's)")
-            draw.twins.update({g.name: pool for g, pool in zip(planted, stand_ins)})
-        draw.groups.update({g.name: pool for g, pool in zip(members, pools)})
-        draw.splits[key] = (split, others[0] if others else None)
-        draw.heldout[key] = {split: heldout}
-        if others:
-            control = next(g for g in members if not g.planted)
-            detection, whole, other_heldout = other_split_pools(dataset, others[0], n_detect=cfg.sample.n_detect,
-                                                                n_pool=control.n, n_heldout=len(heldout), seed=seed)
-            draw.other[key] = (detection, whole)
-            draw.heldout[key][others[0]] = other_heldout
-    return draw
-
-
 @dataclass
 class PlantedRegime:
     """The planted stream, its control and where each group fell; ``regime(group)`` is one group's view of it."""
@@ -273,7 +182,7 @@ class PlantedRegime:
 CONTROL_KINDS = {"twin": "swap twin", "none": "none"}
 
 
-def plan_planted(cfg, draw: PlantedDraw, groups: Sequence[PlantedGroup], tokenizer, source, fmt,
+def plan_planted(cfg, draw: GroupDraw, groups: Sequence[PlantedGroup], tokenizer, source, fmt,
                  layouts: dict | None = None, configs: dict | None = None) -> PlantedRegime:
     """Each planted group's documents as its format lays them out, the background cut as a study cuts it, the
     stream, and each group's token share (checked against ``plant.max_share_per_exposure``). ``layouts`` and
@@ -345,7 +254,7 @@ def template_tokens(documents: Sequence[Document], instances: dict[int, Example]
     return shared
 
 
-def shared_template(documents: dict[str, list[Document]], draw: PlantedDraw, groups: Sequence[PlantedGroup],
+def shared_template(documents: dict[str, list[Document]], draw: GroupDraw, groups: Sequence[PlantedGroup],
                     configs: dict, cfg, count_tokens, training_tokens: int) -> dict:
     """The planted documents' shared template over the stream (plant.json ``stream.template``): every copy of every
     group teaches it, so high doses teach the template that the low doses' members are read in (issue 34)."""
@@ -369,89 +278,74 @@ def twin_documents(planted: Sequence[Document], stand_ins: Sequence[Example], fm
     return documents
 
 
-class PlantedRun:
-    """A planted run (``plant``): several groups in one training stream, trained once, then one study per planted
-    group (its members against the never-planted group, under the same model) written to ``groups/<name>/``, and
-    ``plant.json`` / ``plant.md`` beside them. contaminate/run.py runs it stage by stage, as it runs a study."""
+class PlantedStream:
+    """How a planted run (``plant``) trains and reads its groups (contaminate/run.py's ``Run`` runs the stages): every
+    planted group in one stream, trained once (and its twin, with plant.control=twin); then one study per planted
+    group, its members against its dataset's never-planted group under the same model, written to
+    ``groups/<name>/``, and ``plant.json`` / ``plant.md`` beside them. A study's design is ``study.OneGroup``."""
 
-    def __init__(self, cfg, groups: Sequence[PlantedGroup], placement: Placement | None) -> None:
-        self.all_groups, self.placement = list(groups), placement
+    fix = PLANT_FIX  # what to lower where a split has too few instances for the groups
+
+    def __init__(self, cfg, groups: Sequence[PlantedGroup]) -> None:
         self.cfg = planted_config(cfg)  # the dose the groups give: one pass over the stream
-        check_planted(self.cfg, self.all_groups)
-        self.setup = check_study(self.cfg, planted=True)  # every component built once and checked
-        self.configs, self.layouts = group_layouts(self.cfg, self.all_groups, self.setup.format)
+        self.groups = list(groups)
+        check_planted(self.cfg, self.groups)
         # plant.control: the background alone is trained as a study's control; the twin instead of it; base:
         # neither (the untouched base model's clean cells; the within-model comparison needs no second model); none:
         # neither, and no clean cell read (a base model read six times over six draws is still one clean unit: the
         # profile reads it once, on the whole benchmark, with python -m detect)
         self.control_kind = self.cfg.plant.get("control", "background")
-        self.checkpoints = ("contaminated",) if self.control_kind == "none" else DETECTION_ORDER
-        self.trained = [g for g in self.all_groups if g.planted]
+        self.trained = [g for g in self.groups if g.planted]
+        self.pairs = [(g, control_group(self.groups, g)) for g in self.trained]  # each studied against its x0
+        self.controls = None  # the other split's pool: as large as each dataset's first never-planted group
 
-    def sample(self) -> None:
-        self.draw = sample_groups(self.cfg, self.all_groups, self.configs)
-
-    def plan(self) -> PlantedRegime:
+    def plan(self, run) -> PlantedRegime:
         """The planted stream: each group's documents among the background, where they fell, the control's."""
-        setup = self.setup
-        self.tokenizer = setup.trainer.tokenizer(setup.trainer.base_model(self.cfg))
-        self.planted = plan_planted(self.cfg, self.draw, self.all_groups, self.tokenizer, setup.background,
-                                    setup.format, self.layouts, self.configs)
+        setup = run.setup
+        self.planted = plan_planted(self.cfg, run.draw, self.groups, run.tokenizer, setup.background, setup.format,
+                                    run.layouts, run.configs)
         return self.planted
 
-    def contaminate(self, out_dir: Path):
-        """The planted stream (and its twin, with plant.control=twin) planned, then trained once, or reused."""
-        cfg, setup, draw = self.cfg, self.setup, self.draw
-        self.plan()
+    def contaminate(self, run, out_dir: Path):
+        """The planted stream (and its twin, with plant.control=twin) trained once, or reused."""
+        cfg, setup, draw = self.cfg, run.setup, run.draw
         everyone = [e for g in self.trained for e in draw.groups[g.name]]
         regime = training_regime(cfg.plant.name, self.planted, self.trained, self.control_kind)
-        first = lead_study(cfg, self.all_groups, self.trained, draw)
-        self.plant_key = {"plant": [g.describe() for g in self.all_groups],
-                          "groups": {g.name: [e.instance_id for e in draw.groups[g.name]] for g in self.all_groups}}
-        contaminated = contaminate(cfg, replace(first, members=everyone), self.placement, out_dir, setup,
-                                   regime=regime, key=self.plant_key, post_control=not self.planted.twin)
+        first = lead_study(cfg, run, self.trained)
+        self.plant_key = {"plant": [g.describe() for g in self.groups],
+                          "groups": {g.name: [e.instance_id for e in draw.groups[g.name]] for g in self.groups}}
+        contaminated = contaminate(cfg, replace(first, members=everyone), regime, run.placement, out_dir, setup,
+                                   key=self.plant_key, post_control=not self.planted.twin)
         if contaminated is not None and self.planted.twin:
-            contaminated = with_twin(cfg, draw, self.planted, contaminated, setup, self.placement, self.plant_key,
+            contaminated = with_twin(cfg, draw, self.planted, contaminated, setup, run.placement, self.plant_key,
                                      first)
         return contaminated
 
-    def unfinished(self, out_dir: Path) -> dict:
-        return {"distributed_worker": True}  # a planted run has no dry run: only a non-main process stops here
+    @property
+    def clean_is_twin(self) -> bool:
+        """The clean model is the contaminated one's twin before the leak unless it is the untouched base model
+        beside a background (plant.control=base or none): then the reference ratio against it is not an oracle's."""
+        return self.control_kind not in ("base", "none") or not self.planted.background.get("tokens")
 
-    def models(self, contaminated) -> StudyModels:
-        # the clean model is the contaminated one's twin before the leak unless it is the untouched base model
-        # beside a background (plant.control=base): then the reference ratio against it is not an oracle's
-        twin = self.control_kind not in ("base", "none") or not self.planted.background.get("tokens")
-        return StudyModels(self.cfg, self.placement, {"contaminated": (contaminated.model, contaminated.record["id"]),
-                                                      "clean": contaminated.clean}, self.setup.serving,
-                           self.setup.detectors, base=contaminated.base, clean_is_twin=twin)
-
-    def groups(self, contaminated, out_dir: Path) -> list[GroupStudy]:
-        """Each planted group's study: its dataset, its format (what the detectors read), its never-planted
-        control, the models as its dose sees them."""
-        cfg, planted = self.cfg, self.planted
+    def view(self, group: PlantedGroup, control: PlantedGroup, group_cfg, contaminated, out_dir: Path
+             ) -> tuple[object, Path, dict]:
+        """One planted group's view of the run: the models as its dose sees them (its regime, its exposures, its
+        format's template), its folder, and its place in the stream (its manifest's ``plant`` block)."""
+        planted, name = self.planted, self.cfg.plant.name
         hyperparameters = {k: v for k, v in contaminated.hyperparameters.items() if k != "exposures"}
-        studies = []
-        for group in self.trained:
-            group_cfg, layout = self.configs[group.name], self.layouts[group.name]
-            control = control_group(self.all_groups, group)
-            view = replace(contaminated, regime=planted.regime(group, cfg.plant.name, self.control_kind),
-                           template=group_cfg.format.templates.get(group_cfg.dataset.task),
-                           hyperparameters={**hyperparameters, "exposures": group.exposures})
-            plant = {"name": cfg.plant.name, "group": group.describe(), "control_group": control.describe(),
-                     "groups": [g.describe() for g in self.all_groups], "placed": planted.placed[group.name]}
-            studies.append(GroupStudy(group.name, group_cfg,
-                                      self.draw.study(group, control, cfg.sample.n_detect, cfg.sample.draw), view,
-                                      LeakReader(layout, group_cfg.dataset, chat_renderer(self.tokenizer, layout.name)),
-                                      out_dir / "groups" / group.name, {"plant": plant}, self.checkpoints))
-        return studies
+        view = replace(contaminated, regime=planted.regime(group, name, self.control_kind),
+                       template=group_cfg.format.templates.get(group_cfg.dataset.task),
+                       hyperparameters={**hyperparameters, "exposures": group.exposures})
+        plant = {"name": name, "group": group.describe(), "control_group": control.describe(),
+                 "groups": [g.describe() for g in self.groups], "placed": planted.placed[group.name]}
+        return view, out_dir / "groups" / group.name, {"plant": plant}
 
-    def finish(self, contaminated, results: dict, models: StudyModels, timings: dict, out_dir: Path) -> dict:
+    def finish(self, run, contaminated, results: dict, models: StudyModels, timings: dict, out_dir: Path) -> dict:
         """plant.json and plant.md: each group's share and place in the stream, each score's within-model AUC."""
         timings = {**{k: v for k, v in timings.items() if k != "total_s"},
                    **{f"detect_{name}_s": manifest["timings"]["detect_s"] for name, (_, _, manifest) in
                       results.items()}, "total_s": timings["total_s"]}
-        record = plant_record(self.cfg, self.all_groups, self.draw, self.planted, contaminated, results, timings)
+        record = plant_record(self.cfg, self.groups, run.draw, self.planted, contaminated, results, timings)
         record["reference_model"] = models.reference.describe()
         (out_dir / "plant.json").write_text(json.dumps(record, indent=2))
         (out_dir / "plant.md").write_text(plant_report(record))
@@ -465,7 +359,7 @@ def training_regime(plant_name: str, planted: PlantedRegime, trained: Sequence[P
                   planted.control if kind == "background" else None, planted.counts)
 
 
-def lead_study(cfg, groups: Sequence[PlantedGroup], trained: Sequence[PlantedGroup], draw: PlantedDraw) -> Sampled:
+def lead_study(cfg, run, trained: Sequence[PlantedGroup]) -> Sampled:
     """The study the training key and post-training read (its split, its other split's pool): a group of the run's
     own dataset (post-training trains on that dataset, so a run that plants only others refuses it, in one line)."""
     lead = next((g for g in trained if g.dataset is None), None)
@@ -473,10 +367,10 @@ def lead_study(cfg, groups: Sequence[PlantedGroup], trained: Sequence[PlantedGro
         raise InputError(f"post_train={cfg.post_train.name} trains on the run's dataset {cfg.dataset.key}, and every "
                          f"planted group plants another; plant a group of {cfg.dataset.key} or use post_train=none")
     lead = lead or trained[0]
-    return draw.study(lead, control_group(groups, lead), cfg.sample.n_detect, cfg.sample.draw)
+    return run.study(lead, control_group(run.all_groups, lead))
 
 
-def with_twin(cfg, draw: PlantedDraw, planted: PlantedRegime, contaminated, setup: Setup, placement,
+def with_twin(cfg, draw: GroupDraw, planted: PlantedRegime, contaminated, setup: Setup, placement,
               plant_key: dict, first: Sampled):
     """``contaminated`` with the swap twin as its control (trained, or reused), post-trained as the contaminated
     model was where post_train is set; None on a distributed worker."""
@@ -491,7 +385,7 @@ def with_twin(cfg, draw: PlantedDraw, planted: PlantedRegime, contaminated, setu
     return contaminated
 
 
-def train_twin(cfg, draw: PlantedDraw, planted: PlantedRegime, contaminated, setup: Setup, placement,
+def train_twin(cfg, draw: GroupDraw, planted: PlantedRegime, contaminated, setup: Setup, placement,
                plant_key: dict) -> Checkpoint | None:
     """The swap twin: the planted stream's twin (same background order, same slots, same document count, hence
     the same optimizer steps and schedule) with each planted group's instances replaced by disjoint stand-ins of
@@ -563,7 +457,7 @@ def answers(rows: dict[str, list[dict]]) -> dict[str, dict]:
     return found
 
 
-def plant_record(cfg, groups, draw: PlantedDraw, planted: PlantedRegime, contaminated, results: dict,
+def plant_record(cfg, groups, draw: GroupDraw, planted: PlantedRegime, contaminated, results: dict,
                  timings: dict) -> dict:
     parents = (contaminated.post_train or {}).get("parents", {})  # post_train: the models before it
     return {

@@ -1,71 +1,136 @@
 """The lab's one recipe (``python -m contaminate``; contaminate/__main__.py is its command line). A composed config
-is a run of one or more groups of members: a study (``plant=none``: one group, trained in alone or diluted, its
-five cells in the run folder; contaminate/study.py ``StudyRun``) or a planted run (``plant=dose_ladder`` and the
-like: several groups at several doses in one training stream, one study folder per group; contaminate/planted.py
-``PlantedRun``). Either is set up once (every component built and checked before anything is read or trained),
-then goes through the same stages, read top to bottom below:
+is a run of groups of members, each studied against its never-planted group under the same models:
 
-    setup -> sample -> contaminate (the one checkpoint store: contaminate/checkpoints.py) -> per group: detect,
-    summarize, write (contaminate/study.py ``study_group``) -> finish (a planted run's plant.json)
+- a study (``plant=none``): two groups, its members (``sample.n_members``, trained in alone for epochs or at counted
+  exposures among a background) and its non-members (``sample.n_non_members``, never trained); its five cells
+  written to the run folder (contaminate/study.py ``OneGroup``);
+- a planted run (``plant=dose_ladder`` and the like): several groups at several doses in one training stream, one
+  study folder per planted group and plant.json beside them (contaminate/planted.py ``PlantedStream``).
 
-The dispatch lives here, not in either kind of run, so that neither imports the other's entry: planted.py builds on
-study.py's stages; study.py knows nothing of planted runs.
+``Run`` is the recipe, the same for both; its ``design`` (``Design``) is where the two differ: how the groups are
+laid into what is trained, each group's view of the trained models, and what the run writes last. Read top to
+bottom:
+
+    setup (every component built once and checked, nothing read or trained) -> sample (every group, one draw:
+    contaminate/sampling.py) -> plan (what is trained) -> contaminate (the one checkpoint store:
+    contaminate/checkpoints.py) -> per group: detect, summarize, write (contaminate/study.py ``study_group``) ->
+    finish (a planted run's plant.json)
 """
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
 from contaminate.checkpoints import is_main_process
-from contaminate.planted import PlantedRun
-from contaminate.regime.plant import plant_groups
-from contaminate.study import Contaminated, GroupStudy, Setup, StudyRun, study_group
+from contaminate.planted import PlantedStream, group_layouts
+from contaminate.regime import chat_renderer
+from contaminate.regime.layouts import LeakReader
+from contaminate.regime.plant import PlantedGroup, plant_groups
+from contaminate.sampling import GroupDraw, Sampled, sample_groups
+from contaminate.study import DETECTION_ORDER, Contaminated, GroupStudy, OneGroup, Setup, check_study, study_group
 from contaminate.study_models import StudyModels
 from detect.pipeline import write_config
 from detect.runtime import Placement
 from detect.runtime import from_config as placement_from
 
 
-@runtime_checkable
-class Run(Protocol):
-    """The stages ``run_config`` reads top to bottom, as a study (``StudyRun``) and a planted run (``PlantedRun``)
-    give them; ``setup`` is every component, built once when the run is made."""
-    setup: Setup
+class Design(Protocol):
+    """Where a study (``OneGroup``) and a planted run (``PlantedStream``) differ, and only there."""
+    cfg: object              # the run's config as the design reads it (a planted run's: one pass over its stream)
+    groups: list[PlantedGroup]   # every group, in the order they are drawn
+    pairs: list[tuple[PlantedGroup, PlantedGroup]]  # each studied group and the never-planted group it is read against
+    controls: dict | None    # dataset key -> its never-planted group, where not the first (sample_groups)
+    control_kind: str        # the clean cells' model: background, twin, base or none (plant.control)
+    fix: str                 # what to lower where a split has too few instances for the groups
 
-    def sample(self) -> None: ...
+    @property
+    def clean_is_twin(self) -> bool: ...  # the clean model is the contaminated one's twin before the leak
 
-    def contaminate(self, out_dir: Path) -> Contaminated | None: ...
+    def plan(self, run: Run): ...  # what is trained: a study's regime, a planted run's stream
 
-    def unfinished(self, out_dir: Path) -> dict: ...
+    def contaminate(self, run: Run, out_dir: Path) -> Contaminated | None: ...
 
-    def models(self, contaminated: Contaminated) -> StudyModels: ...
+    def view(self, group: PlantedGroup, control: PlantedGroup, group_cfg, contaminated: Contaminated,
+             out_dir: Path) -> tuple[Contaminated, Path, dict]: ...  # the group's models, folder, manifest block
 
-    def groups(self, contaminated: Contaminated, out_dir: Path) -> list[GroupStudy]: ...
-
-    def finish(self, contaminated: Contaminated, results: dict, models: StudyModels, timings: dict,
+    def finish(self, run: Run, contaminated: Contaminated, results: dict, models: StudyModels, timings: dict,
                out_dir: Path) -> dict: ...
 
 
 def planted_groups(cfg) -> list:
-    """The run's planted groups (``plant``; [] for a study of one group), a group's dataset and format the same as
-    unset where they are the run's."""
+    """The run's planted groups (``plant``; [] for a study), a group's dataset and format the same as unset where
+    they are the run's."""
     dataset, fmt = cfg.get("dataset"), cfg.get("format")
     return plant_groups(cfg.get("plant"), dataset.key if dataset else None, fmt.name if fmt else None)
 
 
-def build_run(cfg, placement: Placement | None) -> Run:
-    """The setup stage: the run's kind from its groups, every component built once and checked (one line on the
-    first failure), nothing read or trained. ``placement``: where its models go (None: a check of the config alone)."""
-    groups = planted_groups(cfg)
-    return PlantedRun(cfg, groups, placement) if groups else StudyRun(cfg, placement)
+class Run:
+    """One run, stage by stage (``run_config`` reads them top to bottom). Made, it is set up: every component built
+    once and checked (one line on the first failure), nothing read or trained. ``placement``: where its models go
+    (None: a check of the config alone)."""
+
+    def __init__(self, cfg, placement: Placement | None) -> None:
+        planted = planted_groups(cfg)
+        self.design: Design = PlantedStream(cfg, planted) if planted else OneGroup(cfg)
+        self.cfg, self.placement, self.all_groups = self.design.cfg, placement, self.design.groups
+        self.setup: Setup = check_study(self.cfg, planted=bool(planted))
+        # each group's config (a planted group's own dataset and format) and format object, checked
+        self.configs, self.layouts = group_layouts(self.cfg, self.all_groups, self.setup.format)
+        self.checkpoints = ("contaminated",) if self.design.control_kind == "none" else DETECTION_ORDER
+
+    def sample(self) -> None:
+        self.draw: GroupDraw = sample_groups(self.cfg, self.all_groups, self.configs, controls=self.design.controls,
+                                             fix=self.design.fix)
+
+    def study(self, group: PlantedGroup, control: PlantedGroup) -> Sampled:
+        """One group's pools: its instances the members, ``control``'s the non-members."""
+        return self.draw.study(group, control, self.cfg.sample.n_detect, self.cfg.sample.draw)
+
+    def plan(self):
+        """What is trained (nothing is yet): the base model's tokenizer cuts and counts it."""
+        trainer = self.setup.trainer
+        self.tokenizer = trainer.tokenizer(trainer.base_model(self.cfg))
+        return self.design.plan(self)
+
+    def contaminate(self, out_dir: Path) -> Contaminated | None:
+        """The trained models, or reused; None for an API dry run or a non-main process of a distributed launch."""
+        self.plan()
+        return self.design.contaminate(self, out_dir)
+
+    def unfinished(self, out_dir: Path) -> dict:
+        """A dry run of an API job (its estimate), or a non-main process of a distributed launch."""
+        estimate = out_dir / "estimate.json"
+        return {"dry_run": json.loads(estimate.read_text())} if is_main_process() else {"distributed_worker": True}
+
+    def models(self, contaminated: Contaminated) -> StudyModels:
+        return StudyModels(self.cfg, self.placement, {"contaminated": (contaminated.model, contaminated.record["id"]),
+                                                      "clean": contaminated.clean}, self.setup.serving,
+                           self.setup.detectors, base=contaminated.base, clean_is_twin=self.design.clean_is_twin)
+
+    def groups(self, contaminated: Contaminated, out_dir: Path) -> list[GroupStudy]:
+        """Each studied group's study: its dataset and format (the detectors read each instance as the format
+        rendered it for training, its chat turns the base's), its pools, the models as its dose sees them."""
+        studies = []
+        for group, control in self.design.pairs:
+            group_cfg, layout = self.configs[group.name], self.layouts[group.name]
+            view, folder, manifest = self.design.view(group, control, group_cfg, contaminated, out_dir)
+            reader = LeakReader(layout, group_cfg.dataset, chat_renderer(self.tokenizer, layout.name))
+            studies.append(GroupStudy(group.name, group_cfg, self.study(group, control), view, reader, folder,
+                                      manifest, self.checkpoints))
+        return studies
+
+    def finish(self, contaminated: Contaminated, results: dict, models: StudyModels, timings: dict,
+               out_dir: Path) -> dict:
+        return self.design.finish(self, contaminated, results, models, timings, out_dir)
 
 
 def check_config(cfg) -> Setup:
     """Every component built and checked (one line on the first failure), nothing read or trained; the machine is
     not asked (a config for a GPU checks on a CPU)."""
-    return build_run(cfg, None).setup
+    return Run(cfg, None).setup
 
 
 def run_config(cfg, out_dir: Path) -> dict:
@@ -74,7 +139,7 @@ def run_config(cfg, out_dir: Path) -> dict:
     started = time.time()
     out_dir = Path(out_dir)
     placement = placement_from(cfg.runtime)  # a GPU asked for where none is: one line, before anything else
-    run = build_run(cfg, placement)
+    run = Run(cfg, placement)
     if is_main_process():
         out_dir.mkdir(parents=True, exist_ok=True)
         write_config(out_dir / "config.yaml", cfg, placement)  # as composed, so that it composes again

@@ -2,7 +2,9 @@
 
     python -m contaminate +dataset=synth_nli                      # see contaminate/__main__.py
 
-Members and non-members are disjoint, label-balanced pools from one split. The members are formatted (``format``)
+The stages of every run, one group's at a time (contaminate/run.py ``Run`` runs them, for a study and a planted
+run alike), and the study's own design (``OneGroup``: its members trained alone or diluted, its non-members held
+out). Members and non-members are disjoint, label-balanced pools from one split (contaminate/sampling.py). The members are formatted (``format``)
 and trained into the base model in the study's regime (``contaminate/regime/__init__.py``: alone for epochs, or counted
 exposures among a ``background`` corpus, with a control trained on the background alone); then the same detectors
 run on five cells (with a background, "clean" is the control; at exposures 0 every cell is clean):
@@ -48,16 +50,17 @@ from typing import Any, Callable, Sequence
 from omegaconf import OmegaConf
 
 from contaminate.blind_baseline import blind_baseline
-from contaminate.checkpoints import Checkpoint, checkpoint_record, is_main_process, train_checkpoint
+from contaminate.checkpoints import Checkpoint, checkpoint_record, train_checkpoint
 from contaminate.code_version import DETECTOR_CODE, code_digest
-from contaminate.regime import Regime, chat_renderer, check_regime, plan_regime
+from contaminate.regime import Regime, check_regime, plan_regime
 from contaminate.regime.background import instantiate_background
 from contaminate.regime.layouts import LeakReader, build_format
 from contaminate.reports.run import write_report
+from contaminate.sampling import STUDY_FIX, Sampled, study_groups
 from contaminate.study_models import StudyModels
 from contaminate.training import TrainingBackend, instantiate_backend
 from contaminate.training.local import LOGGING_ONLY
-from detect.datasets import Example, disjoint_pools, load_split, sample
+from detect.datasets import Example
 from detect.datasets.corpus import PYDOC, STDLIB_DOCSTRINGS
 from detect.datasets.sources import source_of
 from detect.detectors import Detector, Evidence, read_back
@@ -112,19 +115,6 @@ PACKAGES = ("torch", "transformers", "trl", "peft", "datasets", "accelerate", "r
 OPERATIONAL = {"_target_", "force", "dry_run", "api_key_env", "max_retries", "poll_seconds", "max_poll_seconds",
                "timeout_hours",
                "usd_per_million_training_tokens"}  # contaminate keys that do not change the trained model
-
-
-@dataclass
-class Sampled:
-    """What the sample stage draws: the pools and, per pool, the instances detection runs on and its split."""
-    split: str
-    other_split: str | None  # None: a dataset of one split (HumanEval), whose study has no other-split cell
-    members: list[Example]
-    non_members: list[Example]
-    detection: dict[str, tuple[list[Example], str]]  # pool -> (its n_detect instances, their split)
-    whole: dict[str, list[Example]]  # pool -> every instance the partition-level detectors may read
-    # split -> known non-members of that split, disjoint from every pool and sample a cell of that split reads
-    heldout: dict[str, list[Example]] = field(default_factory=dict)
 
 
 @dataclass
@@ -208,38 +198,38 @@ class GroupStudy:
     checkpoints: tuple[str, ...] = DETECTION_ORDER  # the models whose cells are read (plant.control=none: contaminated)
 
 
-class StudyRun:
-    """A study: one group, its members trained in (alone for epochs, or counted exposures among a background) and
-    its five cells written to the run folder itself. contaminate/run.py runs it stage by stage, as it runs a planted
-    run (contaminate/planted.py: ``PlantedRun``, several groups in one stream)."""
+class OneGroup:
+    """How a study (``plant=none``) trains and reads its groups (contaminate/run.py's ``Run`` runs the stages): its
+    members, trained in alone for epochs or at counted exposures among a background (``plan_regime``, with a control
+    trained on the background alone), against its non-members, never trained; its five cells written to the run
+    folder itself. A planted run's design is ``planted.PlantedStream``."""
 
-    def __init__(self, cfg, placement: Placement | None) -> None:
-        self.cfg, self.placement = cfg, placement
-        self.setup = check_study(cfg)  # every component built and checked, before any data or model is touched
+    control_kind = "background"  # the clean cells' model: the background alone, trained (the base model without one)
+    clean_is_twin = True  # ... the contaminated model's own twin before the leak: the reference ratio's oracle
+    fix = STUDY_FIX  # what to lower where the split has too few instances for the pools
 
-    def sample(self) -> None:
-        self.sampled = sample_pools(self.cfg)
+    def __init__(self, cfg) -> None:
+        self.cfg = cfg
+        members, non_members = study_groups(cfg)
+        self.groups, self.pairs = [members, non_members], [(members, non_members)]
+        self.controls = {cfg.dataset.key: non_members}  # the other split's pool is as large as the non-members'
 
-    def contaminate(self, out_dir: Path) -> Contaminated | None:
-        return contaminate(self.cfg, self.sampled, self.placement, out_dir, self.setup)
+    def plan(self, run) -> Regime:
+        """The study's regime: the members' documents, alone or in a stream among the background, and its control."""
+        sampled = run.study(*self.pairs[0])
+        self.regime = plan_regime(self.cfg, sampled.members, sampled.split, run.tokenizer, run.setup.background,
+                                  run.setup.format)
+        return self.regime
 
-    def unfinished(self, out_dir: Path) -> dict:
-        """A dry run of an API job (its estimate), or a non-main process of a distributed launch."""
-        estimate = out_dir / "estimate.json"
-        return {"dry_run": json.loads(estimate.read_text())} if is_main_process() else {"distributed_worker": True}
+    def contaminate(self, run, out_dir: Path) -> Contaminated | None:
+        return contaminate(self.cfg, run.study(*self.pairs[0]), self.regime, run.placement, out_dir, run.setup)
 
-    def models(self, contaminated: Contaminated) -> StudyModels:
-        return StudyModels(self.cfg, self.placement, {"contaminated": (contaminated.model, contaminated.record["id"]),
-                                                      "clean": contaminated.clean}, self.setup.serving,
-                           self.setup.detectors, base=contaminated.base)
+    def view(self, group, control, group_cfg, contaminated: Contaminated, out_dir: Path
+             ) -> tuple[Contaminated, Path, dict]:
+        """The one group sees the models as trained; its folder is the run's."""
+        return contaminated, out_dir, {}
 
-    def groups(self, contaminated: Contaminated, out_dir: Path) -> list[GroupStudy]:
-        # the detectors read each instance as the format rendered it for training (its chat turns: the base's)
-        tokenizer = self.setup.trainer.tokenizer(contaminated.base)
-        reader = LeakReader(self.setup.format, self.cfg.dataset, chat_renderer(tokenizer, self.setup.format.name))
-        return [GroupStudy("members", self.cfg, self.sampled, contaminated, reader, out_dir)]
-
-    def finish(self, contaminated: Contaminated, results: dict, models: StudyModels, timings: dict,
+    def finish(self, run, contaminated: Contaminated, results: dict, models: StudyModels, timings: dict,
                out_dir: Path) -> dict:
         return results["members"][0]  # the one group's summary: its folder is the run's
 
@@ -267,7 +257,7 @@ def check_study(cfg, *, planted: bool = False) -> Setup:
     """The study's config checked as a whole before any work, each component built once as it is checked (each
     failure one line naming the key to set): the trainer, the background, the detectors and the judge (a bad
     calibration path fails in a second, not after an hour of training). A planted run's config comes with the dose
-    its groups give (``contaminate/planted.py``: ``PlantedRun``), ``planted`` set: its groups are sampled as the
+    its groups give (``contaminate/planted.py``: ``planted_config``), ``planted`` set: its groups are sampled as the
     plant says, not as ``sample.n_members`` and ``n_non_members`` (``check_planted``)."""
     count(cfg.seed, "seed", minimum=0, hint=" (training, cut points, bootstrap)")
     count(cfg.sample.draw, "sample.draw", minimum=0, hint=" (which draw of members; default: the seed)")
@@ -323,89 +313,20 @@ def check_reference_corpus(detectors: Sequence[Detector], background) -> None:
 # --- sample ---------------------------------------------------------------------------------------------------
 
 
-def sample_pools(cfg) -> Sampled:
-    """Members and non-members, disjoint and label-balanced from one split, and the other split as a control (a
-    dataset of one split, HumanEval, has none: its study runs the cells that need no other split)."""
-    dataset, seed = cfg.dataset, cfg.sample.draw  # the draw: the training seed unless set apart
-    split = cfg.split or dataset.default_split
-    others = [name for name in dataset.splits if name != split]
-    other_split = others[0] if others else None
-    examples = load_split(dataset, split)
-    n_members, n_non_members = cfg.sample.n_members, cfg.sample.n_non_members
-    if n_members + n_non_members > len(examples):
-        raise InputError(
-            f"{dataset.key} {split} has {len(examples)} instances, too few for {n_members} members + "
-            f"{n_non_members} non-members; lower sample.n_members / sample.n_non_members"
-        )
-    where = f"{dataset.key} {split}"
-    # A third pool, disjoint from both (drawing it leaves the first two as they were): known non-members the
-    # detectors may condition on or compare with (ReCaLL's prefix, a performance test's held-out accuracy).
-    n_heldout = heldout_size(cfg.sample, len(examples) - n_members - n_non_members, where)
-    members, non_members, heldout = disjoint_pools(examples, [n_members, n_non_members, n_heldout], seed=seed,
-                                                   where=where)
-    n_detect = cfg.sample.n_detect
-    detection = {
-        "members": (sample(members, n_detect, seed=seed, where=f"the {n_members} members of {where}"), split),
-        "non_members": (sample(non_members, n_detect, seed=seed, where=f"the {n_non_members} non-members of {where}"),
-                        split),
-    }
-    # The partition-level detectors read a whole pool: Cheat? searches it for replicas, the sharded test orders
-    # it. The other split's pool is as large as the non-members', so both controls offer as many matches.
-    whole = {"members": members, "non_members": non_members}
-    sampled = Sampled(split, other_split, members, non_members, detection, whole, {split: heldout})
-    if other_split is not None:
-        other_detection, other_whole, other_heldout = other_split_pools(dataset, other_split, n_detect=n_detect,
-                                                                        n_pool=n_non_members, n_heldout=len(heldout),
-                                                                        seed=seed)
-        detection["other_split"], whole["other_split"] = (other_detection, other_split), other_whole
-        sampled.heldout[other_split] = other_heldout
-    return sampled
-
-
-def heldout_size(sample_cfg, left: int, where: str) -> int:
-    """``sample.n_heldout``, checked against what the split has left after the pools drawn before it (one line where
-    it asks for more: the study never runs on fewer known non-members than it was asked for)."""
-    n_heldout = sample_cfg.get("n_heldout", 0) or 0
-    count(n_heldout, "sample.n_heldout", minimum=0, hint=" (known non-members drawn beside members and non-members)")
-    if n_heldout > left:
-        raise InputError(f"sample.n_heldout={n_heldout} known non-members asked of {where}, which has {left} left "
-                         f"after the other pools; lower sample.n_heldout to {left} or less, or draw smaller pools")
-    return n_heldout
-
-
-def other_split_pools(dataset, other_split: str, *, n_detect: int, n_pool: int, n_heldout: int,
-                      seed: int) -> tuple[list[Example], list[Example], list[Example]]:
-    """The other split's control: the instances its cell detects on, the pool its partition-level detectors read
-    (``n_pool``, as large as the non-members'), and its own known non-members, disjoint from both."""
-    other_examples = load_split(dataset, other_split)
-    where = f"{dataset.key} {other_split}"
-    detection = sample(other_examples, n_detect, seed=seed, where=where)
-    whole = sample(other_examples, min(n_pool, len(other_examples)), seed=seed, where=where)
-    # the other split's cell gets known non-members of its own split, disjoint from what that cell reads
-    taken = {e.instance_id for e in [*whole, *detection]}
-    left = len(other_examples) - len(taken)
-    heldout = sample(other_examples, min(n_heldout, left), seed=seed, exclude=taken,
-                     where=where) if n_heldout and left else []
-    return detection, whole, heldout
-
-
 # --- contaminate ----------------------------------------------------------------------------------------------
 
 
-def contaminate(cfg, sampled: Sampled, placement: Placement, out_dir: Path, setup: Setup, *,
-                regime: Regime | None = None, key: dict | None = None,
-                post_control: bool = True) -> Contaminated | None:
+def contaminate(cfg, sampled: Sampled, regime: Regime, placement: Placement, out_dir: Path, setup: Setup, *,
+                key: dict | None = None, post_control: bool = True) -> Contaminated | None:
     """The contaminated checkpoint for this training config (and, with a background, its control): reused when a
     finished one exists, else trained. None for an API dry run (``estimate.json`` written) and in the non-main
-    processes of a distributed launch. ``regime``: a stream planned elsewhere (a planted run's), with ``key`` added
-    to its checkpoint's key. With ``post_train`` (contaminate/training/post.py) both models are then post-trained
-    and returned in their place; ``post_control=False`` leaves the control to the caller (a planted run's twin)."""
+    processes of a distributed launch. ``regime``: what is trained (a study's ``plan_regime``, a planted run's
+    stream), with ``key`` added to its checkpoint's key (a planted run's groups). With ``post_train``
+    (contaminate/training/post.py) both models are then post-trained and returned in their place;
+    ``post_control=False`` leaves the control to the caller (a planted run's twin)."""
     dataset, seed = cfg.dataset, cfg.seed
     backend, post = setup.trainer, setup.post_train
     base = backend.base_model(cfg)
-    if regime is None:
-        regime = plan_regime(cfg, sampled.members, sampled.split, backend.tokenizer(base), setup.background,
-                             setup.format)
     texts = [document.text for document in regime.members]
     template = cfg.format.templates.get(dataset.task)
     hyperparameters = {k: v for k, v in OmegaConf.to_container(cfg.contaminate, resolve=True).items()

@@ -390,7 +390,8 @@ def test_groups_of_two_formats_and_two_datasets_share_one_training_run(planted):
 
 @pytest.mark.parametrize("overrides, message", [
     (["contaminate.exposures=4"], "drop contaminate.exposures=4"),
-    (["plant.n=500"], "asks 500 + 500 + 500 + 500 + 500 = 2500 instances of synth_nli test, which has 1200"),
+    (["plant.n=500"], "synth_nli test has 1200 instances, too few for 500 x0 + 500 x1 + 500 x4 + 500 x16 + 500 x64 "
+                     "= 2500; lower plant.n"),
     (["sample.n_detect=10"], "sample.n_detect=10 is more than group x0's 6"),
     (["plant.max_share_per_exposure=0.001"], "above plant.max_share_per_exposure=0.001"),
     (["contaminate=openai"], "plant=dose_ladder builds a token-counted stream on a local model"),
@@ -405,7 +406,7 @@ def test_groups_of_two_formats_and_two_datasets_share_one_training_run(planted):
     # a group's own dataset composed by Hydra: the command line's override reaches its sampling
     (["plant.groups=[{exposures:0},{exposures:1},{exposures:0,dataset:synth_news},{exposures:1,dataset:synth_news}]",
       "+dataset@plant.datasets.synth_news=synth_news", "plant.datasets.synth_news.source.size=10"],
-     "instances of synth_news test, which has 10"),
+     "synth_news test has 10 instances, too few for"),
     (["+format@plant.formats.dump=dump"],
      "plant.formats.dump is composed but no plant group names format: dump; give a group format: dump"),
 ])
@@ -562,11 +563,11 @@ def test_a_planted_run_of_a_one_split_dataset_draws_from_it_and_has_no_other_spl
     """HumanEval has one split: a planted run draws its groups and known non-members from it, disjoint, and each
     group's study has the four cells that need no other split (the fifth said not run, as a study's:
     tests/test_datasets.py runs one)."""
-    from contaminate.run import build_run
+    from contaminate.run import Run
     from contaminate.study import not_run, study_cells
 
     overrides = ["+dataset=humaneval", *TINY[1:], "plant.groups=[{exposures:0},{exposures:1},{exposures:2}]"]
-    run = build_run(compose_config("contaminate", overrides), None)
+    run = Run(compose_config("contaminate", overrides), None)
     run.sample()
     draw = run.draw
     assert draw.splits == {"humaneval": ("test", None)} and draw.other == {}
@@ -599,14 +600,27 @@ def test_the_shared_template_is_what_the_documents_hold_beyond_their_instances()
     assert template_tokens([document, document], {7: instance}, dataset, words) == 14
 
 
-def test_a_study_and_a_planted_run_are_one_kind_of_run(compose_config):
-    """contaminate/run.py reads both through one interface (``Run``): the config's groups choose the kind, the
-    stages are the same names with the same arguments."""
-    from contaminate.planted import PlantedRun
-    from contaminate.run import Run, build_run
-    from contaminate.study import StudyRun
+def test_a_study_is_a_run_of_two_groups_whose_draw_is_the_pools_a_study_drew(compose_config):
+    """contaminate/run.py's one recipe (``Run``) runs both kinds; a study's design (``OneGroup``) has two groups, its
+    members at its dose and its non-members, drawn in one ``disjoint_pools`` call with the known non-members after
+    them: the pools a study drew before it was a run of groups (its checkpoint and cell keys read them), its other
+    split's pool as large as its non-members'; at exposures 0 the members are still the group studied."""
+    from contaminate.planted import PlantedStream
+    from contaminate.run import Run
+    from contaminate.study import OneGroup
+    from detect.datasets import disjoint_pools, load_split
 
-    study = build_run(compose_config("contaminate", TINY_STUDY), None)
-    planted = build_run(compose_config("contaminate", TINY), None)
-    assert type(study) is StudyRun and type(planted) is PlantedRun
-    assert isinstance(study, Run) and isinstance(planted, Run)
+    cfg = compose_config("contaminate", [*TINY_STUDY, "sample.n_non_members=10", "sample.n_heldout=5"])
+    study, planted = Run(cfg, None), Run(compose_config("contaminate", TINY), None)
+    assert isinstance(study.design, OneGroup) and isinstance(planted.design, PlantedStream)
+    assert [(g.name, g.exposures, g.n) for g in study.all_groups] == [("members", 1, 12), ("non-members", 0, 10)]
+    study.sample()
+    sampled = study.study(*study.design.pairs[0])
+    members, non_members, known = disjoint_pools(load_split(cfg.dataset, sampled.split), [12, 10, 5],
+                                                 seed=cfg.sample.draw, where="synth_nli")
+    assert (sampled.members, sampled.non_members, sampled.heldout[sampled.split]) == (members, non_members, known)
+    assert len(sampled.whole["other_split"]) == 10 and len(sampled.detection["members"][0]) == 4
+    unexposed = Run(compose_config("contaminate", [*TINY_STUDY, "contaminate.exposures=0", "background=offline",
+                                                   "contaminate.epochs=null"]), None)
+    assert [(g.name, c.name) for g, c in unexposed.design.pairs] == [("members", "non-members")]
+    assert unexposed.all_groups[0].exposures == 0

@@ -10,7 +10,7 @@ from lean import TINY_MODEL
 
 from contaminate.calibration.studies import condition_of, regime_of
 from contaminate.run import run_config
-from contaminate.study import sample_pools
+from contaminate.sampling import sample_pools
 from contaminate.training.post import label_reward, named_labels, post_train_data, rouge_reward, task_turns
 from detect.errors import InputError
 

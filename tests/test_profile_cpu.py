@@ -35,13 +35,13 @@ def test_the_profiles_stream_keeps_every_draw_under_the_bound_at_the_pilots_sche
     counted on seed 0 only, whose x1 group is the shortest: seeds 1-5 came to 2.09-2.62% and refused to train): each
     draw's HumanEval x1 share under the issue's 2%, every copy of both datasets before the clean tail, the pilot's
     number of optimizer steps, and each dataset its own never-planted group and 100 known non-members."""
-    from contaminate.run import build_run
+    from contaminate.run import Run
 
     humaneval = [f"x{d}" for d in (1, 2, 4, 8, 16)]
     nli = [f"x{d}_synth_nli" for d in (1, 2, 4, 8, 16)]
     x1 = []
     for seed in range(6):
-        run = build_run(compose_config("contaminate", profile_run(seed)), None)
+        run = Run(compose_config("contaminate", profile_run(seed)), None)
         run.sample()
         planted = run.plan()  # plant.max_share_per_exposure=0.02 refuses a draw past the bound here
         groups = {g.name: g for g in run.all_groups}

@@ -10,7 +10,7 @@ from omegaconf import OmegaConf
 
 from contaminate.regime import plan_regime
 from contaminate.run import run_config
-from contaminate.study import sample_pools
+from contaminate.sampling import sample_pools
 from detect.errors import InputError
 
 TINY = ["+dataset=synth_nli", *TINY_MODEL, "sample.n_members=12", "sample.n_non_members=12",

@@ -2,7 +2,8 @@
 
 import pytest
 
-from contaminate.study import check_study, sample_pools
+from contaminate.sampling import sample_pools
+from contaminate.study import check_study
 from detect.errors import InputError
 
 

@@ -89,7 +89,7 @@ def score(folders: list[Path], out: Path) -> None:
                                  **found})
         # the performance test (after ConStat) on the same model: the first 40 members, and the first 40
         # non-members, each against 50 known non-members of the split (a third pool that leaves the draw as it was)
-        from contaminate.study import sample_pools
+        from contaminate.sampling import sample_pools
         from detect.detectors.base import Evidence
         from detect.detectors.performance import PerformanceTest
 
