@@ -28,7 +28,7 @@ def run(setting: str, seed: int, cache: Path, extra: list[str] = ()) -> dict:
 
     from contaminate.regime import plan_regime
     from contaminate.sampling import sample_pools
-    from contaminate.study import StudyModels, check_study, contaminate, detect_cell
+    from contaminate.study import Reading, StudyModels, check_study, contaminate, detect_cell
     from detect.cli import CONF_DIR
     from detect.pipeline import summarize
     from detect.runtime import from_config
@@ -47,11 +47,12 @@ def run(setting: str, seed: int, cache: Path, extra: list[str] = ()) -> dict:
                          setup.format)
     contaminated = contaminate(cfg, sampled, regime, placement, cache / "unused", setup)
     train_s = time.time() - started
-    models = StudyModels(cfg, placement, {"contaminated": (contaminated.model, contaminated.record["id"]),
+    models = StudyModels(cfg.detect, placement, {"contaminated": (contaminated.model, contaminated.record["id"]),
                                           "clean": contaminated.clean}, setup.serving, setup.detectors)
     instances, split = sampled.detection["members"]
     started = time.time()
-    rows, _ = detect_cell(cfg, models, "contaminated", instances, sampled.whole["members"], split, setup.judge)
+    rows, _ = detect_cell(Reading.of(cfg), models, "contaminated", instances, sampled.whole["members"], split,
+                          setup.judge)
     outcome = summarize(rows, setup.detectors, seed=seed)
     record = contaminated.record
     return {"setting": setting, "seed": seed, "first_loss": record["first_loss"], "final_loss": record["final_loss"],

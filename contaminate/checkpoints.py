@@ -134,10 +134,10 @@ def reuse_or_train(key: dict, cache_dir: str | Path, *, force: bool, resumes: bo
     return model, folder, False
 
 
-def train_checkpoint(trainer, base: ModelRef, documents: list, key: dict, cfg,
-                     placement: Placement) -> tuple[ModelRef | None, Path, bool]:
-    """A contaminate/training trainer's checkpoint of ``documents`` on ``base`` (``contaminate.force``: again)."""
-    return reuse_or_train(key, cfg.cache_dir, force=bool(cfg.contaminate.force), resumes=trainer.resumes,
+def train_checkpoint(trainer, base: ModelRef, documents: list, key: dict, *, cache_dir: str | Path, force: bool,
+                     seed: int, placement: Placement) -> tuple[ModelRef | None, Path, bool]:
+    """A contaminate/training trainer's checkpoint of ``documents`` on ``base`` in the store under ``cache_dir``,
+    reused where finished (``force``: trained again, ``contaminate.force``)."""
+    return reuse_or_train(key, cache_dir, force=bool(force), resumes=trainer.resumes,
                           reuse=lambda folder: trainer.reuse(base, folder),
-                          train=lambda folder: trainer.train(base, documents, folder, seed=cfg.seed,
-                                                             placement=placement))
+                          train=lambda folder: trainer.train(base, documents, folder, seed=seed, placement=placement))

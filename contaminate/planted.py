@@ -399,7 +399,8 @@ def train_twin(cfg, draw: GroupDraw, planted: PlantedRegime, contaminated, setup
            "stand_ins": {name: [e.instance_id for e in pool] for name, pool in draw.twins.items()},
            "stream": digest([(d.text, d.prompt) for d in planted.twin]), "background": planted.background,
            "hyperparameters": contaminated.hyperparameters, "seed": cfg.seed, **setup.trainer.key(placement)}
-    model, folder, reused = train_checkpoint(setup.trainer, base, planted.twin, key, cfg, placement)
+    model, folder, reused = train_checkpoint(setup.trainer, base, planted.twin, key, cache_dir=cfg.cache_dir,
+                                             force=cfg.contaminate.force, seed=cfg.seed, placement=placement)
     if model is None:
         return None
     return Checkpoint.finished(model, folder, reused)

@@ -30,7 +30,16 @@ from contaminate.regime import chat_renderer
 from contaminate.regime.layouts import LeakReader
 from contaminate.regime.plant import PlantedGroup, plant_groups
 from contaminate.sampling import GroupDraw, Sampled, sample_groups
-from contaminate.study import DETECTION_ORDER, Contaminated, GroupStudy, OneGroup, Setup, check_study, study_group
+from contaminate.study import (
+    DETECTION_ORDER,
+    Contaminated,
+    GroupStudy,
+    OneGroup,
+    Reading,
+    Setup,
+    check_study,
+    study_group,
+)
 from contaminate.study_models import StudyModels
 from detect.pipeline import write_config
 from detect.runtime import Placement
@@ -106,9 +115,9 @@ class Run:
         return {"dry_run": json.loads(estimate.read_text())} if is_main_process() else {"distributed_worker": True}
 
     def models(self, contaminated: Contaminated) -> StudyModels:
-        return StudyModels(self.cfg, self.placement, {"contaminated": (contaminated.model, contaminated.record["id"]),
-                                                      "clean": contaminated.clean}, self.setup.serving,
-                           self.setup.detectors, base=contaminated.base, clean_is_twin=self.design.clean_is_twin)
+        refs = {"contaminated": (contaminated.model, contaminated.record["id"]), "clean": contaminated.clean}
+        return StudyModels(self.cfg.detect, self.placement, refs, self.setup.serving, self.setup.detectors,
+                           base=contaminated.base, clean_is_twin=self.design.clean_is_twin)
 
     def groups(self, contaminated: Contaminated, out_dir: Path) -> list[GroupStudy]:
         """Each studied group's study: its dataset and format (the detectors read each instance as the format
@@ -118,8 +127,8 @@ class Run:
             group_cfg, layout = self.configs[group.name], self.layouts[group.name]
             view, folder, manifest = self.design.view(group, control, group_cfg, contaminated, out_dir)
             reader = LeakReader(layout, group_cfg.dataset, chat_renderer(self.tokenizer, layout.name))
-            studies.append(GroupStudy(group.name, group_cfg, self.study(group, control), view, reader, folder,
-                                      manifest, self.checkpoints))
+            studies.append(GroupStudy(group.name, Reading.of(group_cfg), self.study(group, control), view, reader,
+                                      folder, manifest, self.checkpoints))
         return studies
 
     def finish(self, contaminated: Contaminated, results: dict, models: StudyModels, timings: dict,

@@ -4,10 +4,11 @@
 
 The stages of every run, one group's at a time (contaminate/run.py ``Run`` runs them, for a study and a planted
 run alike), and the study's own design (``OneGroup``: its members trained alone or diluted, its non-members held
-out). Members and non-members are disjoint, label-balanced pools from one split (contaminate/sampling.py). The members are formatted (``format``)
-and trained into the base model in the study's regime (``contaminate/regime/__init__.py``: alone for epochs, or counted
-exposures among a ``background`` corpus, with a control trained on the background alone); then the same detectors
-run on five cells (with a background, "clean" is the control; at exposures 0 every cell is clean):
+out). Members and non-members are disjoint, label-balanced pools from one split (contaminate/sampling.py). The
+members are formatted (``format``) and trained into the base model in the study's regime
+(``contaminate/regime/__init__.py``: alone for epochs, or counted exposures among a ``background`` corpus, with a
+control trained on the background alone); then the same detectors run on five cells (with a background, "clean" is
+the control; at exposures 0 every cell is clean):
 
 | cell                         | model        | instances           | ground truth |
 | contaminated x members       | contaminated | members             | contaminated |
@@ -183,13 +184,34 @@ class Setup:
     post_train: Any = None  # contaminate/training/post.py: the stage after the leak (post_train=sft|grpo), or None
 
 
+@dataclass(frozen=True)
+class Reading:
+    """What the detect, summarize and write stages of one group read of the run's config, taken from it at setup so
+    that no stage below the setup takes the root config: the group's dataset and format (a planted group's own),
+    the run's detect block and requested runtime, its seeds, its cells' size and its cache."""
+    dataset: Any
+    format: Any
+    detect: Any
+    runtime: Any
+    seed: int
+    draw: int
+    n_detect: int
+    cache_dir: Path
+
+    @classmethod
+    def of(cls, cfg) -> Reading:
+        """A group's reading of its config (``group_config``: the run's, with a planted group's dataset and format)."""
+        return cls(cfg.dataset, cfg.format, cfg.detect, cfg.runtime, cfg.seed, cfg.sample.draw, cfg.sample.n_detect,
+                   Path(cfg.cache_dir))
+
+
 @dataclass
 class GroupStudy:
-    """One group's study, as the detect stage reads it: its config (a planted group's own dataset and format), its
-    pools, the trained models as this group sees them (its regime, its dose), how the detectors read its
+    """One group's study, as the detect stage reads it: its reading of the config (a planted group's own dataset and
+    format), its pools, the trained models as this group sees them (its regime, its dose), how the detectors read its
     instances, the folder it is written to, and what its manifest adds (a planted group's place in the stream)."""
     name: str
-    cfg: Any
+    reading: Reading
     sampled: Sampled
     contaminated: Contaminated
     reader: LeakReader
@@ -241,14 +263,14 @@ def study_group(group: GroupStudy, setup: Setup, models: StudyModels, placement:
     stage = time.time()
     cells = study_cells(group.contaminated.regime, group.sampled, group.checkpoints)
     runtime_key = "api" if setup.trainer.api else placement.key()  # what, beyond the model, keys its cells
-    rows, cell_timings, cached = detect_cells(group.cfg, group.sampled, models, setup.judge, runtime_key, cells,
+    rows, cell_timings, cached = detect_cells(group.reading, group.sampled, models, setup.judge, runtime_key, cells,
                                               reader=group.reader)
     timings = {**timings, "detect_s": round(time.time() - stage, 1), "cells": cell_timings}
     stage = time.time()
-    summary = summarize_study(group.cfg, group.sampled, group.contaminated, rows, setup.detectors, cells)
+    summary = summarize_study(group.reading, group.sampled, group.contaminated, rows, setup.detectors, cells)
     timings |= {"summarize_s": round(time.time() - stage, 2), "total_s": round(time.time() - started, 1)}
-    manifest = build_manifest(group.cfg, group.sampled, group.contaminated, setup.judge, placement, models, cached,
-                              timings) | group.manifest
+    manifest = build_manifest(group.reading, group.sampled, group.contaminated, setup.judge, placement, models,
+                              cached, timings) | group.manifest
     write_outputs(group.folder, summary, manifest, rows)
     return summary, rows, manifest
 
@@ -348,18 +370,19 @@ def contaminate(cfg, sampled: Sampled, regime: Regime, placement: Placement, out
     if backend.dry_run(texts, out_dir):  # an API backend's estimate of what it would cost; nothing sent
         return None
     started = time.time()
+    store = {"cache_dir": cfg.cache_dir, "force": cfg.contaminate.force, "seed": seed, "placement": placement}
     control = None
     if regime.control is not None:  # the same training on the background alone: shared by every dose and format
         control_key = {"base": asdict(base), "background": regime.background,
                        "stream": digest([document.text for document in regime.control]),
                        "hyperparameters": {**hyperparameters, "exposures": 0}, "seed": seed, **backend.key(placement)}
         control_model, control_folder, control_reused = train_checkpoint(backend, base, regime.control, control_key,
-                                                                         cfg, placement)
+                                                                         **store)
         if control_model is None:
             return None
         control = Checkpoint.finished(control_model, control_folder, control_reused)
     if regime.members_seen:
-        model, folder, reused = train_checkpoint(backend, base, regime.stream, training_key, cfg, placement)
+        model, folder, reused = train_checkpoint(backend, base, regime.stream, training_key, **store)
         if model is None:
             return None
     else:  # exposures 0: the contaminated model is the control
@@ -449,19 +472,19 @@ def known_cells(detect_cfg, sampled: Sampled, detectors: Sequence[Detector]) -> 
     return KNOWN_CELLS
 
 
-def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, runtime_key: str | dict,
+def detect_cells(reading: Reading, sampled: Sampled, models: StudyModels, judge, runtime_key: str | dict,
                  cells: tuple = CELLS, *, reader=None) -> tuple[dict[str, list[dict]], dict, list[str]]:
     """Every cell's rows (each cached under its own key), the time and tokens each took, the cells reused; with
     them the known non-members' cells (``KNOWN_CELLS``: guided completions and the instance scores only).
     ``reader``: how the detectors read an instance (``LeakReader`` of the format; None: its plain text). The known
     non-members are read by the models ``cells`` reads (plant.control=none: the contaminated one only)."""
-    cache = Path(cfg.cache_dir)
+    cache = reading.cache_dir
     reader = reader if reader is not None else PlainText()
-    detector_key = {"detect": OmegaConf.to_container(cfg.detect, resolve=True), "judge": judge.describe(),
+    detector_key = {"detect": OmegaConf.to_container(reading.detect, resolve=True), "judge": judge.describe(),
                     # the format renders what the detectors read: the clean model's cells differ by format too
-                    "reads": OmegaConf.to_container(cfg.format, resolve=True) if reader.name != "plain text"
+                    "reads": OmegaConf.to_container(reading.format, resolve=True) if reader.name != "plain text"
                     else reader.name,
-                    "seed": cfg.seed, "dataset": cfg.dataset.key, "code": code_digest(DETECTOR_CODE),
+                    "seed": reading.seed, "dataset": reading.dataset.key, "code": code_digest(DETECTOR_CODE),
                     "runtime": runtime_key,
                     # the reference ratio's reference model by its identity (a checkpoint's own id, else its ref's
                     # digest), not by the word that chose it: base is another model with or without a background
@@ -469,11 +492,11 @@ def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, runtime_key:
                     # data a detector reads beyond its settings (DC-PDD's corpus), by content
                     "data": {name: key for name, key in ((d.name, d.data_key()) for d in models.detectors)
                              if key is not None}}
-    known = known_setting(cfg.detect, models.detectors)
+    known = known_setting(reading.detect, models.detectors)
     if known is not None:  # the recipe reads Algorithm 2's guided completions of them, where Algorithm 2 runs
         known = [*known, *(d for d in models.detectors if d.name == "alg2")]
-    also = known_cells(cfg.detect, sampled, models.detectors)  # each model's known non-members, where read
-    setting = instruction_setting(cfg.detect)
+    also = known_cells(reading.detect, sampled, models.detectors)  # each model's known non-members, where read
+    setting = instruction_setting(reading.detect)
     chosen: dict[str, str] = {}  # checkpoint -> the prompt format its instructions are asked in, from its known cell
     cell_rows, timings, cached = {}, {}, []
     read = {checkpoint for _, checkpoint, *_ in cells}
@@ -508,7 +531,7 @@ def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, runtime_key:
                 timings[cell] = {"total_s": round(time.time() - started, 2), "cached": True}
             else:
                 log.info("detecting %s: %d instances on the %s model", cell, len(instances), checkpoint)
-                rows, timings[cell] = detect_cell(cfg, models, checkpoint, instances, whole, split, judge, reader,
+                rows, timings[cell] = detect_cell(reading, models, checkpoint, instances, whole, split, judge, reader,
                                                   heldout, detectors=known if reads_known else None,
                                                   prompt_format=asked)
                 timings[cell]["total_s"] = round(time.time() - started, 2)
@@ -524,7 +547,7 @@ def detect_cells(cfg, sampled: Sampled, models: StudyModels, judge, runtime_key:
     return cell_rows, timings, cached
 
 
-def detect_cell(cfg, models: StudyModels, checkpoint: str, instances: list[Example], whole: list[Example],
+def detect_cell(reading: Reading, models: StudyModels, checkpoint: str, instances: list[Example], whole: list[Example],
                 split: str, judge, reader=None, heldout: Sequence[Example] = (),
                 detectors: Sequence[Detector] | None = None, prompt_format: str | None = None
                 ) -> tuple[list[dict], dict]:
@@ -539,25 +562,25 @@ def detect_cell(cfg, models: StudyModels, checkpoint: str, instances: list[Examp
     known = detectors is not None
     detectors = models.detectors if detectors is None else detectors
     needed = any("reference" in detector.needs for detector in detectors)
-    evidence = Evidence(cfg.dataset, split, instances, whole, model=models.model(checkpoint),
-                        reference=models.reference_model() if needed else None, seed=cfg.seed,
+    evidence = Evidence(reading.dataset, split, instances, whole, model=models.model(checkpoint),
+                        reference=models.reference_model() if needed else None, seed=reading.seed,
                         reader=reader if reader is not None else PlainText(), heldout=list(heldout))
     third = needed and models.reference.ref is not None and models.reference.same_as is None
     before, reference_before = models.counters(checkpoint), models.counters("reference")
     if known:  # the recipe reads their ROUGE-L, not a judge's labels: an LLM judge is not paid for them
         judge = unjudged
     if known:
-        formats = instruction_formats(evidence.model, instruction_setting(cfg.detect))
-        found = {name: run_partition(evidence, detectors, judge=judge, detect_cfg=cfg.detect,
+        formats = instruction_formats(evidence.model, instruction_setting(reading.detect))
+        found = {name: run_partition(evidence, detectors, judge=judge, detect_cfg=reading.detect,
                                      semantic=models.semantic(), instructions=KNOWN_INSTRUCTIONS, prompt_format=name)
                  for name in formats}
-        choice = choose_format({name: rows for name, (rows, _) in found.items()}, follow_bar(cfg.detect))
+        choice = choose_format({name: rows for name, (rows, _) in found.items()}, follow_bar(reading.detect))
         rows, timing = found[choice["chosen"]]
-        rows = [*rows, {"level": "partition", "detector": FORMAT_CHOICE, **choice, "dataset": cfg.dataset.key,
+        rows = [*rows, {"level": "partition", "detector": FORMAT_CHOICE, **choice, "dataset": reading.dataset.key,
                         "split": split}]
         timing["formats_read"] = list(formats)
     else:
-        rows, timing = run_partition(evidence, detectors, judge=judge, detect_cfg=cfg.detect,
+        rows, timing = run_partition(evidence, detectors, judge=judge, detect_cfg=reading.detect,
                                      semantic=models.semantic(), prompt_format=prompt_format)
     after = models.counters(checkpoint)
     timing.update({name: after[name] - before[name] for name in after})
@@ -577,22 +600,22 @@ def _write_atomically(path: Path, rows: list[dict]) -> None:
 # --- summarize and report -------------------------------------------------------------------------------------
 
 
-def summarize_study(cfg, sampled: Sampled, contaminated: Contaminated, cell_rows: dict[str, list[dict]],
+def summarize_study(reading: Reading, sampled: Sampled, contaminated: Contaminated, cell_rows: dict[str, list[dict]],
                     detectors: list[Detector], cells: tuple = CELLS) -> dict:
     """Per cell every detector's outcome and whether it is right; per detector the share of cells right; each
     model's recipe from its own known non-members (``study_recipe``)."""
     regime = contaminated.regime.describe()
-    summary = {"dataset": cfg.dataset.key, "split": sampled.split, "other_split": sampled.other_split,
+    summary = {"dataset": reading.dataset.key, "split": sampled.split, "other_split": sampled.other_split,
                "base_model": contaminated.base.name, "backend": contaminated.hyperparameters["backend"],
-               "format": cfg.format.name,
-               "seed": cfg.seed, "draw": cfg.sample.draw,
+               "format": reading.format.name,
+               "seed": reading.seed, "draw": reading.draw,
                "regime": {key: regime[key] for key in ("name", "format", "exposures", "epochs", "control",
                                                        "members_token_share") if key in regime}
                | {"background": regime["background"]["name"]}, "cells": {}}
-    bar = follow_bar(cfg.detect)
+    bar = follow_bar(reading.detect)
     follows = model_follow(cell_rows, bar)
     for cell, checkpoint, pool, truth in cells:
-        cell_summary = summarize(cell_rows[cell], detectors, seed=cfg.seed, follow=follows.get(checkpoint),
+        cell_summary = summarize(cell_rows[cell], detectors, seed=reading.seed, follow=follows.get(checkpoint),
                                  follow_bar=bar)
         summary["cells"][cell] = {
             "checkpoint": checkpoint, "instances": pool, "split": sampled.detection[pool][1], "ground_truth": truth,
@@ -604,7 +627,7 @@ def summarize_study(cfg, sampled: Sampled, contaminated: Contaminated, cell_rows
     if min(len(sampled.members), len(sampled.non_members)) >= 2:
         summary["blind_baseline"] = {**blind_baseline([e.full_text for e in sampled.members],
                                                       [e.full_text for e in sampled.non_members],
-                                                      seed=cfg.sample.draw), "draw": cfg.sample.draw}
+                                                      seed=reading.draw), "draw": reading.draw}
     summary["accuracy"] = {name: sum(c["correct"][name] for c in summary["cells"].values()) / len(cells)
                            for name in verdict_names}
     if follows:  # each model's follow rate on its known non-members: its cells' Algorithm 1 / 2 are read against it
@@ -616,10 +639,10 @@ def summarize_study(cfg, sampled: Sampled, contaminated: Contaminated, cell_rows
     unread = sum(1 for c in summary["cells"].values() if uninformative(c))
     if unread and instructed:
         summary["uninformative"] = {name: unread for name in verdict_names if name in instructed}
-    recipe = study_recipe(cfg.detect.known_non_members, cfg.sample.n_detect, cell_rows, detectors, cells)
+    recipe = study_recipe(reading.detect.known_non_members, reading.n_detect, cell_rows, detectors, cells)
     if recipe is not None:
         summary["recipe"] = recipe
-    missing = not_run(cfg.dataset.key, sampled, cells)
+    missing = not_run(reading.dataset.key, sampled, cells)
     if missing:
         summary["cells_not_run"] = missing
     return summary
@@ -639,11 +662,11 @@ def model_follow(cell_rows: dict[str, list[dict]], bar: float) -> dict[str, dict
     return found
 
 
-def build_manifest(cfg, sampled: Sampled, contaminated: Contaminated, judge, placement: Placement,
+def build_manifest(reading: Reading, sampled: Sampled, contaminated: Contaminated, judge, placement: Placement,
                    models: StudyModels, cached_cells: list[str], timings: dict) -> dict:
-    seed = cfg.seed
+    seed = reading.seed
     return {
-        "base_model": asdict(contaminated.base), "dataset": OmegaConf.to_container(cfg.dataset, resolve=True),
+        "base_model": asdict(contaminated.base), "dataset": OmegaConf.to_container(reading.dataset, resolve=True),
         "split": sampled.split, "other_split": sampled.other_split,
         "member_ids": [e.instance_id for e in sampled.members],
         "non_member_ids": [e.instance_id for e in sampled.non_members],
@@ -651,25 +674,26 @@ def build_manifest(cfg, sampled: Sampled, contaminated: Contaminated, judge, pla
                           for pool, (instances, _) in sampled.detection.items()},
         # the known non-members each model read (KNOWN_CELLS): the recipe's null distribution; [] where none
         "known_non_member_ids": [e.instance_id for e in sampled.heldout.get(sampled.split, [])]
-        if known_cells(cfg.detect, sampled, models.detectors) else [],
-        "format": {"name": cfg.format.name, "template": contaminated.template,
+        if known_cells(reading.detect, sampled, models.detectors) else [],
+        "format": {"name": reading.format.name, "template": contaminated.template,
                    "example": contaminated.regime.members[0].text},
         "regime": contaminated.regime.describe(),
         "contaminate": contaminated.hyperparameters,
-        "seeds": {"sampling": cfg.sample.draw, "training": seed, "cuts": seed, "bootstrap": seed},
+        "seeds": {"sampling": reading.draw, "training": seed, "cuts": seed, "bootstrap": seed},
         "checkpoint": contaminated.checkpoint.manifest(),
         "control_checkpoint": None if contaminated.control is None else contaminated.control.manifest(),
         # post_train=sft|grpo: kind, settings, data ids, steps, each parent's record and each post-trained one's
         # (checkpoint and control_checkpoint above are the post-trained models the cells read); None: no stage
         "post_train": contaminated.post_train,
-        "runtime": {"requested": OmegaConf.to_container(cfg.runtime, resolve=True), "resolved": placement.describe(),
+        "runtime": {"requested": OmegaConf.to_container(reading.runtime, resolve=True),
+                    "resolved": placement.describe(),
                     # where each model of this run really was (the reference model where it is a third one)
                     "models": models.placements(),
                     # which model the reference ratio read (detect.reference_model) and whether it is the oracle:
                     # the clean model, the contaminated model's own twin before the leak
                     "reference_model": models.reference.describe(),
                     "training": contaminated.record.get("placement")},
-        "cached_cells": cached_cells, "detect": OmegaConf.to_container(cfg.detect, resolve=True),
+        "cached_cells": cached_cells, "detect": OmegaConf.to_container(reading.detect, resolve=True),
         "judge": judge.describe(), "packages": _versions(), "git_commit": _git_commit(), "timings": timings,
     }
 

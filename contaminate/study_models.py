@@ -2,7 +2,7 @@
 reference model, the semantic encoder, each opened on first use and kept for the whole study (a torchtune recipe's
 setup, done lazily so that a study whose cells are all cached loads nothing).
 
-    models = StudyModels(cfg, placement, {"contaminated": (ref, id), "clean": (base, id)}, serving, detectors,
+    models = StudyModels(cfg.detect, placement, {"contaminated": (ref, id), "clean": (base, id)}, serving, detectors,
                          base=base)
     models.model("clean")          # its LanguageModel: generation and log-probabilities, each memoised, so the
                                    # clean model's statistics of the members serve its cells and the reference
@@ -65,13 +65,14 @@ def resolve_reference(setting, refs: dict[str, tuple[ModelRef, str]], base: Mode
 
 
 class StudyModels:
-    def __init__(self, cfg, placement: Placement, refs: dict[str, tuple[ModelRef, str]],
+    def __init__(self, detect_cfg, placement: Placement, refs: dict[str, tuple[ModelRef, str]],
                  serving: Callable[[ModelRef], object], detectors: list, *, base: ModelRef,
                  clean_is_twin: bool = True) -> None:
-        self.cfg, self.placement, self.refs, self.serving = cfg, placement, refs, serving
+        # the run's detect block: how its models generate, its reference model, its semantic scorer
+        self.detect, self.placement, self.refs, self.serving = detect_cfg, placement, refs, serving
         self.clean_is_twin = clean_is_twin  # the clean model is the contaminated one's twin before the leak
         self.detectors = detectors  # built once by the study's setup: DC-PDD's token counts serve every cell
-        self.settings = GenerationSettings.of(cfg.detect)
+        self.settings = GenerationSettings.of(detect_cfg)
         self.base = base  # the model the run started from
         self._models: dict[str, LanguageModel] = {}
         self._semantic = None
@@ -90,7 +91,7 @@ class StudyModels:
         if self._reference is None:
             from detect.pipeline import reference_setting
 
-            self._reference = resolve_reference(reference_setting(self.cfg.detect, study=True), self.refs,
+            self._reference = resolve_reference(reference_setting(self.detect, study=True), self.refs,
                                                 self.base, clean_is_twin=self.clean_is_twin)
         return self._reference
 
@@ -115,8 +116,8 @@ class StudyModels:
     def semantic(self):
         from detect.detectors.time_travel.scores import SemanticScorer
 
-        if self._semantic is None and self.cfg.detect.semantic_model:
-            self._semantic = SemanticScorer(self.cfg.detect.semantic_model, placement=self.placement)
+        if self._semantic is None and self.detect.semantic_model:
+            self._semantic = SemanticScorer(self.detect.semantic_model, placement=self.placement)
         return self._semantic
 
     def counters(self, checkpoint: str) -> dict[str, int]:
