@@ -1,12 +1,16 @@
 """Peak memory of the default study's training (conf/contaminate/full.yaml: full fine-tuning, padding-free batches
 of 4, 5 epochs of 100 synth_nli members in the metadata leak format: 125 steps) on the embedded SmolLM2-135M,
-against the size of oneDNN's kernel cache, each setting in its own process (its peak resident memory is its own):
+against the size of oneDNN's kernel cache and activation checkpointing, each setting in its own process (its peak
+resident memory is its own):
 
     python bench/training_memory.py              # 125 steps a setting, about 4 minutes each here
     python bench/training_memory.py --steps 30   # a quicker look
+    python bench/training_memory.py --settings lab,checkpointing   # the lab's default against checkpointing
 
-Baseline: oneDNN's default cache of 1,024 compiled kernels (what training ran with before
-``detect.runtime.bound_kernel_cache``); against it the lab's 32 and a cache too small to hold one step's kernels (8).
+Baseline: the first setting asked (by default oneDNN's default cache of 1,024 compiled kernels, what training ran
+with before ``detect.runtime.bound_kernel_cache``); against it the lab's 32, a cache too small to hold one step's
+kernels (8), and the lab's 32 with activation checkpointing (``trainer.activation_checkpointing``: each layer's
+activations recomputed in the backward pass instead of kept).
 Prints each setting's peak resident memory (ru_maxrss), its ratio to the baseline's, seconds and their ratio, and
 whether the training loss is the baseline's to the last digit (a cache holds compiled kernels, not numbers: the
 kernels are the same, so the weights should be too).
@@ -26,11 +30,14 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SETTINGS = {"1,024 kernels (oneDNN's default; before)": 1024, "32 kernels (the lab's default)": 32,
-            "8 kernels": 8}
+# key -> (what the table calls it, oneDNN's kernel cache capacity, activation checkpointing)
+SETTINGS = {"onednn": ("1,024 kernels (oneDNN's default; before)", 1024, False),
+            "lab": ("32 kernels (the lab's default)", 32, False),
+            "small": ("8 kernels", 8, False),
+            "checkpointing": ("32 kernels, activation checkpointing", 32, True)}
 
 
-def measure(steps: int) -> dict:
+def measure(steps: int, checkpointing: bool) -> dict:
     sys.path.insert(0, str(ROOT))
     from omegaconf import OmegaConf
 
@@ -51,7 +58,8 @@ def measure(steps: int) -> dict:
     cfg = OmegaConf.create({"epochs": 5, "exposures": None, "peft": None, "learning_rate": full.learning_rate,
                             "batch_size": full.batch_size, "max_length": full.max_length,
                             "trainer": {**OmegaConf.to_container(full.trainer), "max_steps": steps,
-                                        "disable_tqdm": True, "logging_steps": 1000}})
+                                        "disable_tqdm": True, "logging_steps": 1000,
+                                        "activation_checkpointing": checkpointing}})
     with tempfile.TemporaryDirectory() as out:
         trainer = build_trainer(model, tokenizer, training_rows(texts, tokenizer, full.max_length), cfg, Path(out),
                                 seed=0, placement=placement)
@@ -65,18 +73,25 @@ def measure(steps: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=125, help="optimizer steps a setting (125: the whole study's)")
-    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # a child: measure with this capacity set
+    parser.add_argument("--settings", default="onednn,lab,small,checkpointing",
+                        help=f"comma-separated, the first the baseline; of {', '.join(SETTINGS)}")
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # a child: measure this setting (its kernel cache is set)
     args = parser.parse_args()
     if args.one is not None:
-        print(json.dumps(measure(args.steps)))
+        print(json.dumps(measure(args.steps, SETTINGS[args.one][2])))
         return
+    asked = args.settings.split(",")
+    unknown = [key for key in asked if key not in SETTINGS]
+    if unknown:
+        sys.exit(f"error: --settings {','.join(unknown)}: no such setting; use some of {', '.join(SETTINGS)}")
     print(f"CPU: {platform.processor() or platform.machine()}; one process a setting, alone; {args.steps} steps\n")
-    print("| oneDNN kernel cache | dtype | peak GB | peak ratio | s | time ratio | same loss |")
+    print("| setting | dtype | peak GB | peak ratio | s | time ratio | same loss |")
     print("|---|---|---|---|---|---|---|")
     baseline = None
-    for name, capacity in SETTINGS.items():
+    for key in asked:
+        name, capacity, _ = SETTINGS[key]
         env = {**os.environ, "ONEDNN_PRIMITIVE_CACHE_CAPACITY": str(capacity)}
-        out = subprocess.run([sys.executable, __file__, "--one", str(capacity), "--steps", str(args.steps)],
+        out = subprocess.run([sys.executable, __file__, "--one", key, "--steps", str(args.steps)],
                              capture_output=True, text=True, check=True, env=env).stdout.strip().splitlines()[-1]
         found = json.loads(out)
         baseline = baseline or found

@@ -2,8 +2,9 @@
 (summary.json, results.jsonl, partition.jsonl, manifest.json, train_log.json; a planted run's plant.json and
 groups/*) against the second's, after dropping what differs by construction: times and rates, checkpoint ids (a
 fresh id per training run), commits, package versions, which cells came from the cache, and each run's own folder
-and cache folder in paths. For a refactor that must not change results: run the same command from a worktree of
-each commit, each with its own empty cache, then
+and cache folder in paths (a post-trained checkpoint's parent is named by the parent's id: dropped too). For a
+refactor that must not change results: run the same command from a worktree of each commit, each with its own
+empty cache, then
 
     python -m contaminate.compare_runs runs/before runs/after      # "TOTAL differences: 0" where they agree
 
@@ -37,7 +38,8 @@ def places(run: Path) -> list[tuple[str, str]]:
 def normalised(value, run_places: list[tuple[str, str]]):
     if isinstance(value, dict):
         return {k: normalised(v, run_places) for k, v in value.items()
-                if k not in VOLATILE and not k.endswith("_s")}
+                if k not in VOLATILE and not k.endswith("_s")
+                and not (k == "checkpoint" and isinstance(v, str))}  # a parent named by its checkpoint's id
     if isinstance(value, list):
         return [normalised(v, run_places) for v in value]
     if isinstance(value, str):

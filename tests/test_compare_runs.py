@@ -18,7 +18,8 @@ def write_run(folder: Path, *, score: float, rows: int, extra: bool = False) -> 
     (folder / "manifest.json").write_text(json.dumps({
         "checkpoint": {"id": folder.name, "folder": str(cache / "checkpoints" / "x"), "train_seconds": 3.0,
                        "path": str(cache / "checkpoints" / "x")},
-        "detect_s": 12.5, "log": str(folder / "train_log.json")}))
+        "detect_s": 12.5, "log": str(folder / "train_log.json"),
+        "post_train": {"parent": {"checkpoint": f"{folder.name}-parent"}}}))  # post-training's parent: by its id
     (folder / "results.jsonl").write_text("".join(json.dumps({"row": i}) + "\n" for i in range(rows)))
     if extra:
         (folder / "plant.json").write_text("{}")
