@@ -60,7 +60,7 @@ from contaminate.reports.run import write_report
 from contaminate.sampling import STUDY_FIX, Sampled, study_groups
 from contaminate.study_models import StudyModels
 from contaminate.training import TrainingBackend, instantiate_backend
-from contaminate.training.local import LOGGING_ONLY
+from contaminate.training.local import UNKEYED
 from detect.datasets import Example
 from detect.datasets.corpus import PYDOC, STDLIB_DOCSTRINGS
 from detect.datasets.sources import source_of
@@ -355,7 +355,7 @@ def contaminate(cfg, sampled: Sampled, regime: Regime, placement: Placement, out
                        if k not in OPERATIONAL and not (k == "exposures" and v is None)  # keys as before exposures
                        and not (k == "trainer" and not v)}  # the API's empty trainer block (schedule=constant)
     if "trainer" in hyperparameters:  # how a run is logged does not change the checkpoint
-        hyperparameters["trainer"] = {k: v for k, v in hyperparameters["trainer"].items() if k not in LOGGING_ONLY}
+        hyperparameters["trainer"] = {k: v for k, v in hyperparameters["trainer"].items() if k not in UNKEYED}
     if hyperparameters.get("peft", 0) is None:  # full fine-tuning: no adapter block
         del hyperparameters["peft"]
     hyperparameters["backend"] = backend.name  # full, lora or openai: the manifest's and calibration's regime axis

@@ -153,6 +153,11 @@ LAB_SET = {"output_dir": "the study's checkpoint folder", "seed": "seed", "data_
 # Trainer settings that change how a run is logged, not the model it trains: not part of the checkpoint's key.
 LOGGING_ONLY = {"report_to", "logging_steps", "logging_dir", "logging_first_step", "run_name", "disable_tqdm",
                 "save_strategy", "save_steps", "save_total_limit", "push_to_hub", "hub_model_id"}
+# How memory is spent, not what is learned: a layer's activations recomputed in the backward pass give the same
+# gradients (bench/training_memory.py: the same training loss to the last digit), so a checkpoint is keyed without them
+MEMORY_ONLY = {"activation_checkpointing", "activation_checkpointing_kwargs", "gradient_checkpointing",
+               "gradient_checkpointing_kwargs"}
+UNKEYED = LOGGING_ONLY | MEMORY_ONLY  # trainer arguments that leave the trained model as it is
 
 
 def lab_trainer_defaults() -> dict:

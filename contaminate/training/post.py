@@ -138,11 +138,11 @@ class PostTrain:
         """The group as keyed and recorded: everything but ``force`` and how a run is logged."""
         from omegaconf import OmegaConf
 
-        from contaminate.training.local import LOGGING_ONLY
+        from contaminate.training.local import UNKEYED
 
         given = OmegaConf.to_container(self.node, resolve=True)
         given.pop("force", None)
-        given["trainer"] = {k: v for k, v in (given.get("trainer") or {}).items() if k not in LOGGING_ONLY}
+        given["trainer"] = {k: v for k, v in (given.get("trainer") or {}).items() if k not in UNKEYED}
         return given
 
     def sft_config(self):
