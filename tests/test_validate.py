@@ -177,7 +177,7 @@ def test_a_hand_built_training_config_gets_the_labs_trainer_and_old_keys_are_nam
     arguments = trainer_arguments(OmegaConf.create({"backend": "full", "epochs": 1, "learning_rate": 1e-4,
                                                     "batch_size": 2, "max_length": 64}))
     assert arguments["lr_scheduler_type"] == "constant" and arguments["padding_free"] is True
-    assert arguments["activation_checkpointing"] is True and arguments["report_to"] == "none"
+    assert arguments["activation_checkpointing"] is False and arguments["report_to"] == "none"
     with pytest.raises(InputError, match="contaminate.padding_free is now contaminate.trainer.padding_free"):
         trainer_arguments(OmegaConf.create({"backend": "full", "padding_free": True}))
 
