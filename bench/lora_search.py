@@ -43,8 +43,8 @@ def run(setting: str, seed: int, cache: Path, extra: list[str] = ()) -> dict:
     sampled = sample_pools(cfg)
     started = time.time()
     base = setup.trainer.base_model(cfg)
-    regime = plan_regime(cfg, sampled.members, sampled.split, setup.trainer.tokenizer(base), setup.background,
-                         setup.format)
+    regime = plan_regime(cfg.dataset, cfg.contaminate, sampled.members, sampled.split, setup.trainer.tokenizer(base),
+                         setup.background, setup.format, seed=cfg.seed)
     contaminated = contaminate(cfg, sampled, regime, placement, cache / "unused", setup)
     train_s = time.time() - started
     models = StudyModels(cfg.detect, placement, {"contaminated": (contaminated.model, contaminated.record["id"]),

@@ -311,7 +311,8 @@ class PlantedStream:
         cfg, setup, draw = self.cfg, run.setup, run.draw
         everyone = [e for g in self.trained for e in draw.groups[g.name]]
         regime = training_regime(cfg.plant.name, self.planted, self.trained, self.control_kind)
-        first = lead_study(cfg, run, self.trained)
+        post_train = (cfg.get("post_train") or {}).get("name", "none")
+        first = lead_study(run, self.trained, post_train, cfg.dataset.key)
         self.plant_key = {"plant": [g.describe() for g in self.groups],
                           "groups": {g.name: [e.instance_id for e in draw.groups[g.name]] for g in self.groups}}
         contaminated = contaminate(cfg, replace(first, members=everyone), regime, run.placement, out_dir, setup,
@@ -345,7 +346,9 @@ class PlantedStream:
         timings = {**{k: v for k, v in timings.items() if k != "total_s"},
                    **{f"detect_{name}_s": manifest["timings"]["detect_s"] for name, (_, _, manifest) in
                       results.items()}, "total_s": timings["total_s"]}
-        record = plant_record(self.cfg, self.groups, run.draw, self.planted, contaminated, results, timings)
+        cfg = self.cfg
+        record = plant_record(cfg.plant, self.groups, run.draw, self.planted, contaminated, results, timings,
+                              dataset_key=cfg.dataset.key, seed=cfg.seed, member_draw=cfg.sample.draw)
         record["reference_model"] = models.reference.describe()
         (out_dir / "plant.json").write_text(json.dumps(record, indent=2))
         (out_dir / "plant.md").write_text(plant_report(record))
@@ -359,13 +362,14 @@ def training_regime(plant_name: str, planted: PlantedRegime, trained: Sequence[P
                   planted.control if kind == "background" else None, planted.counts)
 
 
-def lead_study(cfg, run, trained: Sequence[PlantedGroup]) -> Sampled:
+def lead_study(run, trained: Sequence[PlantedGroup], post_train: str, dataset_key: str) -> Sampled:
     """The study the training key and post-training read (its split, its other split's pool): a group of the run's
-    own dataset (post-training trains on that dataset, so a run that plants only others refuses it, in one line)."""
+    own dataset (post-training, ``post_train`` by name, trains on that dataset, ``dataset_key``, so a run that
+    plants only others refuses it, in one line)."""
     lead = next((g for g in trained if g.dataset is None), None)
-    if lead is None and cfg.get("post_train") is not None and cfg.post_train.get("name", "none") != "none":
-        raise InputError(f"post_train={cfg.post_train.name} trains on the run's dataset {cfg.dataset.key}, and every "
-                         f"planted group plants another; plant a group of {cfg.dataset.key} or use post_train=none")
+    if lead is None and post_train != "none":
+        raise InputError(f"post_train={post_train} trains on the run's dataset {dataset_key}, and every "
+                         f"planted group plants another; plant a group of {dataset_key} or use post_train=none")
     lead = lead or trained[0]
     return run.study(lead, control_group(run.all_groups, lead))
 
@@ -458,14 +462,16 @@ def answers(rows: dict[str, list[dict]]) -> dict[str, dict]:
     return found
 
 
-def plant_record(cfg, groups, draw: GroupDraw, planted: PlantedRegime, contaminated, results: dict,
-                 timings: dict) -> dict:
+def plant_record(plant_cfg, groups, draw: GroupDraw, planted: PlantedRegime, contaminated, results: dict,
+                 timings: dict, *, dataset_key: str, seed: int, member_draw: int) -> dict:
+    """plant.json: the run's groups, each one's place in the stream and within-model AUCs, its checkpoints and
+    control. ``plant_cfg``: the run's ``plant`` block; ``dataset_key``, ``seed``, ``member_draw``: the run's."""
     parents = (contaminated.post_train or {}).get("parents", {})  # post_train: the models before it
     return {
-        "plant": cfg.plant.name, "dataset": cfg.dataset.key, "format": planted.format,
-        "background": planted.background, "seed": cfg.seed, "draw": cfg.sample.draw,
-        "tail": plant_tail(cfg.plant),  # the last fraction of the background after every copy (equal recency)
-        "unit": f"one model (draw {cfg.sample.draw}, seed {cfg.seed}): no interval",
+        "plant": plant_cfg.name, "dataset": dataset_key, "format": planted.format,
+        "background": planted.background, "seed": seed, "draw": member_draw,
+        "tail": plant_tail(plant_cfg),  # the last fraction of the background after every copy (equal recency)
+        "unit": f"one model (draw {member_draw}, seed {seed}): no interval",
         "groups": [{**g.describe(), **planted.placed.get(g.name, {}),
                     "within_model_auc": within_model_auc(results[g.name][1]) if g.name in results else None,
                     # the same groups under the clean model: the AUC before (or without) the leak
@@ -480,8 +486,8 @@ def plant_record(cfg, groups, draw: GroupDraw, planted: PlantedRegime, contamina
                                             and contaminated.control else None),
         "post_train_seconds": (contaminated.post_train or {}).get("seconds"),
         "control": ("swap twin" if planted.twin else "background alone" if planted.control is not None
-                    and cfg.plant.get("control", "background") == "background"
-                    else "none (no clean cells)" if cfg.plant.get("control") == "none" else "base model")
+                    and plant_cfg.get("control", "background") == "background"
+                    else "none (no clean cells)" if plant_cfg.get("control") == "none" else "base model")
         + (f", post_train={contaminated.post_train['kind']}" if contaminated.post_train else ""),  # both post-trained
         "control_checkpoint": (parents["control"] if "id" in parents.get("control", {})  # before post_train
                                else contaminated.control.record if contaminated.control and not parents else None),

@@ -29,7 +29,7 @@ from contaminate.planted import PlantedStream, group_layouts
 from contaminate.regime import chat_renderer
 from contaminate.regime.layouts import LeakReader
 from contaminate.regime.plant import PlantedGroup, plant_groups
-from contaminate.sampling import GroupDraw, Sampled, sample_groups
+from contaminate.sampling import GroupDraw, Sampled, asked_split, sample_groups
 from contaminate.study import (
     DETECTION_ORDER,
     Contaminated,
@@ -91,7 +91,9 @@ class Run:
         self.checkpoints = ("contaminated",) if self.design.control_kind == "none" else DETECTION_ORDER
 
     def sample(self) -> None:
-        self.draw: GroupDraw = sample_groups(self.cfg, self.all_groups, self.configs, controls=self.design.controls,
+        datasets = {name: group_cfg.dataset for name, group_cfg in self.configs.items()}
+        self.draw: GroupDraw = sample_groups(self.all_groups, datasets, self.cfg.sample, splits=asked_split(self.cfg),
+                                             twin=self.design.control_kind == "twin", controls=self.design.controls,
                                              fix=self.design.fix)
 
     def study(self, group: PlantedGroup, control: PlantedGroup) -> Sampled:

@@ -3,7 +3,7 @@ and the other split's pools. A study's groups are two (``study_groups``: its mem
 non-members, never trained); a planted run's are its plant's (contaminate/regime/plant.py). Both are drawn by one
 function, ``sample_groups``, in one ``disjoint_pools`` call per dataset, in the groups' order:
 
-    draw = sample_groups(cfg, groups)                      # group name -> its instances; per dataset, its splits
+    draw = sample_groups(groups, datasets, cfg.sample)     # group name -> its instances; per dataset, its splits
     sampled = draw.study(group, control, n_detect, seed)   # one group's study: its members against the control's
 
 so a study's members, non-members and known non-members are the pools ``disjoint_pools(examples, [n_members,
@@ -14,7 +14,7 @@ and cell keys unchanged).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from contaminate.regime.plant import PlantedGroup
 from detect.datasets import Example, disjoint_pools, load_split, sample
@@ -91,33 +91,40 @@ def sample_pools(cfg) -> Sampled:
     """A study's draw (its members against its non-members; the other split as a control): ``sample_groups`` on
     ``study_groups``."""
     members, non_members = study_groups(cfg)
-    draw = sample_groups(cfg, [members, non_members], controls={cfg.dataset.key: non_members}, fix=STUDY_FIX)
+    draw = sample_groups([members, non_members], {g.name: cfg.dataset for g in (members, non_members)}, cfg.sample,
+                         splits=asked_split(cfg), controls={cfg.dataset.key: non_members}, fix=STUDY_FIX)
     return draw.study(members, non_members, cfg.sample.n_detect, cfg.sample.draw)
 
 
-def sample_groups(cfg, groups: Sequence[PlantedGroup], configs: dict | None = None, *,
+def asked_split(cfg) -> dict[str, str]:
+    """The split the run asks of its own dataset (``split``; none asked: {}, each dataset's default)."""
+    return {cfg.dataset.key: cfg.split} if cfg.get("split") else {}
+
+
+def sample_groups(groups: Sequence[PlantedGroup], datasets: Mapping[str, Any], sample_cfg, *,
+                  splits: Mapping[str, str] | None = None, twin: bool = False,
                   controls: Mapping[str, PlantedGroup] | None = None, fix: str = PLANT_FIX) -> GroupDraw:
     """Per dataset, its groups, disjoint and label-balanced from one split (then known non-members, disjoint from
-    all of them, and a twin's stand-ins after those), and the other split's pools, as large as the dataset's
-    never-planted group (``controls``: dataset key -> that group; default ``control_group``). ``configs``: each
-    group's config (``group_config``); without it every group is the run's dataset. ``fix``: what the one line
-    says to do where a split has too few instances."""
-    configs = configs or {g.name: cfg for g in groups}
-    seed = cfg.sample.draw  # the draw: the training seed unless set apart
+    all of them, and a twin's stand-ins after those, ``twin``), and the other split's pools, as large as the
+    dataset's never-planted group (``controls``: dataset key -> that group; default its first unplanted group).
+    ``datasets``: each group's dataset config, by group name; ``sample_cfg``: the run's ``sample`` block (its draw,
+    ``n_detect``, ``n_heldout``); ``splits``: a dataset key -> the split asked of it (default: its own default
+    split). ``fix``: what the one line says to do where a split has too few instances."""
+    seed = sample_cfg.draw  # the draw: the training seed unless set apart
     by_dataset: dict[str, list[PlantedGroup]] = {}
     for group in groups:
-        by_dataset.setdefault(configs[group.name].dataset.key, []).append(group)
-    draw = GroupDraw({}, {g.name: configs[g.name].dataset.key for g in groups}, {}, {}, {})
+        by_dataset.setdefault(datasets[group.name].key, []).append(group)
+    draw = GroupDraw({}, {g.name: datasets[g.name].key for g in groups}, {}, {}, {})
     for key, members in by_dataset.items():
-        dataset = configs[members[0].name].dataset
-        split = (cfg.split if key == cfg.dataset.key else None) or dataset.default_split
+        dataset = datasets[members[0].name]
+        split = (splits or {}).get(key) or dataset.default_split
         others = [name for name in dataset.splits if name != split]  # none: one split, no other-split cell
         examples = load_split(dataset, split)
         sizes = [g.n for g in members]
         # the swap twin's stand-ins: one more disjoint group per planted group, drawn after the groups and the known
         # non-members, so that asking for a twin leaves every other pool as it was
         planted = [g for g in members if g.planted]
-        twin_sizes = [g.n for g in planted] if cfg.plant.get("control") == "twin" else []
+        twin_sizes = [g.n for g in planted] if twin else []
         if sum(sizes) + sum(twin_sizes) > len(examples):
             asked = " + ".join(f"{g.n} {g.name}" for g in members) + (
                 f" + a twin's {' + '.join(map(str, twin_sizes))}" if twin_sizes else "")
@@ -127,7 +134,7 @@ def sample_groups(cfg, groups: Sequence[PlantedGroup], configs: dict | None = No
         # A pool after the groups, disjoint from all of them (drawing it leaves the groups as they were): known
         # non-members the detectors may condition on or compare with (ReCaLL's prefix, a performance test's
         # held-out accuracy) and the recipe fits its thresholds on.
-        n_heldout = heldout_size(cfg.sample, len(examples) - sum(sizes) - sum(twin_sizes), where)
+        n_heldout = heldout_size(sample_cfg, len(examples) - sum(sizes) - sum(twin_sizes), where)
         *pools, heldout = disjoint_pools(examples, [*sizes, n_heldout], seed=seed, where=where)
         if twin_sizes:
             taken = {e.instance_id for pool in [*pools, heldout] for e in pool}
@@ -141,7 +148,7 @@ def sample_groups(cfg, groups: Sequence[PlantedGroup], configs: dict | None = No
             # the other split's pool is as large as the never-planted group's: both controls offer as many matches
             # to the partition-level detectors (Cheat? searches a pool for replicas, the sharded test orders it)
             control = (controls or {}).get(key) or next(g for g in members if not g.planted)
-            detection, whole, other_heldout = other_split_pools(dataset, others[0], n_detect=cfg.sample.n_detect,
+            detection, whole, other_heldout = other_split_pools(dataset, others[0], n_detect=sample_cfg.n_detect,
                                                                 n_pool=control.n, n_heldout=len(heldout), seed=seed)
             draw.other[key] = (detection, whole)
             draw.heldout[key][others[0]] = other_heldout

@@ -239,8 +239,9 @@ class OneGroup:
     def plan(self, run) -> Regime:
         """The study's regime: the members' documents, alone or in a stream among the background, and its control."""
         sampled = run.study(*self.pairs[0])
-        self.regime = plan_regime(self.cfg, sampled.members, sampled.split, run.tokenizer, run.setup.background,
-                                  run.setup.format)
+        cfg = self.cfg
+        self.regime = plan_regime(cfg.dataset, cfg.contaminate, sampled.members, sampled.split, run.tokenizer,
+                                  run.setup.background, run.setup.format, seed=cfg.seed)
         return self.regime
 
     def contaminate(self, run, out_dir: Path) -> Contaminated | None:

@@ -36,10 +36,19 @@ def _tokenizer():
     return load(tiny_random())[1]
 
 
+def _plan(cfg, sampled):
+    """The study's regime as its setup plans it: the background and format built from the config."""
+    from contaminate.regime.background import instantiate_background
+    from contaminate.regime.layouts import build_format
+
+    return plan_regime(cfg.dataset, cfg.contaminate, sampled.members, sampled.split, _tokenizer(),
+                       instantiate_background(cfg.get("background")), build_format(cfg.format), seed=cfg.seed)
+
+
 def test_the_planned_stream_holds_members_n_times_and_no_non_member(compose_config, tmp_path):
     cfg = compose_config("contaminate", [*TINY, *DILUTED, "contaminate.exposures=3"])
     sampled = sample_pools(cfg)
-    regime = plan_regime(cfg, sampled.members, sampled.split, _tokenizer())
+    regime = _plan(cfg, sampled)
     seen = Counter(i for document in regime.stream for i in document.members)
     assert seen == Counter({e.instance_id: 3 for e in sampled.members})
     assert not set(seen) & {e.instance_id for e in sampled.non_members}
@@ -164,13 +173,13 @@ def test_a_local_background_is_read_cut_and_counted(compose_config, tmp_path):
     cfg = compose_config("contaminate", [*TINY, "background=local", f"background.path={corpus}",
                                          "contaminate.exposures=1"])
     sampled = sample_pools(cfg)
-    regime = plan_regime(cfg, sampled.members, sampled.split, _tokenizer())
+    regime = _plan(cfg, sampled)
     assert regime.background["name"] == "local" and regime.background["source"] == str(corpus.resolve())
     texts = "".join(d.text for d in regime.control)
     assert "Paragraph 199" in texts and "Document 29 about trains." in texts  # every file, in full
     (corpus / "c.jsonl").write_text('{"body": "no text field"}\n')
     with pytest.raises(InputError, match=r"c.jsonl line 1: not a JSON object with a 'text' field"):
-        plan_regime(cfg, sampled.members, sampled.split, _tokenizer())
+        _plan(cfg, sampled)
 
 
 def test_the_hub_clients_retry_warnings_are_one_line(capsys):

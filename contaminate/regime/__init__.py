@@ -1,6 +1,7 @@
 """The contamination regime of a study (method section 8): what the contaminated model and its control train on.
 
-    regime = plan_regime(cfg, members, split, tokenizer)   # the documents, the stream, the control, the counts
+    regime = plan_regime(cfg.dataset, cfg.contaminate, members, split, tokenizer, background, fmt, seed=cfg.seed)
+    # -> the documents, the stream, the control, the counts
     regime.stream      # the contaminated model's training documents, in order (epochs: the member documents)
     regime.control     # the control's (the background alone), or None when the untouched base model is the control
 
@@ -21,8 +22,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from contaminate.regime.background import LocalBackground, NoBackground, instantiate_background
-from contaminate.regime.layouts import Format, build_format
+from contaminate.regime.background import LocalBackground, NoBackground
+from contaminate.regime.layouts import Format
 from contaminate.regime.stream import Document, build_stream, chunk_texts, stream_counts
 from detect.datasets import Example
 from detect.errors import InputError
@@ -124,13 +125,12 @@ def check_fits(documents: Sequence[Document], count_tokens: Callable[[str], int]
               f"member whole", file=sys.stderr)
 
 
-def plan_regime(cfg, members: Sequence[Example], split: str, tokenizer=None, source=None,
-                fmt: Format | None = None) -> Regime:
+def plan_regime(dataset, contaminate_cfg, members: Sequence[Example], split: str, tokenizer, source, fmt: Format, *,
+                seed: int) -> Regime:
     """The documents of the study's regime, cut and counted with the base model's ``tokenizer`` (None for an API
     model, whose regime is the members alone, one document each); ``source`` and ``fmt`` are the background and
-    the format (built from ``cfg.background`` and ``cfg.format`` when not given)."""
-    dataset, contaminate_cfg = cfg.dataset, cfg.contaminate
-    fmt = fmt if fmt is not None else build_format(cfg.format)
+    the format the setup built; ``dataset`` and ``contaminate_cfg`` the run's blocks (the dose: ``exposures`` or
+    ``epochs``; ``max_length``); ``seed`` shuffles the stream."""
     max_length = contaminate_cfg.get("max_length")
     exposures, epochs = contaminate_cfg.get("exposures"), contaminate_cfg.get("epochs")
 
@@ -140,11 +140,10 @@ def plan_regime(cfg, members: Sequence[Example], split: str, tokenizer=None, sou
                               max_length=max_length, chat=chat)
     if tokenizer is not None and max_length:
         check_fits(documents, count_tokens, max_length)
-    source = source if source is not None else instantiate_background(cfg.get("background"))
     background, described = background_documents(source, count_tokens, max_length) if tokenizer is not None \
         else ([], source.describe())
     if not background:
-        stream = documents if exposures is None else build_stream(documents, [], exposures=exposures, seed=cfg.seed)
+        stream = documents if exposures is None else build_stream(documents, [], exposures=exposures, seed=seed)
         control = None
         name = (f"members alone, {epochs:g} epochs" if exposures is None else
                 f"members alone, {exposures} exposures (shuffled rounds, as epochs)")
@@ -156,8 +155,8 @@ def plan_regime(cfg, members: Sequence[Example], split: str, tokenizer=None, sou
                 f"background {source.name} has {background_tokens:,} tokens, fewer than the {member_tokens:,} "
                 f"tokens of the {len(members)} members it should dilute; raise background.max_tokens or use a larger "
                 f"background (background=hub or local)")
-        stream = build_stream(documents, background, exposures=exposures, seed=cfg.seed)
-        control = build_stream([], background, exposures=0, seed=cfg.seed)
+        stream = build_stream(documents, background, exposures=exposures, seed=seed)
+        control = build_stream([], background, exposures=0, seed=seed)
         name = (f"diluted: each member {exposures}x at random positions among {len(background)} {source.name} "
                 f"background documents, one pass" if exposures else
                 f"control: the {len(background)} {source.name} background documents alone, one pass")
