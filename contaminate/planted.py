@@ -431,8 +431,6 @@ def within_model_auc(rows: dict[str, list[dict]], model: str = "contaminated") -
     return found
 
 
-
-
 def replicas(rows: dict[str, list[dict]]) -> dict[str, dict]:
     """Algorithm 2's judge labels of the contaminated model's completions, per reading (``guided``: the paper's
     instruction; ``leak``: the first piece inside the leak's rendering, an oracle reading) and pool (the group's

@@ -238,14 +238,14 @@ class OneGroup:
 
     def plan(self, run) -> Regime:
         """The study's regime: the members' documents, alone or in a stream among the background, and its control."""
-        sampled = run.study(*self.pairs[0])
-        cfg = self.cfg
-        self.regime = plan_regime(cfg.dataset, cfg.contaminate, sampled.members, sampled.split, run.tokenizer,
-                                  run.setup.background, run.setup.format, seed=cfg.seed)
+        cfg, self.sampled = self.cfg, run.study(*self.pairs[0])
+        self.regime = plan_regime(cfg.dataset, cfg.contaminate, self.sampled.members, self.sampled.split,
+                                  run.tokenizer, run.setup.background, run.setup.format, seed=cfg.seed)
         return self.regime
 
     def contaminate(self, run, out_dir: Path) -> Contaminated | None:
-        return contaminate(self.cfg, run.study(*self.pairs[0]), self.regime, run.placement, out_dir, run.setup)
+        """The members' checkpoint (and the control's), trained on the regime ``plan`` drew, or reused."""
+        return contaminate(self.cfg, self.sampled, self.regime, run.placement, out_dir, run.setup)
 
     def view(self, group, control, group_cfg, contaminated: Contaminated, out_dir: Path
              ) -> tuple[Contaminated, Path, dict]:
@@ -331,9 +331,6 @@ def check_reference_corpus(detectors: Sequence[Detector], background) -> None:
             raise InputError(f"detect.detectors.{detector.name}.corpus={corpus} is the study's background "
                              f"({background.name}): its token frequencies would count the dilution text; use "
                              f"corpus={STDLIB_DOCSTRINGS} (the default) or another corpus")
-
-
-# --- sample ---------------------------------------------------------------------------------------------------
 
 
 # --- contaminate ----------------------------------------------------------------------------------------------
