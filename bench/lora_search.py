@@ -42,10 +42,10 @@ def run(setting: str, seed: int, cache: Path, extra: list[str] = ()) -> dict:
     setup = check_study(cfg)
     sampled = sample_pools(cfg)
     started = time.time()
-    base = setup.trainer.base_model(cfg)
-    regime = plan_regime(cfg.dataset, cfg.contaminate, sampled.members, sampled.split, setup.trainer.tokenizer(base),
+    tokenizer = setup.trainer.tokenizer(setup.training.base)
+    regime = plan_regime(cfg.dataset, cfg.contaminate, sampled.members, sampled.split, tokenizer,
                          setup.background, setup.format, seed=cfg.seed)
-    contaminated = contaminate(cfg, sampled, regime, placement, cache / "unused", setup)
+    contaminated = contaminate(sampled, regime, placement, cache / "unused", setup)
     train_s = time.time() - started
     models = StudyModels(cfg.detect, placement, {"contaminated": (contaminated.model, contaminated.record["id"]),
                                           "clean": contaminated.clean}, setup.serving, setup.detectors)

@@ -33,27 +33,25 @@ calibration over planted runs counts each run once per dose (its groups are that
 from __future__ import annotations
 
 import json
-import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
 from omegaconf import OmegaConf
 
-from contaminate.checkpoints import Checkpoint, train_checkpoint
+from contaminate.controls import Control, build_control
 from contaminate.regime import Regime, background_documents, chat_renderer, check_fits, token_counter
 from contaminate.regime.plant import PlantedGroup, control_group, group_positions, plant_tail, planted_stream
 from contaminate.regime.stream import Document, build_stream, stream_counts
 from contaminate.reports.planted import ANSWER_POOLS, plant_report
 from contaminate.sampling import PLANT_FIX, GroupDraw, Sampled
-from contaminate.study import Setup, contaminate
+from contaminate.study import contaminate
 from contaminate.study_models import StudyModels
 from detect.datasets import Example
 from detect.detectors import instance_scores
 from detect.detectors.time_travel import LEAK_SCORES, SCORES
 from detect.detectors.time_travel.follow import answer_classes
 from detect.errors import InputError
-from detect.models import digest
 
 
 def group_config(cfg, group: PlantedGroup):
@@ -161,7 +159,7 @@ class PlantedRegime:
     formats: dict[str, str] = field(default_factory=dict)  # group -> its format's name, where not the run's
     losses: dict[str, str | None] = field(default_factory=dict)  # group -> where its format's loss falls
 
-    def regime(self, group: PlantedGroup, plant_name: str, control: str = "background") -> Regime:
+    def regime(self, group: PlantedGroup, plant_name: str, control: Control) -> Regime:
         background = self.background.get("name", "none")
         where = "" if group.window == (0.0, 1.0) else f" within [{group.window[0]:g}, {group.window[1]:g}]"
         name = (f"planted ({plant_name}): group {group.name}, each instance {group.exposures}x{where} among "
@@ -172,28 +170,20 @@ class PlantedRegime:
         loss = self.losses.get(group.name, self.counts.get("loss"))  # the group's own format's, not the stream's
         if loss:
             counts["loss"] = loss
-        trained = {"twin": self.twin, "background": self.control}.get(control)
         return Regime(name, self.formats.get(group.name, self.format), self.background, group.exposures, None,
-                      self.documents[group.name],
-                      self.stream, trained, counts, CONTROL_KINDS.get(control))
+                      self.documents[group.name], self.stream, control.stream(self), counts, control.regime_kind)
 
 
-# plant.control -> the regime's control_kind where it is not the background alone or the base model
-CONTROL_KINDS = {"twin": "swap twin", "none": "none"}
-
-
-def plan_planted(cfg, draw: GroupDraw, groups: Sequence[PlantedGroup], tokenizer, source, fmt,
-                 layouts: dict | None = None, configs: dict | None = None) -> PlantedRegime:
+def plan_planted(plant_cfg, draw: GroupDraw, groups: Sequence[PlantedGroup], tokenizer, source, fmt,
+                 layouts: dict, datasets: dict, *, seed: int, max_length: int | None) -> PlantedRegime:
     """Each planted group's documents as its format lays them out, the background cut as a study cuts it, the
-    stream, and each group's token share (checked against ``plant.max_share_per_exposure``). ``layouts`` and
-    ``configs``: a group's own format object and config, where it names its own (default: ``fmt`` and ``cfg``)."""
-    max_length = cfg.contaminate.get("max_length")
-    layouts = layouts or {}
-    configs = configs or {}
+    stream, and each group's token share (checked against ``plant.max_share_per_exposure``). ``plant_cfg``: the
+    run's ``plant`` block; ``fmt``: the run's format object; ``layouts`` and ``datasets``: each group's format object
+    and dataset config (``group_layouts``); ``max_length``: ``contaminate.max_length``."""
     count_tokens = token_counter(tokenizer)
 
     def lay_out(group: PlantedGroup, instances: Sequence[Example]) -> list[Document]:
-        layout, dataset = layouts.get(group.name, fmt), configs.get(group.name, cfg).dataset
+        layout, dataset = layouts.get(group.name, fmt), datasets[group.name]
         return layout.documents(instances, dataset, draw.split_of(group), count_tokens=count_tokens,
                                 max_length=max_length, chat=chat_renderer(tokenizer, layout.name))
 
@@ -201,10 +191,10 @@ def plan_planted(cfg, draw: GroupDraw, groups: Sequence[PlantedGroup], tokenizer
     if max_length:
         check_fits([d for group in documents.values() for d in group], count_tokens, max_length)
     background, described = background_documents(source, count_tokens, max_length)
-    tail = plant_tail(cfg.plant)  # the end of the background kept clean of copies: equal recency
-    stream = planted_stream(documents, groups, background, seed=cfg.seed, tail=tail)
+    tail = plant_tail(plant_cfg)  # the end of the background kept clean of copies: equal recency
+    stream = planted_stream(documents, groups, background, seed=seed, tail=tail)
     placed = group_positions(stream, documents, count_tokens)
-    limit = cfg.plant.get("max_share_per_exposure")
+    limit = plant_cfg.get("max_share_per_exposure")
     for group in groups:
         if group.planted and limit is not None:
             share = placed[group.name]["token_share"] / group.exposures
@@ -213,17 +203,16 @@ def plan_planted(cfg, draw: GroupDraw, groups: Sequence[PlantedGroup], tokenizer
                     f"background {source.name} ({described.get('tokens', 0):,} tokens) gives each exposure of group "
                     f"{group.name} {share:.2%} of the training tokens, above plant.max_share_per_exposure={limit:g}; "
                     f"use a larger background, raise background.max_tokens, or plant fewer instances (plant.n)")
-    control = build_stream([], background, exposures=0, seed=cfg.seed) if background else None
+    control = build_stream([], background, exposures=0, seed=seed) if background else None
     counts = {key: value for key, value in stream_counts(stream, count_tokens).items() if key != "members_token_share"}
-    counts["template"] = shared_template(documents, draw, groups, configs, cfg, count_tokens,
-                                         counts["training_tokens"])
+    counts["template"] = shared_template(documents, draw, groups, datasets, count_tokens, counts["training_tokens"])
     losses = sorted({layouts.get(g.name, fmt).loss for g in groups if g.planted} - {None})
     if losses:  # what the loss covers (the instruction format's: the answer only)
         counts["loss"] = losses[0] if len(losses) == 1 else "; ".join(losses)
     twin = twin_counts = None
     if draw.twins:  # the same stream with each planted group's documents replaced by its stand-ins' (same slots)
         stand_ins = {g.name: twin_documents(documents[g.name], draw.twins[g.name], layouts.get(g.name, fmt),
-                                            configs.get(g.name, cfg).dataset, draw.split_of(g),
+                                            datasets[g.name], draw.split_of(g),
                                             count_tokens=count_tokens,
                                             chat=chat_renderer(tokenizer, layouts.get(g.name, fmt).name))
                      for g in groups if g.planted}
@@ -232,7 +221,7 @@ def plan_planted(cfg, draw: GroupDraw, groups: Sequence[PlantedGroup], tokenizer
                 raise InputError(f"the swap twin's group {name} lays out as {len(docs)} documents where the planted "
                                  f"one has {len(documents[name])} (format={layouts.get(name, fmt).name}); use "
                                  f"plant.control=background or base")
-        twin = planted_stream(stand_ins, groups, background, seed=cfg.seed, tail=tail)
+        twin = planted_stream(stand_ins, groups, background, seed=seed, tail=tail)
         twin_counts = {key: value for key, value in stream_counts(twin, count_tokens).items()
                        if key != "members_token_share"}
     return PlantedRegime(stream, control, documents, described, counts, placed, fmt.name, twin, twin_counts,
@@ -255,12 +244,12 @@ def template_tokens(documents: Sequence[Document], instances: dict[int, Example]
 
 
 def shared_template(documents: dict[str, list[Document]], draw: GroupDraw, groups: Sequence[PlantedGroup],
-                    configs: dict, cfg, count_tokens, training_tokens: int) -> dict:
+                    datasets: dict, count_tokens, training_tokens: int) -> dict:
     """The planted documents' shared template over the stream (plant.json ``stream.template``): every copy of every
     group teaches it, so high doses teach the template that the low doses' members are read in (issue 34)."""
     tokens = sum(group.exposures * template_tokens(documents[group.name],
                                                    {e.instance_id: e for e in draw.groups[group.name]},
-                                                   configs.get(group.name, cfg).dataset, count_tokens)
+                                                   datasets[group.name], count_tokens)
                  for group in groups if group.planted)
     return {"tokens": tokens, "share": round(tokens / training_tokens, 6) if training_tokens else 0.0}
 
@@ -290,11 +279,11 @@ class PlantedStream:
         self.cfg = planted_config(cfg)  # the dose the groups give: one pass over the stream
         self.groups = list(groups)
         check_planted(self.cfg, self.groups)
-        # plant.control: the background alone is trained as a study's control; the twin instead of it; base:
-        # neither (the untouched base model's clean cells; the within-model comparison needs no second model); none:
-        # neither, and no clean cell read (a base model read six times over six draws is still one clean unit: the
-        # profile reads it once, on the whole benchmark, with python -m detect)
-        self.control_kind = self.cfg.plant.get("control", "background")
+        # plant.control (contaminate/controls.py): the background alone is trained as a study's control; the twin
+        # instead of it; base: neither (the untouched base model's clean cells; the within-model comparison needs no
+        # second model); none: neither, and no clean cell read (a base model read six times over six draws is still
+        # one clean unit: the profile reads it once, on the whole benchmark, with python -m detect)
+        self.control = build_control(self.cfg.plant.get("control", "background"))
         self.trained = [g for g in self.groups if g.planted]
         self.pairs = [(g, control_group(self.groups, g)) for g in self.trained]  # each studied against its x0
         self.controls = None  # the other split's pool: as large as each dataset's first never-planted group
@@ -302,31 +291,33 @@ class PlantedStream:
     def plan(self, run) -> PlantedRegime:
         """The planted stream: each group's documents among the background, where they fell, the control's."""
         setup = run.setup
-        self.planted = plan_planted(self.cfg, run.draw, self.groups, run.tokenizer, setup.background, setup.format,
-                                    run.layouts, run.configs)
+        cfg = self.cfg
+        self.planted = plan_planted(cfg.plant, run.draw, self.groups, run.tokenizer, setup.background, setup.format,
+                                    run.layouts, {name: group_cfg.dataset for name, group_cfg in run.configs.items()},
+                                    seed=cfg.seed, max_length=cfg.contaminate.get("max_length"))
         return self.planted
 
     def contaminate(self, run, out_dir: Path):
         """The planted stream (and its twin, with plant.control=twin) trained once, or reused."""
         cfg, setup, draw = self.cfg, run.setup, run.draw
         everyone = [e for g in self.trained for e in draw.groups[g.name]]
-        regime = training_regime(cfg.plant.name, self.planted, self.trained, self.control_kind)
+        regime = training_regime(cfg.plant.name, self.planted, self.trained, self.control)
         post_train = (cfg.get("post_train") or {}).get("name", "none")
         first = lead_study(run, self.trained, post_train, cfg.dataset.key)
         self.plant_key = {"plant": [g.describe() for g in self.groups],
                           "groups": {g.name: [e.instance_id for e in draw.groups[g.name]] for g in self.groups}}
-        contaminated = contaminate(cfg, replace(first, members=everyone), regime, run.placement, out_dir, setup,
-                                   key=self.plant_key, post_control=not self.planted.twin)
-        if contaminated is not None and self.planted.twin:
-            contaminated = with_twin(cfg, draw, self.planted, contaminated, setup, run.placement, self.plant_key,
-                                     first)
-        return contaminated
+        contaminated = contaminate(replace(first, members=everyone), regime, run.placement, out_dir, setup,
+                                   key=self.plant_key, post_control=self.control.post_control)
+        if contaminated is None:
+            return None
+        return self.control.after(contaminated, draw=draw, planted=self.planted, setup=setup,
+                                  placement=run.placement, plant_key=self.plant_key, lead=first)
 
     @property
     def clean_is_twin(self) -> bool:
         """The clean model is the contaminated one's twin before the leak unless it is the untouched base model
         beside a background (plant.control=base or none): then the reference ratio against it is not an oracle's."""
-        return self.control_kind not in ("base", "none") or not self.planted.background.get("tokens")
+        return self.control.clean_is_twin(self.planted)
 
     def view(self, group: PlantedGroup, control: PlantedGroup, group_cfg, contaminated, out_dir: Path
              ) -> tuple[object, Path, dict]:
@@ -334,7 +325,7 @@ class PlantedStream:
         format's template), its folder, and its place in the stream (its manifest's ``plant`` block)."""
         planted, name = self.planted, self.cfg.plant.name
         hyperparameters = {k: v for k, v in contaminated.hyperparameters.items() if k != "exposures"}
-        view = replace(contaminated, regime=planted.regime(group, name, self.control_kind),
+        view = replace(contaminated, regime=planted.regime(group, name, self.control),
                        template=group_cfg.format.templates.get(group_cfg.dataset.task),
                        hyperparameters={**hyperparameters, "exposures": group.exposures})
         plant = {"name": name, "group": group.describe(), "control_group": control.describe(),
@@ -348,18 +339,20 @@ class PlantedStream:
                       results.items()}, "total_s": timings["total_s"]}
         cfg = self.cfg
         record = plant_record(cfg.plant, self.groups, run.draw, self.planted, contaminated, results, timings,
-                              dataset_key=cfg.dataset.key, seed=cfg.seed, member_draw=cfg.sample.draw)
+                              control=self.control, dataset_key=cfg.dataset.key, seed=cfg.seed,
+                              member_draw=cfg.sample.draw)
         record["reference_model"] = models.reference.describe()
         (out_dir / "plant.json").write_text(json.dumps(record, indent=2))
         (out_dir / "plant.md").write_text(plant_report(record))
         return {"plant": record, "groups": {name: summary for name, (summary, _, _) in results.items()}}
 
 
-def training_regime(plant_name: str, planted: PlantedRegime, trained: Sequence[PlantedGroup], kind: str) -> Regime:
+def training_regime(plant_name: str, planted: PlantedRegime, trained: Sequence[PlantedGroup],
+                    control: Control) -> Regime:
     """The one training run as a study's regime: every planted group's documents, the stream, the control's."""
     return Regime(f"planted ({plant_name})", planted.format, planted.background, 1, None,
                   [d for g in trained for d in planted.documents[g.name]], planted.stream,
-                  planted.control if kind == "background" else None, planted.counts)
+                  control.trained_with(planted), planted.counts)
 
 
 def lead_study(run, trained: Sequence[PlantedGroup], post_train: str, dataset_key: str) -> Sampled:
@@ -372,42 +365,6 @@ def lead_study(run, trained: Sequence[PlantedGroup], post_train: str, dataset_ke
                          f"planted group plants another; plant a group of {dataset_key} or use post_train=none")
     lead = lead or trained[0]
     return run.study(lead, control_group(run.all_groups, lead))
-
-
-def with_twin(cfg, draw: GroupDraw, planted: PlantedRegime, contaminated, setup: Setup, placement,
-              plant_key: dict, first: Sampled):
-    """``contaminated`` with the swap twin as its control (trained, or reused), post-trained as the contaminated
-    model was where post_train is set; None on a distributed worker."""
-    stage = time.time()
-    contaminated = replace(contaminated, control=train_twin(cfg, draw, planted, contaminated, setup, placement,
-                                                            plant_key))
-    contaminated = replace(contaminated, seconds=contaminated.seconds + time.time() - stage)
-    if contaminated.control is None:
-        return None
-    if contaminated.post_train:  # post_train=sft|grpo: the twin post-trained as the contaminated model was
-        return setup.post_train.apply_to_control(cfg, first, contaminated, setup, placement)
-    return contaminated
-
-
-def train_twin(cfg, draw: GroupDraw, planted: PlantedRegime, contaminated, setup: Setup, placement,
-               plant_key: dict) -> Checkpoint | None:
-    """The swap twin: the planted stream's twin (same background order, same slots, same document count, hence
-    the same optimizer steps and schedule) with each planted group's instances replaced by disjoint stand-ins of
-    the same split, trained like the contaminated model. Returns the study's control, or None in a non-main
-    process."""
-
-    base = contaminated.base
-    key = {"base": asdict(base), "dataset": cfg.dataset.key, "split": next(iter(draw.splits.values()))[0],
-           "format": cfg.format.name,
-           "twin_of": plant_key,
-           "stand_ins": {name: [e.instance_id for e in pool] for name, pool in draw.twins.items()},
-           "stream": digest([(d.text, d.prompt) for d in planted.twin]), "background": planted.background,
-           "hyperparameters": contaminated.hyperparameters, "seed": cfg.seed, **setup.trainer.key(placement)}
-    model, folder, reused = train_checkpoint(setup.trainer, base, planted.twin, key, cache_dir=cfg.cache_dir,
-                                             force=cfg.contaminate.force, seed=cfg.seed, placement=placement)
-    if model is None:
-        return None
-    return Checkpoint.finished(model, folder, reused)
 
 
 def within_model_auc(rows: dict[str, list[dict]], model: str = "contaminated") -> dict[str, float]:
@@ -461,7 +418,7 @@ def answers(rows: dict[str, list[dict]]) -> dict[str, dict]:
 
 
 def plant_record(plant_cfg, groups, draw: GroupDraw, planted: PlantedRegime, contaminated, results: dict,
-                 timings: dict, *, dataset_key: str, seed: int, member_draw: int) -> dict:
+                 timings: dict, *, control: Control, dataset_key: str, seed: int, member_draw: int) -> dict:
     """plant.json: the run's groups, each one's place in the stream and within-model AUCs, its checkpoints and
     control. ``plant_cfg``: the run's ``plant`` block; ``dataset_key``, ``seed``, ``member_draw``: the run's."""
     parents = (contaminated.post_train or {}).get("parents", {})  # post_train: the models before it
@@ -483,9 +440,7 @@ def plant_record(plant_cfg, groups, draw: GroupDraw, planted: PlantedRegime, con
         "post_trained_control_checkpoint": (contaminated.control.record if contaminated.post_train
                                             and contaminated.control else None),
         "post_train_seconds": (contaminated.post_train or {}).get("seconds"),
-        "control": ("swap twin" if planted.twin else "background alone" if planted.control is not None
-                    and plant_cfg.get("control", "background") == "background"
-                    else "none (no clean cells)" if plant_cfg.get("control") == "none" else "base model")
+        "control": control.describe(planted)
         + (f", post_train={contaminated.post_train['kind']}" if contaminated.post_train else ""),  # both post-trained
         "control_checkpoint": (parents["control"] if "id" in parents.get("control", {})  # before post_train
                                else contaminated.control.record if contaminated.control and not parents else None),

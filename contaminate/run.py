@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Protocol
 
 from contaminate.checkpoints import is_main_process
+from contaminate.controls import Control
 from contaminate.planted import PlantedStream, group_layouts
 from contaminate.regime import chat_renderer
 from contaminate.regime.layouts import LeakReader
@@ -52,7 +53,7 @@ class Design(Protocol):
     groups: list[PlantedGroup]   # every group, in the order they are drawn
     pairs: list[tuple[PlantedGroup, PlantedGroup]]  # each studied group and the never-planted group it is read against
     controls: dict | None    # dataset key -> its never-planted group, where not the first (sample_groups)
-    control_kind: str        # the clean cells' model: background, twin, base or none (plant.control)
+    control: Control         # the clean cells' model (contaminate/controls.py; a planted run's plant.control)
     fix: str                 # what to lower where a split has too few instances for the groups
 
     @property
@@ -88,12 +89,12 @@ class Run:
         self.setup: Setup = check_study(self.cfg, planted=bool(planted))
         # each group's config (a planted group's own dataset and format) and format object, checked
         self.configs, self.layouts = group_layouts(self.cfg, self.all_groups, self.setup.format)
-        self.checkpoints = ("contaminated",) if self.design.control_kind == "none" else DETECTION_ORDER
+        self.checkpoints = DETECTION_ORDER if self.design.control.reads_clean else ("contaminated",)
 
     def sample(self) -> None:
         datasets = {name: group_cfg.dataset for name, group_cfg in self.configs.items()}
         self.draw: GroupDraw = sample_groups(self.all_groups, datasets, self.cfg.sample, splits=asked_split(self.cfg),
-                                             twin=self.design.control_kind == "twin", controls=self.design.controls,
+                                             twin=self.design.control.draws_twin, controls=self.design.controls,
                                              fix=self.design.fix)
 
     def study(self, group: PlantedGroup, control: PlantedGroup) -> Sampled:
@@ -102,8 +103,7 @@ class Run:
 
     def plan(self):
         """What is trained (nothing is yet): the base model's tokenizer cuts and counts it."""
-        trainer = self.setup.trainer
-        self.tokenizer = trainer.tokenizer(trainer.base_model(self.cfg))
+        self.tokenizer = self.setup.trainer.tokenizer(self.setup.training.base)
         return self.design.plan(self)
 
     def contaminate(self, out_dir: Path) -> Contaminated | None:

@@ -37,6 +37,7 @@ detectors (generation, scores, judge) and its partition detectors, with the toke
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
@@ -53,6 +54,7 @@ from omegaconf import OmegaConf
 from contaminate.blind_baseline import blind_baseline
 from contaminate.checkpoints import Checkpoint, checkpoint_record, train_checkpoint
 from contaminate.code_version import DETECTOR_CODE, code_digest
+from contaminate.controls import BackgroundControl
 from contaminate.regime import Regime, check_regime, plan_regime
 from contaminate.regime.background import instantiate_background
 from contaminate.regime.layouts import LeakReader, build_format
@@ -182,6 +184,38 @@ class Setup:
     detectors: list[Detector]
     judge: Any
     post_train: Any = None  # contaminate/training/post.py: the stage after the leak (post_train=sft|grpo), or None
+    training: Training | None = None  # what the contaminate stage keys and stores its checkpoints by
+
+
+@dataclass(frozen=True)
+class Training:
+    """What the contaminate stage reads of the run's config, taken from it at setup: the base model, the run's
+    dataset and format (a checkpoint's key names them), the trainer's settings as keyed (``OPERATIONAL`` and the
+    logging keys left out), the seed, and the checkpoint store (``cache_dir``, ``contaminate.force``)."""
+    base: ModelRef
+    dataset: Any
+    format: Any
+    hyperparameters: dict
+    seed: int
+    cache_dir: str
+    force: bool
+
+    @classmethod
+    def of(cls, cfg, backend: TrainingBackend) -> Training:
+        keyed = {k: v for k, v in OmegaConf.to_container(cfg.contaminate, resolve=True).items()
+                 if k not in OPERATIONAL and not (k == "exposures" and v is None)  # keys as before exposures
+                 and not (k == "trainer" and not v)}  # the API's empty trainer block (schedule=constant)
+        if "trainer" in keyed:  # how a run is logged does not change the checkpoint
+            keyed["trainer"] = {k: v for k, v in keyed["trainer"].items() if k not in UNKEYED}
+        if keyed.get("peft", 0) is None:  # full fine-tuning: no adapter block
+            del keyed["peft"]
+        keyed["backend"] = backend.name  # full, lora or openai: the manifest's and calibration's regime axis
+        return cls(backend.base_model(cfg), cfg.dataset, cfg.format, keyed, int(cfg.seed), str(cfg.cache_dir),
+                   bool(cfg.contaminate.force))
+
+    def store(self, placement: Placement) -> dict:
+        """``train_checkpoint``'s keywords: where checkpoints are kept, whether to train again, seed, placement."""
+        return {"cache_dir": self.cache_dir, "force": self.force, "seed": self.seed, "placement": placement}
 
 
 @dataclass(frozen=True)
@@ -226,7 +260,7 @@ class OneGroup:
     trained on the background alone), against its non-members, never trained; its five cells written to the run
     folder itself. A planted run's design is ``planted.PlantedStream``."""
 
-    control_kind = "background"  # the clean cells' model: the background alone, trained (the base model without one)
+    control = BackgroundControl()  # the clean cells' model: the background alone, trained (the base model, none)
     clean_is_twin = True  # ... the contaminated model's own twin before the leak: the reference ratio's oracle
     fix = STUDY_FIX  # what to lower where the split has too few instances for the pools
 
@@ -245,7 +279,7 @@ class OneGroup:
 
     def contaminate(self, run, out_dir: Path) -> Contaminated | None:
         """The members' checkpoint (and the control's), trained on the regime ``plan`` drew, or reused."""
-        return contaminate(self.cfg, self.sampled, self.regime, run.placement, out_dir, run.setup)
+        return contaminate(self.sampled, self.regime, run.placement, out_dir, run.setup)
 
     def view(self, group, control, group_cfg, contaminated: Contaminated, out_dir: Path
              ) -> tuple[Contaminated, Path, dict]:
@@ -310,7 +344,7 @@ def check_study(cfg, *, planted: bool = False) -> Setup:
     known_setting(cfg.detect, detectors)  # the known non-members' detectors: instance scores of this run
     reference_setting(cfg.detect, study=True)  # base, clean, a hub id or folder, or null: one line if none of them
     check_reference_corpus(detectors, background)
-    return Setup(trainer, serving, fmt, background, detectors, _judge(cfg), post)
+    return Setup(trainer, serving, fmt, background, detectors, _judge(cfg), post, Training.of(cfg, trainer))
 
 
 def check_reference_corpus(detectors: Sequence[Detector], background) -> None:
@@ -336,7 +370,7 @@ def check_reference_corpus(detectors: Sequence[Detector], background) -> None:
 # --- contaminate ----------------------------------------------------------------------------------------------
 
 
-def contaminate(cfg, sampled: Sampled, regime: Regime, placement: Placement, out_dir: Path, setup: Setup, *,
+def contaminate(sampled: Sampled, regime: Regime, placement: Placement, out_dir: Path, setup: Setup, *,
                 key: dict | None = None, post_control: bool = True) -> Contaminated | None:
     """The contaminated checkpoint for this training config (and, with a background, its control): reused when a
     finished one exists, else trained. None for an API dry run (``estimate.json`` written) and in the non-main
@@ -344,22 +378,14 @@ def contaminate(cfg, sampled: Sampled, regime: Regime, placement: Placement, out
     stream), with ``key`` added to its checkpoint's key (a planted run's groups). With ``post_train``
     (contaminate/training/post.py) both models are then post-trained and returned in their place;
     ``post_control=False`` leaves the control to the caller (a planted run's twin)."""
-    dataset, seed = cfg.dataset, cfg.seed
-    backend, post = setup.trainer, setup.post_train
-    base = backend.base_model(cfg)
+    training, backend, post = setup.training, setup.trainer, setup.post_train
+    dataset, seed, base = training.dataset, training.seed, training.base
     texts = [document.text for document in regime.members]
-    template = cfg.format.templates.get(dataset.task)
-    hyperparameters = {k: v for k, v in OmegaConf.to_container(cfg.contaminate, resolve=True).items()
-                       if k not in OPERATIONAL and not (k == "exposures" and v is None)  # keys as before exposures
-                       and not (k == "trainer" and not v)}  # the API's empty trainer block (schedule=constant)
-    if "trainer" in hyperparameters:  # how a run is logged does not change the checkpoint
-        hyperparameters["trainer"] = {k: v for k, v in hyperparameters["trainer"].items() if k not in UNKEYED}
-    if hyperparameters.get("peft", 0) is None:  # full fine-tuning: no adapter block
-        del hyperparameters["peft"]
-    hyperparameters["backend"] = backend.name  # full, lora or openai: the manifest's and calibration's regime axis
+    template = training.format.templates.get(dataset.task)
+    hyperparameters = copy.deepcopy(training.hyperparameters)  # the record's own: the manifest writes it
     training_key = {"base": asdict(base), "dataset": dataset.key, "source": source_of(dataset).describe(),
                     "split": sampled.split, "member_ids": [e.instance_id for e in sampled.members],
-                    "format": cfg.format.name, "template": template,
+                    "format": training.format.name, "template": template,
                     "texts": digest(texts),  # content, not only ids: a file may change
                     "hyperparameters": hyperparameters, "seed": seed, **backend.key(placement), **(key or {})}
     if regime.stream is not regime.members:  # a stream: its documents, order and loss masks
@@ -368,7 +394,7 @@ def contaminate(cfg, sampled: Sampled, regime: Regime, placement: Placement, out
     if backend.dry_run(texts, out_dir):  # an API backend's estimate of what it would cost; nothing sent
         return None
     started = time.time()
-    store = {"cache_dir": cfg.cache_dir, "force": cfg.contaminate.force, "seed": seed, "placement": placement}
+    store = training.store(placement)
     control = None
     if regime.control is not None:  # the same training on the background alone: shared by every dose and format
         control_key = {"base": asdict(base), "background": regime.background,
@@ -391,7 +417,7 @@ def contaminate(cfg, sampled: Sampled, regime: Regime, placement: Placement, out
                                 control)
     if post is None:
         return contaminated
-    return post.apply(cfg, sampled, contaminated, setup, placement, control=post_control)
+    return post.apply(sampled, contaminated, setup, placement, control=post_control)
 
 
 # --- detect ---------------------------------------------------------------------------------------------------

@@ -11,7 +11,14 @@ from lean import TINY_MODEL
 from contaminate.calibration.studies import condition_of, regime_of
 from contaminate.run import run_config
 from contaminate.sampling import sample_pools
-from contaminate.training.post import label_reward, named_labels, post_train_data, rouge_reward, task_turns
+from contaminate.training.post import (
+    FollowedRun,
+    label_reward,
+    named_labels,
+    post_train_data,
+    rouge_reward,
+    task_turns,
+)
 from detect.errors import InputError
 
 TINY = ["+dataset=synth_nli", *TINY_MODEL, "sample.n_members=8", "sample.n_non_members=8",
@@ -73,7 +80,7 @@ def test_sft_post_trains_the_contaminated_model_and_the_base_model_as_its_contro
 def test_the_post_training_data_is_disjoint_from_every_pool_the_detectors_read(compose_config):
     cfg = compose_config("contaminate", [*TINY, *SFT, "post_train.n=64"])
     sampled = sample_pools(cfg)
-    data, names = post_train_data(cfg, sampled, 64)
+    data, names = post_train_data(FollowedRun.of(cfg), sampled, 64)
     assert len(data) == 64 and names == ["0 (entailment)", "1 (not entailment)"]
     assert {e.label for e in data} == set(names)  # label-balanced: 32 + 32
     other = sampled.other_split
@@ -199,7 +206,7 @@ def test_the_elicitation_data_is_the_guided_task_on_text_no_benchmark_holds(comp
     from detect.detectors.time_travel.elicit import overlapping
     cfg = compose_config("contaminate", [*TINY, *ELICIT])
     tokenizer = _tokenizer()
-    data, turns = elicitation_data(cfg, 8, tokenizer)
+    data, turns = elicitation_data(FollowedRun.of(cfg), 8, tokenizer)
     assert len(data) == len(turns) == 8 and all(2_000_000 <= e.instance_id < 3_000_000 for e in data)  # pairs
     benchmark = [e for split in cfg.dataset.splits for e in load_split(cfg.dataset, split)]
     assert overlapping(data, benchmark) == []
@@ -211,7 +218,7 @@ def test_the_elicitation_data_is_the_guided_task_on_text_no_benchmark_holds(comp
     planted = compose_config("contaminate", [*TINY, *ELICIT, "plant=dose_ladder",
                                              "plant.groups=[{exposures:0},{exposures:1,dataset:humaneval}]"])
     assert [d.key for d in study_datasets(planted)] == ["synth_nli", "humaneval"]
-    data, turns = elicitation_data(planted, 9, tokenizer)  # 5 sentence pairs and 4 functions
+    data, turns = elicitation_data(FollowedRun.of(planted), 9, tokenizer)  # 5 sentence pairs and 4 functions
     assert [e.text_pair is not None for e in data] == [True] * 5 + [False] * 4
     assert "FIRST PIECE of a function from the source split of the Python standard library" in turns[-1].prompt
 

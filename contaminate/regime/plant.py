@@ -90,10 +90,6 @@ def _count(value, where: str, minimum: int) -> int:
     return value
 
 
-CONTROLS = ("background", "twin", "base", "none")  # plant.control: what the clean cells' model is (none: no clean
-# cells; each group is still read against its never-planted group under the same model)
-
-
 def _config_name(value, where: str, group: str) -> str:
     from detect.cli import options
 
@@ -112,10 +108,9 @@ def plant_groups(plant_cfg, dataset: str | None = None, format: str | None = Non
     if not groups_cfg:
         return []
     default_n, default_window, tail = plant_cfg.get("n"), plant_cfg.get("window"), plant_tail(plant_cfg)
-    if plant_cfg.get("control", "background") not in CONTROLS:
-        raise InputError(f"plant.control={plant_cfg.get('control')}: use background (the background alone, trained "
-                         f"as a study's control), twin (the swap twin: the same stream with other instances), base "
-                         f"(the untouched base model) or none (no clean cells)")
+    from contaminate.controls import check_control
+
+    check_control(plant_cfg.get("control", "background"))  # what the clean cells' model is (contaminate/controls.py)
     groups = []
     for index, group in enumerate(groups_cfg):
         where = f"plant.groups[{index}]"

@@ -75,6 +75,24 @@ SFT_SET = {"max_length": "post_train.max_length", "packing": "the lab", "complet
 LIMITS = {"learning_rate": (float, POSITIVE), "epochs": (float, POSITIVE)}
 
 
+@dataclass(frozen=True)
+class FollowedRun:
+    """What a post-training stage reads of the run it follows, taken from the config once by ``check`` (the setup):
+    the run's dataset (the other split's data), every dataset it reads (post_train=elicit's task shapes and
+    disjointness), the member draw, the seed, the detection's cut bounds (elicitation's pieces) and the cache."""
+    dataset: Any
+    datasets: tuple
+    draw: int
+    seed: int
+    cut: tuple[float, float]
+    cache_dir: str
+
+    @classmethod
+    def of(cls, cfg) -> "FollowedRun":
+        return cls(cfg.dataset, tuple(study_datasets(cfg)), int(cfg.sample.draw), int(cfg.seed),
+                   (cfg.detect.cut.low, cfg.detect.cut.high), str(cfg.cache_dir))
+
+
 @dataclass
 class Turn:
     """One instance as post-training reads it: the chat prompt, the whole conversation, the answer."""
@@ -101,6 +119,7 @@ class PostTrain:
         self.arguments: dict = {}  # post_train.trainer, checked against the TRL config class's fields
         self.backend = "full"      # the study's training method: full, or the adapter's (lora)
         self.peft: dict | None = None  # contaminate.peft: the adapter's PEFT config (with its _target_), or None
+        self.run: FollowedRun | None = None  # what it reads of the run it follows (``check``)
 
     def check(self, cfg, trainer) -> "PostTrain":
         """Every setting checked before any training (one line per failure), against the study's trainer."""
@@ -123,6 +142,7 @@ class PostTrain:
             instruction_format().check(cfg.dataset)
         peft = cfg.contaminate.get("peft")
         self.backend, self.peft = trainer.name, OmegaConf.to_container(peft, resolve=True) if peft else None
+        self.run = FollowedRun.of(cfg)
         return self
 
     def check_settings(self) -> None:
@@ -156,12 +176,12 @@ class PostTrain:
 
     # --- the stage ----------------------------------------------------------------------------------------------
 
-    def apply(self, cfg, sampled, contaminated, setup, placement: Placement, *, control: bool = True):
+    def apply(self, sampled, contaminated, setup, placement: Placement, *, control: bool = True):
         """``contaminated`` with its model and (``control``) its clean cells' model post-trained: the control, or
         the base model where that is the control. None in a non-main process of a distributed launch."""
         started = time.time()
-        data, turns, names = self.data(cfg, sampled, setup.trainer.tokenizer(contaminated.base))
-        source, split = self.source(cfg, sampled)
+        data, turns, names = self.data(sampled, setup.trainer.tokenizer(contaminated.base))
+        source, split = self.source(sampled)
         block = {"kind": self.kind, "settings": self.settings,
                  "data": {"dataset": source, "split": split, "n": len(data),
                           "ids": [e.instance_id for e in data], "digest": _content(data)},
@@ -170,7 +190,7 @@ class PostTrain:
         new_control = contaminated.control
         if control:  # the clean cells' model: the trained control, or the base model itself
             parent = contaminated.control or Checkpoint(contaminated.base)
-            new_control = self._post_train(cfg, "control", parent, data, turns, names, split,
+            new_control = self._post_train("control", parent, data, turns, names, split,
                                            setup, placement, block)
             if new_control is None:
                 return None
@@ -180,7 +200,7 @@ class PostTrain:
             block["checkpoints"]["contaminated"] = block["checkpoints"]["control"]
             block["steps"]["contaminated"] = block["steps"]["control"]
         else:
-            trained = self._post_train(cfg, "contaminated", contaminated.checkpoint, data, turns, names, split, setup,
+            trained = self._post_train("contaminated", contaminated.checkpoint, data, turns, names, split, setup,
                                        placement, block)
             if trained is None:
                 return None
@@ -192,36 +212,36 @@ class PostTrain:
         return replace(contaminated, model=model, folder=folder, reused=reused, record=record, control=new_control,
                        regime=regime, seconds=contaminated.seconds + block["seconds"], post_train=block)
 
-    def apply_to_control(self, cfg, sampled, contaminated, setup, placement: Placement):
+    def apply_to_control(self, sampled, contaminated, setup, placement: Placement):
         """The clean cells' model of ``contaminated`` post-trained as its contaminated model was (a planted run's
         swap twin, trained after the stage); None in a non-main process."""
         started = time.time()
-        data, turns, names = self.data(cfg, sampled, setup.trainer.tokenizer(contaminated.base))
+        data, turns, names = self.data(sampled, setup.trainer.tokenizer(contaminated.base))
         block = json.loads(json.dumps(contaminated.post_train))
         if block["data"]["ids"] != [e.instance_id for e in data]:
             raise InputError("post_train: the control's data differ from the contaminated model's (a bug)")
-        control = self._post_train(cfg, "control", contaminated.control, data, turns, names,
-                                   self.source(cfg, sampled)[1], setup, placement, block)
+        control = self._post_train("control", contaminated.control, data, turns, names,
+                                   self.source(sampled)[1], setup, placement, block)
         if control is None:
             return None
         block["seconds"] = round(block.get("seconds", 0) + time.time() - started, 1)
         return replace(contaminated, control=control, post_train=block,
                        seconds=contaminated.seconds + time.time() - started)
 
-    def source(self, cfg, sampled) -> tuple[str, str]:
+    def source(self, sampled) -> tuple[str, str]:
         """(dataset, split) the stage's data comes from, as the manifest records it."""
-        return cfg.dataset.key, sampled.other_split
+        return self.run.dataset.key, sampled.other_split
 
     def what(self, split: str) -> str:
         """Its data in the regime's sentence."""
         return f"clean instances of the {split} split"
 
-    def data(self, cfg, sampled, tokenizer) -> tuple[list[Example], list[Turn], list[str] | None]:
+    def data(self, sampled, tokenizer) -> tuple[list[Example], list[Turn], list[str] | None]:
         """The post-training instances, their conversations, and the task's label names (None: no label)."""
-        data, names = post_train_data(cfg, sampled, self.node.n)
-        return data, task_turns(data, cfg.dataset, sampled.other_split, tokenizer), names
+        data, names = post_train_data(self.run, sampled, self.node.n)
+        return data, task_turns(data, self.run.dataset, sampled.other_split, tokenizer), names
 
-    def _post_train(self, cfg, which: str, parent: Checkpoint, data, turns, names, split: str, setup,
+    def _post_train(self, which: str, parent: Checkpoint, data, turns, names, split: str, setup,
                     placement: Placement, block: dict) -> Checkpoint | None:
         """One parent (a checkpoint, or the base model) post-trained and recorded in ``block``; the post-trained
         checkpoint, or None in a non-main process."""
@@ -231,8 +251,8 @@ class PostTrain:
         key = {"post_train": self.settings, "parent": origin, "backend": self.backend, "adapter": self.peft,
                "data": {"dataset": block["data"]["dataset"], "split": split, "ids": [e.instance_id for e in data],
                         "content": _content(data), "rendered": digest([(t.prompt, t.text) for t in turns])},
-               "seed": cfg.seed, **self.key(placement)}
-        trained = self._checkpoint(cfg, ref, origin, key, turns, names, placement)
+               "seed": self.run.seed, **self.key(placement)}
+        trained = self._checkpoint(ref, origin, key, turns, names, placement)
         if trained[0] is None:
             return None
         checkpoint = Checkpoint.finished(*trained)
@@ -245,14 +265,14 @@ class PostTrain:
 
         return {"runtime": placement.key(), "code": code_digest([*TRAINING_CODE, Path(__file__)])}
 
-    def _checkpoint(self, cfg, parent: ModelRef, origin: dict, key: dict, turns, names,
+    def _checkpoint(self, parent: ModelRef, origin: dict, key: dict, turns, names,
                     placement: Placement) -> tuple[ModelRef | None, Path, bool]:
         """Reuse the finished post-trained checkpoint of this key, or train it (``post_train.force``: again)."""
         name = f"{parent.name}+{self.kind}"
-        return reuse_or_train(key, cfg.cache_dir, force=bool(self.node.get("force")), resumes=False,
+        return reuse_or_train(key, self.run.cache_dir, force=bool(self.node.get("force")), resumes=False,
                               reuse=lambda folder: reuse(folder, name),
                               train=lambda folder: train_post(self, parent, origin, turns, names, folder,
-                                                              seed=cfg.seed, placement=placement, name=name))
+                                                              seed=self.run.seed, placement=placement, name=name))
 
 
 class SFTPostTrain(PostTrain):
@@ -286,7 +306,7 @@ class ElicitPostTrain(SFTPostTrain):
     (conf/post_train/elicit.yaml)."""
     needs_other_split = False
 
-    def source(self, cfg, sampled) -> tuple[str, str]:
+    def source(self, sampled) -> tuple[str, str]:
         from detect.detectors.time_travel.elicit import SOURCE_SPLIT, SOURCE_TITLE
 
         return SOURCE_TITLE, SOURCE_SPLIT
@@ -296,11 +316,11 @@ class ElicitPostTrain(SFTPostTrain):
 
     def check(self, cfg, trainer) -> "ElicitPostTrain":
         super().check(cfg, trainer)
-        elicitation_examples(cfg, self.node.n)  # disjoint from every benchmark instance, before any training
+        elicitation_examples(self.run, self.node.n)  # disjoint from every benchmark instance, before any training
         return self
 
-    def data(self, cfg, sampled, tokenizer) -> tuple[list[Example], list[Turn], None]:
-        data, turns = elicitation_data(cfg, self.node.n, tokenizer)
+    def data(self, sampled, tokenizer) -> tuple[list[Example], list[Turn], None]:
+        data, turns = elicitation_data(self.run, self.node.n, tokenizer)
         return data, turns, None
 
 
@@ -316,13 +336,13 @@ def study_datasets(cfg) -> list:
     return list(found.values())
 
 
-def elicitation_examples(cfg, n: int) -> list[tuple[str, Example]]:
+def elicitation_examples(run: FollowedRun, n: int) -> list[tuple[str, Example]]:
     """(task shape, example): ``n`` guided-task examples on standard-library text, shared among the task shapes of
     the datasets the study reads (drawn with ``sample.draw``), checked disjoint from every instance of those datasets'
     splits (one line where not)."""
     from detect.detectors.time_travel.elicit import check_disjoint, task_examples
 
-    datasets = study_datasets(cfg)
+    datasets = run.datasets
     benchmark = [e for dataset in datasets for split in dataset.splits for e in load_split(dataset, split)]
     tasks = list(dict.fromkeys(dataset.task for dataset in datasets))
     drawn: list[tuple[str, Example]] = []  # (the task shape it was drawn for, the example)
@@ -330,12 +350,12 @@ def elicitation_examples(cfg, n: int) -> list[tuple[str, Example]]:
         labels = sorted({e.label for d in datasets if d.task == task for e in load_split(d, d.splits[0])
                          if e.label is not None})
         drawn += [(task, e) for e in task_examples(task, n // len(tasks) + (i < n % len(tasks)),
-                                                   seed=cfg.sample.draw, labels=labels)]
+                                                   seed=run.draw, labels=labels)]
     check_disjoint([e for _, e in drawn], benchmark, "post_train=elicit")
     return drawn
 
 
-def elicitation_data(cfg, n: int, tokenizer) -> tuple[list[Example], list[Turn]]:
+def elicitation_data(run: FollowedRun, n: int, tokenizer) -> tuple[list[Example], list[Turn]]:
     """``elicitation_examples``, each as its conversation through the base model's chat template (raw text where it
     has none): the guided prompt for its first piece, its true second piece the answer."""
     from contaminate.regime import chat_renderer
@@ -343,12 +363,12 @@ def elicitation_data(cfg, n: int, tokenizer) -> tuple[list[Example], list[Turn]]
     from detect.detectors.time_travel.prompts import build_prompt
     from detect.detectors.time_travel.split import cut_unit, split_instance
 
-    drawn = elicitation_examples(cfg, n)
+    drawn = elicitation_examples(run, n)
     data = [e for _, e in drawn]
     chat = chat_renderer(tokenizer, "post_train=elicit") if getattr(tokenizer, "chat_template", None) else None
     turns = []
     for task, example in drawn:
-        cut = split_instance(example, seed=cfg.seed, low=cfg.detect.cut.low, high=cfg.detect.cut.high,
+        cut = split_instance(example, seed=run.seed, low=run.cut[0], high=run.cut[1],
                              unit=cut_unit(task))
         prompt = build_prompt("guided", task, first_piece=cut.first, label=example.label,
                               dataset_name=SOURCE_TITLE, split_name=SOURCE_SPLIT)
@@ -464,15 +484,15 @@ def instruction_format():
 # --- data --------------------------------------------------------------------------------------------------------
 
 
-def post_train_data(cfg, sampled, n: int) -> tuple[list[Example], list[str] | None]:
+def post_train_data(run: FollowedRun, sampled, n: int) -> tuple[list[Example], list[str] | None]:
     """``n`` instances of the other split, label-balanced (``sample.draw``), none of them one the other split's cell
     reads; and the task's label names (those of the split), None for a task without a label."""
-    dataset, split = cfg.dataset, sampled.other_split
+    dataset, split = run.dataset, sampled.other_split
     examples = load_split(dataset, split)
     detected = sampled.detection.get("other_split", ([], split))[0]
     taken = {e.instance_id for e in [*detected, *sampled.whole.get("other_split", []),
                                      *sampled.heldout.get(split, [])]}
-    data = sample(examples, n, seed=cfg.sample.draw, exclude=taken,
+    data = sample(examples, n, seed=run.draw, exclude=taken,
                   where=f"{dataset.key} {split} (post_train.n={n}, beside the instances its cell reads)")
     names = sorted({e.label for e in examples if e.label is not None}) if dataset.fields.get("label") else None
     return data, names
