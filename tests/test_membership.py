@@ -148,3 +148,51 @@ def test_statistics_in_row_chunks_are_the_whole_batchs():
     assert len(whole[1]["logp"]) == 4 and "mu" not in whole[1] and "mu" in whole[2]
     by_hand = float(logits[0, 3, targets[0, 3]] - torch.logsumexp(logits[0, 3], dim=-1))
     assert abs(whole[0]["logp"][3] - by_hand) < 1e-6
+
+
+def test_the_head_runs_apart_from_the_decoder_and_scores_as_the_whole_model():
+    """The scorer runs the decoder, then the head a chunk of positions at a time (no batch's logits whole): the same
+    statistics as the whole model's logits, plain and shared-prefix passes alike; a model whose logits are not the
+    head's alone (capped after it) fails the eight-token check and is run whole."""
+    import torch
+
+    from detect.models import load, tiny_random
+    from detect.models import logits as scorer_module
+    from detect.models.logits import TokenScorer, split_head
+
+    model, tokenizer = load(tiny_random())
+    decoder, head = split_head(model, torch)
+    assert decoder is model.get_decoder() and head is model.get_output_embeddings()
+    shots = "".join(f"sentence1: Shot {i} moved to Belwick on a Monday. label: neutral\n" for i in range(4))
+    texts = ["sentence1: Hugo Retteltor is a surveyor.", shots + "sentence1: The mill was sold.",
+             shots + "sentence1: The mill was sold in May. label: neutral", "x"]  # two share a prefix
+    moments = [True, False, True, True]
+    apart = TokenScorer(model, tokenizer, max_statistics_tokens=4)
+    got = apart(texts, moments)
+    assert apart._split == (decoder, head) and len(apart._groups([tokenizer(t).input_ids for t in texts])) == 3
+    whole = TokenScorer(model, tokenizer)
+    whole._split = None  # the whole model's logits
+    for want, have in zip(whole(texts, moments), got):
+        assert have["ids"] == want["ids"]
+        for key in ("logp", "mu", "sigma"):
+            if key in want:
+                assert have[key] == pytest.approx(want[key], abs=1e-5), key
+
+    class Capped(torch.nn.Module):  # logits capped after the head, as Gemma 2's are: not the head's alone
+        def __init__(self, inner):
+            super().__init__()
+            self.inner, self.config, self.device = inner, inner.config, inner.device
+
+        def get_decoder(self):
+            return self.inner.get_decoder()
+
+        def get_output_embeddings(self):
+            return self.inner.get_output_embeddings()
+
+        def forward(self, **inputs):
+            output = self.inner(**inputs)
+            output.logits = 0.5 * torch.tanh(output.logits)
+            return output
+
+    assert split_head(Capped(model), torch) is None
+    assert scorer_module.split_head(torch.nn.Linear(2, 2), torch) is None  # no decoder or head

@@ -127,11 +127,14 @@ class LocalGenerator:
         return completions
 
     def _prefix_kv(self, tokens: Sequence[int]) -> list:
-        """Per layer (keys, values) of one prefix, shape (1, heads, length, head_dim)."""
+        """Per layer (keys, values) of one prefix, shape (1, heads, length, head_dim): the decoder alone where the
+        model has one (its cache is the whole model's; the logits of a 1.2k-token prefix, 240 MB in float32 on a
+        49k vocabulary, are not made), else the whole model."""
         import torch
 
+        decoder = getattr(self.model, "get_decoder", lambda: None)() or self.model
         with torch.inference_mode():
-            output = self.model(input_ids=torch.tensor([tokens], device=self.model.device), use_cache=True)
+            output = decoder(input_ids=torch.tensor([tokens], device=self.model.device), use_cache=True)
         return [(layer.keys, layer.values) for layer in getattr(output, cache_argument()).layers]
 
     def _generate_batch(self, token_lists: list, shared: list, prefix_cache: dict, shapes: list,
