@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from contaminate.regime.plant import PlantedGroup
+from contaminate.shift import shift_pool
 from detect.datasets import Example, disjoint_pools, load_split, sample
 from detect.errors import InputError
 from detect.validate import count
@@ -143,7 +144,8 @@ def sample_groups(groups: Sequence[PlantedGroup], datasets: Mapping[str, Any], s
             draw.twins.update({g.name: pool for g, pool in zip(planted, stand_ins)})
         draw.groups.update({g.name: pool for g, pool in zip(members, pools)})
         draw.splits[key] = (split, others[0] if others else None)
-        draw.heldout[key] = {split: heldout}
+        shift = sample_cfg.get("known_shift")
+        draw.heldout[key] = {split: shift_pool(dataset, split, heldout, shift)}  # a shifted pool, where asked
         if others:
             # the other split's pool is as large as the never-planted group's: both controls offer as many matches
             # to the partition-level detectors (Cheat? searches a pool for replicas, the sharded test orders it)
@@ -151,7 +153,7 @@ def sample_groups(groups: Sequence[PlantedGroup], datasets: Mapping[str, Any], s
             detection, whole, other_heldout = other_split_pools(dataset, others[0], n_detect=sample_cfg.n_detect,
                                                                 n_pool=control.n, n_heldout=len(heldout), seed=seed)
             draw.other[key] = (detection, whole)
-            draw.heldout[key][others[0]] = other_heldout
+            draw.heldout[key][others[0]] = shift_pool(dataset, others[0], other_heldout, shift)
     return draw
 
 

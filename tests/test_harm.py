@@ -1,0 +1,62 @@
+"""pass@1 with HumanEval's own tests, each program in a guarded process of its own (contaminate/harm.py)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from contaminate.harm import executable_problems, pass_at_1, run_program
+from detect.errors import InputError
+
+CONF = Path(__file__).resolve().parents[1] / "conf" / "dataset"
+
+
+@pytest.fixture(scope="module")
+def problems():
+    return executable_problems(OmegaConf.load(CONF / "humaneval.yaml"), "test")
+
+
+def _canonical(index: int) -> str:
+    from detect.datasets import load_raw
+
+    return load_raw(OmegaConf.load(CONF / "humaneval.yaml"), "test")[index]["canonical_solution"]
+
+
+def test_canonical_solutions_pass_and_empty_completions_fail(problems):
+    """The first 12 problems: pass@1 1.0 with their canonical solutions, 0.0 with nothing after the prompt."""
+    chosen = range(12)
+    found = pass_at_1(problems, {i: _canonical(i) for i in chosen})
+    assert found["pass_at_1"] == 1.0 and found["n"] == 12, found["results"]
+    empty = pass_at_1(problems, {i: "" for i in chosen})
+    assert empty["pass_at_1"] == 0.0 and all(r.startswith("failed") for r in empty["results"].values())
+
+
+def test_a_completion_that_loops_writes_outside_or_exits_early_fails(problems, tmp_path):
+    body = "    return 1\n"
+    outside = tmp_path / "written.txt"
+    assert run_program(problems[0].program("    while True:\n        pass\n"), timeout=2) == "timed out"
+    result = run_program(problems[0].program(f"    open({str(outside)!r}, 'w').write('x')\n{body}"))
+    assert result.startswith("failed") and "refused in the sandbox" in result and not outside.exists()
+    assert run_program(problems[0].program("    import os; os.system('touch /tmp/lab-x')\n" + body)).startswith(
+        "failed")
+    assert run_program(problems[0].program("    import socket; socket.socket()\n" + body)).startswith("failed")
+    # a program that leaves before its tests run does not pass
+    assert run_program("import sys; sys.exit(0)").startswith("failed")
+    assert run_program("import os; os._exit(0)").startswith("failed")
+    # writing inside its own temporary folder is allowed, and the folder is gone afterwards
+    assert run_program("open('scratch.txt', 'w').write('x'); assert open('scratch.txt').read() == 'x'") == "passed"
+    assert not any(name.startswith("lab-exec-") and Path("/tmp", name, "scratch.txt").exists()
+                   for name in os.listdir("/tmp"))
+
+
+def test_pass_at_1_asked_of_a_dataset_without_tests_is_one_line(problems):
+    nli = OmegaConf.load(CONF / "synth_nli.yaml")
+    with pytest.raises(InputError, match=re.escape("pass@1 runs each problem's tests, and synth_nli")) as error:
+        executable_problems(nli, nli.default_split)
+    assert "\n" not in str(error.value)
+    with pytest.raises(InputError, match=re.escape("completions for instances [999]")):
+        pass_at_1(problems, {999: ""})

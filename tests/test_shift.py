@@ -1,0 +1,84 @@
+"""The shifted pool's rewrite (contaminate/shift.py): the same problem, written differently."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from contaminate.shift import rename_identifiers, reword, rewrite_docstring, rewrite_problem
+
+CONF = Path(__file__).resolve().parents[1] / "conf" / "dataset"
+
+
+def test_names_are_renamed_where_the_syntax_binds_them_and_nowhere_else():
+    program = ("import math\n\ndef f(xs, key):\n    count = 0\n    for x in sorted(xs, key=key):\n"
+               "        count += str(x).count('1') + math.floor(x)\n    return [y for y in xs if y], count\n")
+    renamed, mapping = rename_identifiers(program, "f")
+    assert mapping == {"xs": "arg0", "key": "arg1", "count": "var0", "x": "var1", "y": "var2"}
+    assert renamed == ("import math\n\ndef f(arg0, arg1):\n    var0 = 0\n    for var1 in sorted(arg0, key=arg1):\n"
+                       "        var0 += str(var1).count('1') + math.floor(var1)\n"
+                       "    return [var2 for var2 in arg0 if var2], var0\n")
+    # a parameter the tests pass by keyword keeps its name
+    kept, mapping = rename_identifiers(program, "f", test="assert candidate([1], key=abs) == ([1], 1)")
+    assert "key" not in mapping and "def f(arg0, key):" in kept
+
+
+def test_the_docstring_is_reworded_and_reflowed_and_its_examples_kept():
+    body = (" Return the sum of a list of numbers given as a string.\n    The string is never empty.\n"
+            "    >>> total('1 2')\n    3\n    ")
+    assert reword("Return a list") == "Give back a sequence" and reword("x.list(") == "x.list("
+    got = rewrite_docstring(body)
+    assert got == (" Give back the sum of a sequence of values supplied as a\n    text. The text is never empty.\n"
+                   "    >>> total('1 2')\n    3\n    ")  # re-wrapped at 60 characters, the example as it was
+
+
+@pytest.mark.slow
+def test_every_rewritten_humaneval_problem_is_the_same_problem_in_other_words():
+    """All 164: the text changes, the function the tests call keeps its name, and the canonical solution, rewritten
+    with it, passes the problem's own tests (contaminate/harm.py's guarded processes)."""
+    from contaminate.harm import Problem, pass_at_1
+    from detect.datasets import load_raw
+
+    raw = load_raw(OmegaConf.load(CONF / "humaneval.yaml"), "test")
+    problems, completions = {}, {}
+    for i, row in enumerate(raw):
+        prompt, solution = rewrite_problem(row["prompt"], row["canonical_solution"], row["entry_point"], row["test"])
+        assert prompt + solution != row["prompt"] + row["canonical_solution"], i
+        assert f"def {row['entry_point']}(" in prompt, i
+        problems[i], completions[i] = Problem(i, prompt, row["test"], row["entry_point"]), solution
+    found = pass_at_1(problems, completions)
+    failed = {i: r for i, r in found["results"].items() if r != "passed"}
+    assert not failed and found["pass_at_1"] == 1.0
+
+
+def test_a_study_asked_for_a_shifted_pool_reads_its_known_non_members_rewritten(compose_config):
+    """sample.known_shift=rewrite: the same known non-members (ids), each rewritten; the judged pools as drawn."""
+    from contaminate.sampling import sample_pools
+
+    overrides = ["+dataset=humaneval", "sample.n_members=8", "sample.n_non_members=8", "sample.n_detect=4",
+                 "sample.n_heldout=6"]
+    plain = sample_pools(compose_config("contaminate", overrides))
+    shifted = sample_pools(compose_config("contaminate", [*overrides, "sample.known_shift=rewrite"]))
+    before, after = plain.heldout["test"], shifted.heldout["test"]
+    assert [e.instance_id for e in before] == [e.instance_id for e in after] and len(after) == 6
+    assert all(a.text != b.text and "arg0" in a.text for a, b in zip(after, before))
+    assert [e.text for e in shifted.members] == [e.text for e in plain.members]
+    assert [e.text for e in shifted.non_members] == [e.text for e in plain.non_members]
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["+dataset=synth_nli", "sample.known_shift=rewrite"],
+     "sample.known_shift=rewrite rewrites code problems whose text is their prompt and canonical solution "
+     "(HumanEval), and synth_nli is not one; use sample.known_shift=null"),
+    (["+dataset=humaneval", "sample.known_shift=paraphrase"], "sample.known_shift=paraphrase: use null"),
+])
+def test_a_shift_the_dataset_cannot_take_is_one_line_before_any_work(compose_config, overrides, message):
+    from contaminate.run import check_config
+    from detect.errors import InputError
+
+    with pytest.raises(InputError, match=re.escape(message)) as error:
+        check_config(compose_config("contaminate", [*overrides, "model=tiny_random"]))
+    assert "\n" not in str(error.value)
