@@ -26,7 +26,7 @@ import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from detect.errors import InputError
 
@@ -143,3 +143,36 @@ def pass_at_1(problems: Mapping[int, Problem], completions: Mapping[int, str], *
     results = dict(zip(ids, outcomes))
     passed = sum(outcome == "passed" for outcome in outcomes)
     return {"pass_at_1": passed / len(ids) if ids else None, "passed": passed, "n": len(ids), "results": results}
+
+
+# The Codex paper's stop sequences (Chen et al. 2021): a completion of a function ends where the next top-level
+# statement would begin.
+STOPS = ("\nclass", "\ndef", "\n#", "\nif", "\nprint")
+MAX_NEW_TOKENS = 384
+
+
+def truncate(completion: str) -> str:
+    """A completion cut at the first of ``STOPS``."""
+    cut = min((i for i in (completion.find(stop) for stop in STOPS) if i >= 0), default=len(completion))
+    return completion[:cut]
+
+
+def check_pass_at_1(datasets: Mapping[str, object], splits: Mapping[str, str]) -> None:
+    """``plant.pass_at_1`` asked of a run: every dataset it plants has tests to run (one line where not)."""
+    for key, dataset in datasets.items():
+        executable_problems(dataset, splits.get(key) or dataset.default_split)
+
+
+def group_pass_at_1(model, problems: Mapping[int, Problem], groups: Mapping[str, Sequence], *,
+                    max_new_tokens: int = MAX_NEW_TOKENS, timeout: float = TIMEOUT_S) -> dict[str, dict]:
+    """pass@1 of ``model``'s greedy completions (each prompt continued as raw text, cut at ``STOPS``) on each group's
+    problems (``groups``: name -> its instances), with each completion's outcome."""
+    ids = sorted({e.instance_id for pool in groups.values() for e in pool})
+    texts = model.generate([problems[i].prompt for i in ids], max_new_tokens=max_new_tokens, raw=True)
+    completions = {i: truncate(text) for i, text in zip(ids, texts)}
+    found = {}
+    for name, pool in groups.items():
+        chosen = {e.instance_id: completions[e.instance_id] for e in pool}
+        block = pass_at_1(problems, chosen, timeout=timeout)
+        found[name] = {**block, "completions": chosen}
+    return found

@@ -40,6 +40,7 @@ from typing import Sequence
 from omegaconf import OmegaConf
 
 from contaminate.controls import Control, build_control
+from contaminate.harm import check_pass_at_1, executable_problems, group_pass_at_1
 from contaminate.regime import Regime, background_documents, chat_renderer, check_fits, token_counter
 from contaminate.regime.plant import PlantedGroup, control_group, group_positions, plant_tail, planted_stream
 from contaminate.regime.stream import Document, build_stream, stream_counts
@@ -284,6 +285,14 @@ class PlantedStream:
         # second model); none: neither, and no clean cell read (a base model read six times over six draws is still
         # one clean unit: the profile reads it once, on the whole benchmark, with python -m detect)
         self.control = build_control(self.cfg.plant.get("control", "background"))
+        # plant.pass_at_1: every model's pass@1 on every group's problems after detection (a code benchmark's)
+        self.pass_at_1 = bool(self.cfg.plant.get("pass_at_1", False))
+        if self.pass_at_1:
+            datasets = {}
+            for group in self.groups:
+                dataset = group_config(self.cfg, group).dataset
+                datasets.setdefault(dataset.key, dataset)
+            check_pass_at_1(datasets, {self.cfg.dataset.key: self.cfg.get("split")})
         self.trained = [g for g in self.groups if g.planted]
         self.pairs = [(g, control_group(self.groups, g)) for g in self.trained]  # each studied against its x0
         self.controls = None  # the other split's pool: as large as each dataset's first never-planted group
@@ -342,9 +351,31 @@ class PlantedStream:
                               control=self.control, dataset_key=cfg.dataset.key, seed=cfg.seed,
                               member_draw=cfg.sample.draw)
         record["reference_model"] = models.reference.describe()
+        if self.pass_at_1:
+            record["pass_at_1"] = self.harm(run, models, out_dir)
         (out_dir / "plant.json").write_text(json.dumps(record, indent=2))
         (out_dir / "plant.md").write_text(plant_report(record))
         return {"plant": record, "groups": {name: summary for name, (summary, _, _) in results.items()}}
+
+
+    def harm(self, run, models: StudyModels, out_dir: Path) -> dict:
+        """pass@1 of each model read (the contaminated one, and the clean one where read) on each group's problems;
+        every completion and outcome in pass_at_1.json beside plant.json."""
+        found, details = {}, {}
+        for checkpoint in run.checkpoints:
+            found[checkpoint], details[checkpoint] = {}, {}
+            by_dataset: dict[str, dict] = {}
+            for group in self.groups:
+                by_dataset.setdefault(run.draw.dataset_of[group.name], {})[group.name] = run.draw.groups[group.name]
+            for key, groups in by_dataset.items():
+                dataset = run.configs[next(iter(groups))].dataset
+                problems = executable_problems(dataset, run.draw.splits[key][0])
+                for name, block in group_pass_at_1(models.model(checkpoint), problems, groups).items():
+                    found[checkpoint][name] = {k: block[k] for k in ("pass_at_1", "passed", "n")}
+                    details[checkpoint][name] = {i: {"completion": block["completions"][i], "outcome": outcome}
+                                                 for i, outcome in block["results"].items()}
+        (out_dir / "pass_at_1.json").write_text(json.dumps(details, indent=1))
+        return found
 
 
 def training_regime(plant_name: str, planted: PlantedRegime, trained: Sequence[PlantedGroup],

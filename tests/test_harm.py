@@ -60,3 +60,31 @@ def test_pass_at_1_asked_of_a_dataset_without_tests_is_one_line(problems):
     assert "\n" not in str(error.value)
     with pytest.raises(InputError, match=re.escape("completions for instances [999]")):
         pass_at_1(problems, {999: ""})
+
+
+@pytest.mark.slow
+def test_a_planted_run_reports_each_models_pass_at_1_on_each_group(compose_config, tmp_path):
+    """plant.pass_at_1=true on the tiny model (HumanEval, doses 0 and 1): plant.json gives each model's pass@1 on
+    each group's problems (the tiny model passes none), pass_at_1.json every completion and outcome, plant.md a
+    table; a run that plants a dataset without tests is refused in one line before any work."""
+    import json
+
+    from lean import TINY_MODEL, lean
+
+    from contaminate.run import check_config, run_config
+
+    tiny = ["+dataset=humaneval", *TINY_MODEL, "plant=doubling", "plant.n=2", "plant.control=base",
+            "sample.n_detect=2", "contaminate.max_length=640", "detect.max_new_tokens=6", "detect.semantic_model=null",
+            "plant.groups=[{exposures:0},{exposures:1}]", "background=offline", "background.max_tokens=6000",
+            f"cache_dir={tmp_path / 'cache'}", *lean(), "sample.n_heldout=0", "plant.pass_at_1=true"]
+    run_config(compose_config("contaminate", tiny), tmp_path / "run")
+    record = json.loads((tmp_path / "run" / "plant.json").read_text())
+    found = record["pass_at_1"]
+    assert set(found) == {"contaminated", "clean"} and set(found["contaminated"]) == {"x0", "x1"}
+    assert all(block["n"] == 2 and block["pass_at_1"] == 0.0 for blocks in found.values() for block in blocks.values())
+    details = json.loads((tmp_path / "run" / "pass_at_1.json").read_text())
+    assert all(row["outcome"].startswith(("failed", "timed out")) for row in details["contaminated"]["x1"].values())
+    assert "pass@1 of each model's greedy completion" in (tmp_path / "run" / "plant.md").read_text()
+    with pytest.raises(InputError, match=re.escape("pass@1 runs each problem's tests, and synth_nli")):
+        check_config(compose_config("contaminate", ["+dataset=synth_nli", *TINY_MODEL, "plant=dose_ladder",
+                                                    "plant.pass_at_1=true"]))

@@ -61,7 +61,23 @@ def plant_report(record: dict) -> str:
     if all("loss" in (g.get("clean_model_auc") or {}) for g in planted):  # the same groups without the leak
         lines.append(row([f"loss under the clean model ({record['control']})",
                           *(f"{g['clean_model_auc']['loss']:.3f}" for g in planted)]))
-    return "\n".join(lines + replicas_section(record["groups"]) + answers_section(record["groups"])) + "\n"
+    return "\n".join(lines + replicas_section(record["groups"]) + answers_section(record["groups"])
+                     + harm_section(record.get("pass_at_1"))) + "\n"
+
+
+def harm_section(found: dict | None) -> list[str]:
+    """pass@1 of each model's greedy completions on each group's problems (plant.pass_at_1; contaminate/harm.py):
+    what the leak did to the benchmark score, beside what the detectors saw."""
+    if not found:
+        return []
+    groups = list(next(iter(found.values())))
+    lines = ["", "pass@1 of each model's greedy completion of each group's problems, run against the problems' own "
+             "tests (contaminate/harm.py); one model, one unit: no interval.", "",
+             *table(["model", *groups])]
+    for checkpoint, blocks in found.items():
+        lines.append(row([checkpoint, *(f"{blocks[g]['pass_at_1']:.3f} ({blocks[g]['passed']}/{blocks[g]['n']})"
+                                        for g in groups)]))
+    return lines
 
 
 def replicas_section(groups: list[dict]) -> list[str]:
