@@ -361,16 +361,16 @@ class PlantedStream:
     def harm(self, run, models: StudyModels, out_dir: Path) -> dict:
         """pass@1 of each model read (the contaminated one, and the clean one where read) on each group's problems;
         every completion and outcome in pass_at_1.json beside plant.json."""
+        by_dataset: dict[str, dict] = {}  # dataset key -> its groups' instances, by group name
+        for group in self.groups:
+            by_dataset.setdefault(run.draw.dataset_of[group.name], {})[group.name] = run.draw.groups[group.name]
+        problems = {key: executable_problems(run.configs[next(iter(groups))].dataset, run.draw.splits[key][0])
+                    for key, groups in by_dataset.items()}  # each split's problems read once, for every model
         found, details = {}, {}
         for checkpoint in run.checkpoints:
             found[checkpoint], details[checkpoint] = {}, {}
-            by_dataset: dict[str, dict] = {}
-            for group in self.groups:
-                by_dataset.setdefault(run.draw.dataset_of[group.name], {})[group.name] = run.draw.groups[group.name]
             for key, groups in by_dataset.items():
-                dataset = run.configs[next(iter(groups))].dataset
-                problems = executable_problems(dataset, run.draw.splits[key][0])
-                for name, block in group_pass_at_1(models.model(checkpoint), problems, groups).items():
+                for name, block in group_pass_at_1(models.model(checkpoint), problems[key], groups).items():
                     found[checkpoint][name] = {k: block[k] for k in ("pass_at_1", "passed", "n")}
                     details[checkpoint][name] = {i: {"completion": block["completions"][i], "outcome": outcome}
                                                  for i, outcome in block["results"].items()}

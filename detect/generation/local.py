@@ -27,6 +27,15 @@ PROMPT_FORMATS = ("auto", "chat", "raw")
 
 
 @functools.cache
+def decoder_of(model):
+    """The model's decoder (its layers without the output head: ``get_decoder``), or None where it has none apart."""
+    try:
+        decoder = model.get_decoder()
+    except (AttributeError, NotImplementedError):
+        return None
+    return None if decoder is model else decoder
+
+
 def cache_argument() -> str:
     """The name ``generate`` and the model outputs give the key/value cache: ``cache`` in the transformers that
     renamed it (5.x warns on every run that ``past_key_values`` goes in 6.0), ``past_key_values`` before (4.56+)."""
@@ -132,7 +141,7 @@ class LocalGenerator:
         49k vocabulary, are not made), else the whole model."""
         import torch
 
-        decoder = getattr(self.model, "get_decoder", lambda: None)() or self.model
+        decoder = decoder_of(self.model) or self.model
         with torch.inference_mode():
             output = decoder(input_ids=torch.tensor([tokens], device=self.model.device), use_cache=True)
         return [(layer.keys, layer.values) for layer in getattr(output, cache_argument()).layers]

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from detect.generation.local import cache_argument, prefix_groups
+from detect.generation.local import cache_argument, decoder_of, prefix_groups
 
 MAX_STATISTICS_TOKENS = 256  # positions whose vocabulary-wide float32 statistics are alive at once (_statistics)
 
@@ -199,14 +199,12 @@ def split_head(model, torch) -> tuple | None:
     """(decoder, head) where ``model``'s logits are ``head(decoder(...).last_hidden_state)``: a transformers causal
     LM with ``get_decoder`` and ``get_output_embeddings``, checked on eight tokens against the whole model (a model
     that scales or caps its logits after the head, as Gemma 2 does, fails the check and is run whole); else None."""
-    get_decoder, get_head = getattr(model, "get_decoder", None), getattr(model, "get_output_embeddings", None)
-    if get_decoder is None or get_head is None:
-        return None
+    decoder = decoder_of(model)
     try:
-        decoder, head = get_decoder(), get_head()
+        head = model.get_output_embeddings() if decoder is not None else None
     except (AttributeError, NotImplementedError):
         return None
-    if decoder is None or head is None or decoder is model:
+    if head is None:
         return None
     ids = torch.arange(8, device=model.device).unsqueeze(0) % max(1, int(getattr(model.config, "vocab_size", 8)))
     with torch.inference_mode():
