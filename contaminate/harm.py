@@ -157,6 +157,19 @@ def truncate(completion: str) -> str:
     return completion[:cut]
 
 
+@dataclass(frozen=True)
+class FunctionEnd:
+    """A generation stop (the ``AnswerShape`` interface: ``done``, ``cut``) for a function's body: a row stops
+    generating once its text holds one of ``STOPS``, so a batch is not carried to ``MAX_NEW_TOKENS`` past the
+    function's end (most HumanEval bodies end within 100 tokens)."""
+
+    def done(self, text: str) -> str | None:
+        return "end" if any(stop in text for stop in STOPS) else None
+
+    def cut(self, text: str) -> str:
+        return truncate(text)
+
+
 def check_pass_at_1(datasets: Mapping[str, object], splits: Mapping[str, str]) -> None:
     """``plant.pass_at_1`` asked of a run: every dataset it plants has tests to run (one line where not)."""
     for key, dataset in datasets.items():
@@ -168,7 +181,8 @@ def group_pass_at_1(model, problems: Mapping[int, Problem], groups: Mapping[str,
     """pass@1 of ``model``'s greedy completions (each prompt continued as raw text, cut at ``STOPS``) on each group's
     problems (``groups``: name -> its instances), with each completion's outcome."""
     ids = sorted({e.instance_id for pool in groups.values() for e in pool})
-    texts = model.generate([problems[i].prompt for i in ids], max_new_tokens=max_new_tokens, raw=True)
+    texts = model.generate([problems[i].prompt for i in ids], [FunctionEnd()] * len(ids),
+                           max_new_tokens=max_new_tokens, raw=True)
     completions = {i: truncate(text) for i, text in zip(ids, texts)}
     found = {}
     for name, pool in groups.items():

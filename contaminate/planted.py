@@ -55,6 +55,21 @@ from detect.detectors.time_travel.follow import answer_classes
 from detect.errors import InputError
 
 
+def pass_at_1_datasets(asked, planted: Sequence[str]) -> list[str]:
+    """The datasets ``plant.pass_at_1`` asks pass@1 of: none (false), every planted one (true), or those it lists
+    (each checked in one line against what the run plants)."""
+    if asked is None or asked is False:
+        return []
+    if asked is True:
+        return list(planted)
+    names = [asked] if isinstance(asked, str) else list(asked)
+    unknown = [name for name in names if name not in planted]
+    if unknown:
+        raise InputError(f"plant.pass_at_1 names {', '.join(map(str, unknown))}, which this run does not plant; use "
+                         f"true, false or some of {', '.join(planted)}")
+    return names
+
+
 def group_config(cfg, group: PlantedGroup):
     """The run's config as one group's study sees it: its dataset and format where the group names its own. Composed
     by Hydra where the run composes them (``+dataset@plant.datasets.<name>=<name>``, ``+format@plant.formats.<name>=
@@ -285,14 +300,16 @@ class PlantedStream:
         # second model); none: neither, and no clean cell read (a base model read six times over six draws is still
         # one clean unit: the profile reads it once, on the whole benchmark, with python -m detect)
         self.control = build_control(self.cfg.plant.get("control", "background"))
-        # plant.pass_at_1: every model's pass@1 on every group's problems after detection (a code benchmark's)
-        self.pass_at_1 = bool(self.cfg.plant.get("pass_at_1", False))
+        # plant.pass_at_1: every model's pass@1 on its groups' problems after detection (a code benchmark's): true,
+        # every planted dataset's; a list, those datasets' only (a run that also plants one without tests)
+        datasets = {}
+        for group in self.groups:
+            dataset = group_config(self.cfg, group).dataset
+            datasets.setdefault(dataset.key, dataset)
+        self.pass_at_1 = pass_at_1_datasets(self.cfg.plant.get("pass_at_1", False), list(datasets))
         if self.pass_at_1:
-            datasets = {}
-            for group in self.groups:
-                dataset = group_config(self.cfg, group).dataset
-                datasets.setdefault(dataset.key, dataset)
-            check_pass_at_1(datasets, {self.cfg.dataset.key: self.cfg.get("split")})
+            check_pass_at_1({key: datasets[key] for key in self.pass_at_1},
+                            {self.cfg.dataset.key: self.cfg.get("split")})
         self.trained = [g for g in self.groups if g.planted]
         self.pairs = [(g, control_group(self.groups, g)) for g in self.trained]  # each studied against its x0
         self.controls = None  # the other split's pool: as large as each dataset's first never-planted group
@@ -363,7 +380,8 @@ class PlantedStream:
         every completion and outcome in pass_at_1.json beside plant.json."""
         by_dataset: dict[str, dict] = {}  # dataset key -> its groups' instances, by group name
         for group in self.groups:
-            by_dataset.setdefault(run.draw.dataset_of[group.name], {})[group.name] = run.draw.groups[group.name]
+            if run.draw.dataset_of[group.name] in self.pass_at_1:
+                by_dataset.setdefault(run.draw.dataset_of[group.name], {})[group.name] = run.draw.groups[group.name]
         problems = {key: executable_problems(run.configs[next(iter(groups))].dataset, run.draw.splits[key][0])
                     for key, groups in by_dataset.items()}  # each split's problems read once, for every model
         found, details = {}, {}

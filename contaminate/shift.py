@@ -7,6 +7,9 @@ calibration that validates them only on an exchangeable pool checks the code, no
 the shift known: a deterministic rewrite of each HumanEval problem that keeps it the same problem (its canonical
 solution, rewritten alike, passes its own tests: ``tests/test_shift.py``) while its text changes.
 
+A synthetic partition (synth_*) is rewritten by its generator: each instance's drawn facts in another wording and
+frame (``SYNTH_VARIANT``), the same instance written from a second template.
+
 ``sample.known_shift=rewrite`` gives a study's known non-members rewritten (``shift_pool``): what the recipe and the
 conformal thresholds are fitted on, and what ReCaLL's prefix and the performance test read; the judged pools stay
 as drawn.
@@ -32,6 +35,7 @@ import textwrap
 from typing import Sequence
 
 from detect.datasets import Example
+from detect.datasets.paraphrase import paraphrase_variants, synth_source
 from detect.errors import InputError
 
 REWORDINGS = (  # whole words, in order; prose only
@@ -195,6 +199,10 @@ def rewrite_problem(prompt: str, solution: str, entry_point: str, test: str = ""
 
 
 SHIFTS = ("rewrite",)  # sample.known_shift
+# A synthetic partition's rewrite: paraphrase variant 4 of its generator (detect/datasets/synth.py ``render``): every
+# fact in its second other wording and the second other frame, the drawn values and label kept (the same instance,
+# another template)
+SYNTH_VARIANT = 4
 REWRITE_COLUMNS = ("prompt", "canonical_solution", "entry_point")
 
 
@@ -206,10 +214,17 @@ def check_shift(shift, dataset) -> None:
     if shift not in SHIFTS:
         raise InputError(f"sample.known_shift={shift}: use null (the known non-members as drawn) or rewrite (the "
                          f"same problems written differently, contaminate/shift.py)")
-    if dataset.task != "code" or list((dataset.get("join") or {}).get(dataset.fields.text) or []) != \
-            ["prompt", "canonical_solution"]:
-        raise InputError(f"sample.known_shift=rewrite rewrites code problems whose text is their prompt and canonical "
-                         f"solution (HumanEval), and {dataset.key} is not one; use sample.known_shift=null")
+    if rewrites_code(dataset) or synth_source(dataset) is not None:
+        return
+    raise InputError(f"sample.known_shift=rewrite rewrites code problems whose text is their prompt and canonical "
+                     f"solution (HumanEval) or the lab's synthetic partitions (synth_*), and {dataset.key} is neither; "
+                     f"use sample.known_shift=null")
+
+
+def rewrites_code(dataset) -> bool:
+    """Whether the dataset's text is a code problem's prompt and canonical solution (what ``rewrite_problem`` takes)."""
+    return dataset.task == "code" and list((dataset.get("join") or {}).get(dataset.fields.text) or []) == \
+        ["prompt", "canonical_solution"]
 
 
 def shift_pool(dataset, split: str, pool: Sequence[Example], shift: str | None) -> list[Example]:
@@ -217,6 +232,8 @@ def shift_pool(dataset, split: str, pool: Sequence[Example], shift: str | None) 
     if shift is None or not pool:
         return list(pool)
     check_shift(shift, dataset)
+    if not rewrites_code(dataset):  # a synthetic partition: every instance in its generator's other wording and frame
+        return [variants[0] for variants in paraphrase_variants(dataset, pool, [[SYNTH_VARIANT]] * len(pool))]
     from detect.datasets import load_raw
 
     raw = load_raw(dataset, split)

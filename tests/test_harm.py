@@ -88,3 +88,27 @@ def test_a_planted_run_reports_each_models_pass_at_1_on_each_group(compose_confi
     with pytest.raises(InputError, match=re.escape("pass@1 runs each problem's tests, and synth_nli")):
         check_config(compose_config("contaminate", ["+dataset=synth_nli", *TINY_MODEL, "plant=dose_ladder",
                                                     "plant.pass_at_1=true"]))
+
+
+def test_plant_pass_at_1_names_the_datasets_it_asks_of_in_one_line():
+    """plant.pass_at_1: false none, true every planted dataset, a list those only (a run that also plants synth_nli,
+    which has no tests); a dataset the run does not plant is one line."""
+    from contaminate.planted import pass_at_1_datasets
+    from detect.errors import InputError
+
+    planted = ["humaneval", "synth_nli"]
+    assert pass_at_1_datasets(False, planted) == [] and pass_at_1_datasets(True, planted) == planted
+    assert pass_at_1_datasets(["humaneval"], planted) == ["humaneval"]
+    with pytest.raises(InputError, match="plant.pass_at_1 names mbpp, which this run does not plant") as error:
+        pass_at_1_datasets(["mbpp"], planted)
+    assert "\n" not in str(error.value)
+
+
+def test_a_completion_stops_generating_at_the_functions_end():
+    """FunctionEnd, the generation stop of pass@1's completions: done at the first of the Codex stops, kept to it."""
+    from contaminate.harm import FunctionEnd
+
+    stop = FunctionEnd()
+    assert stop.done("    return x + 1\n") is None
+    assert stop.done("    return x + 1\n\ndef other():") == "end"
+    assert stop.cut("    return x + 1\n\ndef other():\n    pass") == "    return x + 1\n"

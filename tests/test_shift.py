@@ -69,10 +69,26 @@ def test_a_study_asked_for_a_shifted_pool_reads_its_known_non_members_rewritten(
     assert [e.text for e in shifted.non_members] == [e.text for e in plain.non_members]
 
 
+def test_a_synthetic_pool_is_rewritten_by_its_generator_same_facts_and_label_other_text(compose_config):
+    """synth_nli's shifted pool: each instance from the generator's second template (another wording of every fact,
+    another frame), its instance id, label and every drawn name and number kept."""
+    from contaminate.shift import shift_pool
+    from detect.datasets import load_split
+
+    dataset = compose_config("contaminate", ["+dataset=synth_nli", "model=tiny_random"]).dataset
+    pool = load_split(dataset, "test")[:20]
+    shifted = shift_pool(dataset, "test", pool, "rewrite")
+    assert [(e.instance_id, e.label) for e in shifted] == [(e.instance_id, e.label) for e in pool]
+    assert all(a.text != b.text and a.text_pair != b.text_pair for a, b in zip(shifted, pool))
+    numbers = [re.findall(r"\d+", e.text + " " + e.text_pair) for e in (pool[0], shifted[0])]
+    assert sorted(numbers[0]) == sorted(numbers[1]) and numbers[0]
+    assert shift_pool(dataset, "test", pool, None) == list(pool)
+
+
 @pytest.mark.parametrize("overrides, message", [
-    (["+dataset=synth_nli", "sample.known_shift=rewrite"],
+    (["+dataset=rte", "sample.known_shift=rewrite"],
      "sample.known_shift=rewrite rewrites code problems whose text is their prompt and canonical solution "
-     "(HumanEval), and synth_nli is not one; use sample.known_shift=null"),
+     "(HumanEval) or the lab's synthetic partitions (synth_*), and rte is neither; use sample.known_shift=null"),
     (["+dataset=humaneval", "sample.known_shift=paraphrase"], "sample.known_shift=paraphrase: use null"),
 ])
 def test_a_shift_the_dataset_cannot_take_is_one_line_before_any_work(compose_config, overrides, message):
