@@ -181,3 +181,21 @@ def test_platt_and_brier():
     assert probabilities[:3].max() < 0.5 < probabilities[3:].min()
     assert brier([0.5] * 4, [True, False, True, False]) == 0.25
     assert units_text([(0, 0), (0, 1), (1, 0)]) == "2 draws (3 models)"  # the draws are the independent units
+
+
+def test_a_share_of_instances_is_never_narrower_than_clopper_pearson_on_the_pooled_count():
+    """0 of 48 instances flagged over 6 units of 8 (results/profile_cpu's FPR cells): the t-interval with its floor
+    alone reached 0.06; the exact interval of 0/48 reaches 0.074, and the share's interval takes it."""
+    from contaminate.calibration.statistics import clopper_pearson, share_interval, unit_interval
+
+    flags = {(d, d): np.zeros(8) for d in range(6)}
+    block = share_interval(flags)
+    assert (block["k"], block["n"], block["estimate"], block["low"]) == (0, 48, 0.0, 0.0)
+    assert block["high"] == pytest.approx(clopper_pearson(0, 48)["high"]) and block["high"] == pytest.approx(0.0740,
+                                                                                                            abs=1e-4)
+    narrower = unit_interval({u: [f] for u, f in flags.items()}, lambda x: x.mean(axis=1))
+    assert narrower["high"] == 0.0  # no floor, no spread: the interval this replaces in spirit
+    # where the units disagree the t-interval is the wider one and is kept
+    spread = share_interval({(0, 0): np.ones(8), (1, 1): np.zeros(8), (2, 2): np.ones(8)})
+    assert spread["high"] == 1.0 and spread["low"] < clopper_pearson(16, 24)["low"]
+    assert share_interval({(0, 0): np.ones(4)})["low"] is None  # one unit: no interval, as unit_interval

@@ -19,7 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
-from contaminate.calibration.statistics import share_floor, unit_interval
+from contaminate.calibration.statistics import share_interval
 from contaminate.calibration.studies import find_studies, read_json, read_text, unit_of
 from contaminate.reports.calibration_regimes import interval
 from detect import markdown
@@ -69,9 +69,8 @@ def table(folders: Sequence[str | Path]) -> str:
                 READINGS.index(item[0][0]), order[item[0][1]], item[0][2] or 0)):
             counts = Counter(c for classes in by_unit.values() for c in classes)
             n = sum(counts.values())
-            rate = unit_interval({u: [np.array([c == FOLLOWED for c in classes], float)]
-                                  for u, classes in by_unit.items()},
-                                 lambda flags: flags.mean(axis=1), floor=share_floor)
+            rate = share_interval({u: np.array([c == FOLLOWED for c in classes], float)
+                                   for u, classes in by_unit.items()})
             lines.append(f"| {reading} | {pool} | {'-' if dose is None else f'x{dose}'} | {n} | "
                          + " | ".join(f"{counts.get(c, 0) / n:.2f}" for c in CLASSES) + f" | {interval(rate)} |")
         lines.append("")

@@ -43,7 +43,7 @@ from contaminate.calibration.statistics import (
     paired_comparisons,
     platt,
     rate_floor,
-    share_floor,
+    share_interval,
     tpr_at_fpr_matrix,
     unit_interval,
     units_text,
@@ -195,10 +195,7 @@ def _held_out_rates(flags: dict, *, level: str, seed: int) -> dict:
                 per_unit: dict[Unit, list] = defaultdict(list)
                 for (unit, _), values in chosen.items():
                     per_unit[unit].append(values)
-                pooled = np.concatenate([v for values in per_unit.values() for v in values])
-                block[rate] = {**unit_interval({u: [np.concatenate(v)] for u, v in per_unit.items()},
-                                               lambda x: x.mean(axis=1), floor=share_floor),
-                               "k": int(pooled.sum()), "n": int(pooled.size)}  # instances, for reading 0 of n
+                block[rate] = share_interval({u: np.concatenate(v) for u, v in per_unit.items()})
         block["unit"] = units_text([unit for unit, _ in models])
         found[_dose_key(dose)] = block
     return found

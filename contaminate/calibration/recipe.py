@@ -22,7 +22,8 @@ seeded subsets of the model's known non-members), which shows how many the guara
 
 The logit scores get the practitioner's setting too (``logit_practitioner``): each instance score's threshold fitted
 by split conformal on the suspect model's own known non-members (``conformal_threshold`` at 5% and 1%), its
-instance-level FPR on the model's own non-members and other split, and its TPR by dose.
+instance-level FPR on the model's own non-members and other split, and its TPR by dose; and the A/A rows
+(``aa_controls``): the model's non-members against its known non-members, and the labels reversed.
 """
 
 from __future__ import annotations
@@ -30,10 +31,12 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 import numpy as np
+from scipy.stats import mannwhitneyu
 
-from contaminate.calibration.models import NON_MEMBERS, OTHER_SPLIT, Model, Pool
+from contaminate.calibration.membership import _pairs_floor, _pairs_mean, over_draws
+from contaminate.calibration.models import MEMBERS, NON_MEMBERS, OTHER_SPLIT, Model, Pool
 from contaminate.calibration.partition_level import alg2_flag_rate
-from contaminate.calibration.statistics import conformal_threshold, share_floor, unit_interval
+from contaminate.calibration.statistics import auc_floor, auc_matrix, conformal_threshold, share_interval, unit_interval
 from detect.errors import InputError
 from detect.judges.recipe import PAPER_RULE, fit_recipe, label, rule_text
 
@@ -205,13 +208,45 @@ def logit_practitioner(models: Sequence[Model], *, budgets: Sequence[float] = LO
                         rates.setdefault(key, {}).setdefault(model.unit, []).append(np.concatenate(flags))
             block = {"fitted_on": sorted(set(fitted_on)), "guarantee": f"<= {budget:g} per clean instance"}
             for key, units in rates.items():
-                data = {unit: [np.concatenate(flags)] for unit, flags in units.items()}
-                summary = unit_interval(data, lambda x: x.mean(axis=1), floor=share_floor)
-                pooled = np.concatenate([v[0] for v in data.values()])
-                summary.update(k=int(pooled.sum()), n=int(pooled.size))
-                block[key] = summary
+                block[key] = share_interval({unit: np.concatenate(flags) for unit, flags in units.items()})
             by_budget[f"{budget:g}"] = block
         found[name] = by_budget
+    return found
+
+
+def aa_controls(models: Sequence[Model], *, alpha: float = 0.05) -> dict:
+    """The A/A rows of the logit scores (issue 47): within each contaminated model, two pools that differ only where
+    a detector should find nothing. ``non_members v known``: its own never-trained non-members against its known
+    non-members (exchangeable by design: AUC 0.5, and a one-sided Mann-Whitney test at ``alpha`` flags about that
+    share of models); ``reversed``: the labels reversed, the non-members against the lowest dose's members (a
+    membership test run backwards must not flag). Each: the AUC over units, and the models flagged (k of n)."""
+    contaminated = [m for m in models if m.kind == "contaminated" and m.known and m.pools_of(NON_MEMBERS)]
+    if not contaminated:
+        return {}
+    names = set.intersection(*({n for n in i.scores if not n.endswith("_gain")} for m in contaminated for i in m.known))
+    names -= {"rouge_l", "semantic"}
+
+    def values(instances, name: str) -> np.ndarray:
+        return np.array([i.scores[name] for i in instances if name in i.scores], float)
+
+    found: dict = {}
+    for name in sorted(names):
+        rows = {}
+        for row, second in (("non_members v known", lambda m: m.known),
+                            ("reversed", lambda m: [i for p in m.pools_of(MEMBERS) if m.doses and
+                                                    p.dose == m.doses[0] for i in p.instances])):
+            data: dict = {}
+            flags = []
+            for model in contaminated:
+                first = values([i for p in model.pools_of(NON_MEMBERS) for i in p.instances], name)
+                other = values(second(model), name)
+                if first.size and other.size:
+                    data.setdefault(model.unit, []).extend([first, other])
+                    flags.append((model.unit, bool(mannwhitneyu(first, other, alternative="greater").pvalue <= alpha)))
+            if data:
+                rows[row] = {"auc": unit_interval(data, _pairs_mean(auc_matrix), floor=_pairs_floor(auc_floor)),
+                             "flagged": over_draws(flags), "alpha": alpha}
+        found[name] = rows
     return found
 
 
@@ -231,7 +266,7 @@ def validate_recipe(groups: dict[str, list[Model]], *, budget: float, exact_shar
             "configs": [validate_config(models, score=score, rule=rule, budget=budget, exact_share=exact_share,
                                         partition_size=partition_size, size=size, seed=seed)
                         for score, rule, size in configs(sorted(scores))],
-            "logit": logit_practitioner(models)}
+            "logit": logit_practitioner(models), "aa": aa_controls(models)}
     return found
 
 

@@ -10,6 +10,8 @@
   (tests/test_statistics.py, bench/interval_coverage.py): at least 0.93 for a nominal 95% at 3, 5 and 10 draws, where
   the percentile hierarchical bootstrap it replaces covered about 0.82 at 3.
 - ``clopper_pearson``: the exact binomial interval of a rate over independent units (k of n models flagged).
+- ``share_interval``: a share of instances flagged, over units, never narrower than Clopper-Pearson on the pooled
+  count.
 - ``conformal_threshold``: a threshold fitted on clean scores with a finite-sample guarantee on the FPR.
 - ``equivalence``: whether a rate is within a budget plus a tolerance, as a one-sided exact binomial test, with the
   power the data give; "not enough data" when it has none.
@@ -135,6 +137,21 @@ def unit_interval(units: Mapping[Unit, Sequence[np.ndarray]], statistic: Callabl
                float(norm.ppf((1 + confidence) / 2)) * math.sqrt(within))
     low, high = max(bounds[0], result["estimate"] - half), min(bounds[1], result["estimate"] + half)
     return {**result, "low": low, "high": high}
+
+
+def share_interval(flags: Mapping[Unit, np.ndarray], confidence: float = CONFIDENCE) -> dict:
+    """The mean over independent units of the share of instances flagged (``unit_interval`` with ``share_floor``),
+    with the instances pooled (``k`` of ``n``), its interval never narrower than the exact Clopper-Pearson interval
+    of that pooled count: instances inside a unit are not independent, so the pooled binomial is the least the
+    uncertainty can be (0 of 48 flagged: [0, 0.074], where the t-interval with its floor gave [0, 0.06])."""
+    block = unit_interval({u: [np.asarray(f, float)] for u, f in flags.items()}, lambda x: x.mean(axis=1),
+                          floor=share_floor, confidence=confidence)
+    pooled = np.concatenate([np.asarray(f, float) for f in flags.values()]) if flags else np.zeros(0)
+    block.update(k=int(pooled.sum()), n=int(pooled.size))
+    if block["low"] is not None and pooled.size:
+        exact = clopper_pearson(block["k"], block["n"], confidence)
+        block.update(low=min(block["low"], exact["low"]), high=max(block["high"], exact["high"]))
+    return block
 
 
 def holm(p_values: Sequence[float]) -> list[float]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from contaminate.calibration.recipe import rates_text
+from contaminate.reports.calibration_regimes import fraction, interval
 from detect.detectors import labelled
 from detect.markdown import table
 
@@ -61,7 +62,7 @@ def recipe_section(recipe: dict, budget: float) -> list[str]:
         if refusals:
             lines += ["", "Refused (the recipe's own one-line answer where n is too small):", "",
                       *(f"- {r}" for r in refusals)]
-        lines += ["", *logit_lines(block["logit"]), ""]
+        lines += ["", *logit_lines(block["logit"]), "", *aa_lines(block.get("aa") or {}), ""]
     return lines
 
 
@@ -97,6 +98,23 @@ def logit_lines(logit: dict) -> list[str]:
             lines.append(f"| {labelled(name)} | {budget} | {'/'.join(map(str, block['fitted_on']))} | "
                          f"{cell(block.get('non_members'))} | {cell(block.get('other_split'))} | "
                          + " | ".join(cell(block.get(f"x{d}")) for d in doses) + " |")
+    return lines
+
+
+def aa_lines(aa: dict) -> list[str]:
+    """The A/A rows: pools that differ only where a detector should find nothing (recipe.py ``aa_controls``)."""
+    if not aa:
+        return []
+    rows = list(dict.fromkeys(row for blocks in aa.values() for row in blocks))
+    lines = ["A/A rows: within each contaminated model, its never-trained non-members against its known non-members "
+             "(exchangeable by design: AUC 0.5), and the labels reversed (the non-members against the lowest dose's "
+             "members); the AUC over draws [95% t-interval] and the models a one-sided Mann-Whitney test at 0.05 "
+             "flags (k of n). A flag rate well above 5% on the first says the two pools are not exchangeable.", "",
+             *table(["score", *(f"{row}: {what}" for row in rows for what in ("AUC", "flagged"))])]
+    for name, blocks in aa.items():
+        lines.append(f"| {labelled(name)} | " + " | ".join(
+            f"{interval(blocks[row]['auc'])} | {fraction(blocks[row]['flagged'])}" if row in blocks else "- | -"
+            for row in rows) + " |")
     return lines
 
 

@@ -12,7 +12,8 @@
 3. Membership within each model: each logit score's within-model AUC by dose, t-interval over draws, the reading
    labelled (the leak's own rendering is an oracle reading; ``_raw`` the bare text).
 4. The logit scores at the practitioner's threshold: split conformal on each model's own known non-members at 1% and
-   5%, the FPR it realised on the model's own non-members and its TPR by dose, over units.
+   5%, the FPR it realised on the model's own non-members and its TPR by dose, over units; and the A/A rows (the
+   model's non-members against its known non-members, and the labels reversed).
 5. Each partition-level verdict as the studies ran it (Algorithm 1, Algorithm 2 at the paper's thresholds, its leak
    reading, an oracle): k of n models flagged at each dose, and on their own never-planted group.
 
@@ -31,6 +32,7 @@ import json
 from pathlib import Path
 
 from contaminate.calibration.recipe import rates_text
+from contaminate.reports.calibration_product import aa_lines
 from contaminate.reports.calibration_regimes import VERDICT_NAMES, fraction, interval
 from detect.detectors import labelled
 from detect.markdown import table
@@ -130,6 +132,8 @@ def practitioner(calibration: dict) -> list[str]:
                 lines.append(f"| {labelled(name)} | {float(budget):g} | {_rate_k(at.get('non_members'))} | "
                              + " | ".join(_rate_k(at.get(f"x{d}")) for d in doses) + " |")
         lines.append("")
+        if block.get("aa"):
+            lines += [f"{group}, {unit}:", "", *aa_lines(block["aa"]), ""]
     return lines
 
 

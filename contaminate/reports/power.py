@@ -1,0 +1,472 @@
+"""The power profile's tables (issue 47; conf/experiment/power_cpu.yaml): logit scores by dose over independent runs,
+the pre-registered contrasts, the practitioner's threshold on an exchangeable and on a shifted pool of known
+non-members, the A/A rows, and what each leak did to pass@1.
+
+    python -m contaminate.reports.power --collect runs/power_cpu --shifted runs/power_cpu_shift \
+        --out results/power_cpu/studies                       # each run's scores, kept (no checkpoint)
+    python -m contaminate.reports.power results/power_cpu/studies --json results/power_cpu/power.json \
+        > results/power_cpu/tables.md
+
+One run is one unit: seed N trained on member draw N, every group of that run inside it. Per run and dataset the
+pools are each dose's members (24 a dose in the profile), the never-planted group x0, the known non-members (44) and,
+where the shifted invocation read them, the same known non-members rewritten (contaminate/shift.py). Every number is
+within one model, then summarised over runs:
+
+1. **AUC by dose**: members against x0 and the known non-members together (both never trained, exchangeable by
+   design; the A/A row checks it), mean over runs with the t-interval of ``unit_interval`` (coverage at this shape:
+   results/interval_coverage); and the ROC curve's TPR at 1% and 5% FPR on the same negatives (a threshold at the
+   negatives' own quantile: the curve's point, not a threshold a practitioner could fit).
+2. **The pre-registered contrasts** (``power.contrasts`` of the experiment): each a paired difference of AUCs over
+   runs, two-sided, the paired t and the exact sign-flip p, Holm over those contrasts only (per test).
+3. **The practitioner's threshold**: split conformal at 5% on the model's own known non-members, as drawn and as
+   rewritten; the FPR it realises on x0 and the TPR by dose, over runs. At 1% it needs 99 known non-members (the
+   profile has 44: the table says so).
+4. **A/A rows**: x0 against the known non-members (exchangeable: AUC 0.5 by design), x0 against the rewritten ones
+   (what the shift alone does), and labels reversed (x0 called members, the x1 members called non-members); each a
+   mean AUC over runs and the runs a one-sided Mann-Whitney test at 0.05 flags (k of n, Clopper-Pearson).
+5. **Harm**: each HumanEval group's pass@1 with its own tests (contaminate/harm.py), by dose over runs, and the gain
+   over the same run's x0 group (paired).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import math
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+from omegaconf import OmegaConf
+from scipy.stats import mannwhitneyu, ttest_1samp
+
+from contaminate.calibration.statistics import (
+    auc_floor,
+    auc_matrix,
+    clopper_pearson,
+    conformal_threshold,
+    holm,
+    rate_floor,
+    share_interval,
+    tpr_at_fpr_matrix,
+    unit_interval,
+)
+from contaminate.reports.calibration_regimes import fraction, interval
+from detect.detectors import labelled
+from detect.errors import InputError
+from detect.markdown import table
+
+SCORES = ("loss", "zlib", "min_k", "min_k_plus", "reference_ratio", "dc_pdd", "loss_raw", "zlib_raw", "min_k_raw",
+          "min_k_plus_raw", "reference_ratio_raw")
+CELLS = {"contaminated_x_members": "members", "contaminated_x_non_members": "x0",
+         "contaminated_x_known_non_members": "known"}
+CURVE_FPRS = (0.01, 0.05)
+CONFORMAL_FPR = 0.05
+EXPERIMENT = Path(__file__).resolve().parents[2] / "conf" / "experiment" / "power_cpu.yaml"
+
+
+@dataclass
+class PowerRun:
+    """One run's scores: ``pools[dataset][pool][score]`` (pool: "x1", "x2", ... the members of each dose, "x0",
+    "known", "shifted"), its pass@1 by dataset and dose, and what it cost."""
+
+    name: str
+    seed: int
+    draw: int
+    pools: dict[str, dict[str, dict[str, np.ndarray]]] = field(default_factory=dict)
+    pass_at_1: dict[str, dict[int, dict]] = field(default_factory=dict)
+    cost: dict = field(default_factory=dict)
+
+    @property
+    def unit(self) -> tuple[int, int]:
+        return self.draw, self.seed
+
+    def doses(self, dataset: str) -> list[int]:
+        return sorted(int(p[1:]) for p in self.pools[dataset] if p.startswith("x") and p != "x0")
+
+
+# --- collecting a run's scores (no checkpoint, no text) ---------------------------------------------------------------
+
+def _rows(path: Path) -> list[dict]:
+    plain, packed = path / "results.jsonl", path / "results.jsonl.gz"
+    opened = plain.open() if plain.exists() else gzip.open(packed, "rt")
+    with opened as lines:
+        return [json.loads(line) for line in lines]
+
+
+def collect(run_dir: Path, shifted_dir: Path | None = None) -> dict:
+    """One planted run's kept record: each instance's scores by dataset and pool, its pass@1 by group and its cost
+    (plant.json), and, where given, the shifted invocation's known non-members of the same models."""
+    plant = json.loads((run_dir / "plant.json").read_text())
+    doses = {g["name"]: g["exposures"] for g in plant["groups"]}
+    rows, seen = [], set()
+    for group_dir in sorted((run_dir / "groups").iterdir()):
+        for row in _rows(group_dir):
+            pool = CELLS.get(row["cell"])
+            if pool is None or row.get("instruction") not in (None, "guided"):
+                continue
+            pool = f"x{doses[group_dir.name]}" if pool == "members" else pool
+            key = (row["dataset"], pool, row["instance_id"])
+            if key not in seen:  # x0 and the known non-members are read once and served to every group
+                seen.add(key)
+                rows.append({"dataset": row["dataset"], "pool": pool, "instance_id": row["instance_id"],
+                             **{s: row.get(s) for s in SCORES}})
+    if shifted_dir is not None:
+        shifted = json.loads((shifted_dir / "plant.json").read_text())
+        if shifted["groups"] and (shifted["seed"], shifted["draw"], shifted["checkpoint"]["id"]) != \
+                (plant["seed"], plant["draw"], plant["checkpoint"]["id"]):
+            raise InputError(f"{shifted_dir} read another model than {run_dir} (seed, draw or checkpoint differ); "
+                             f"pair each run with its own shifted invocation")
+        taken = set()
+        for group_dir in sorted((shifted_dir / "groups").iterdir()):
+            for row in _rows(group_dir):
+                key = (row["dataset"], row["instance_id"])
+                if CELLS.get(row["cell"]) == "known" and key not in taken:
+                    taken.add(key)
+                    rows.append({"dataset": row["dataset"], "pool": "shifted", "instance_id": row["instance_id"],
+                                 **{s: row.get(s) for s in SCORES}})
+    record = {key: plant.get(key) for key in ("seed", "draw", "stream", "timings", "pass_at_1", "checkpoint")}
+    datasets = {row["dataset"] for row in rows}
+    record["groups"] = [{**{k: g.get(k) for k in ("name", "exposures", "n", "tokens", "token_share")},
+                         "dataset": group_dataset(g["name"], g["exposures"], datasets, plant["dataset"])}
+                        for g in plant["groups"]]
+    if shifted_dir is not None:
+        record["shifted_timings"] = shifted.get("timings")
+    return {"run": record, "rows": rows}
+
+
+def group_dataset(name: str, exposures: int, datasets: set[str], run_dataset: str) -> str:
+    """A planted group's dataset from its name (contaminate/regime/plant.py names a group of another dataset
+    ``x<exposures>_<dataset>[_<format>]``; the run's own dataset's groups carry none)."""
+    rest = name[len(f"x{exposures}"):].lstrip("_")
+    return next((d for d in sorted(datasets, key=len, reverse=True) if rest == d or rest.startswith(d + "_")),
+                run_dataset)
+
+
+def keep(found: dict, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "run.json").write_text(json.dumps(found["run"], indent=1))
+    with gzip.open(out / "scores.jsonl.gz", "wt") as f:
+        f.writelines(json.dumps(row) + "\n" for row in found["rows"])
+
+
+def load(kept: Path) -> PowerRun:
+    """A kept run (``keep``) as a ``PowerRun``."""
+    record = json.loads((kept / "run.json").read_text())
+    with gzip.open(kept / "scores.jsonl.gz", "rt") as f:
+        rows = [json.loads(line) for line in f]
+    run = PowerRun(kept.name, record["seed"], record["draw"])
+    for dataset in sorted({r["dataset"] for r in rows}):
+        for pool in sorted({r["pool"] for r in rows if r["dataset"] == dataset}):
+            chosen = sorted((r for r in rows if r["dataset"] == dataset and r["pool"] == pool),
+                            key=lambda r: r["instance_id"])
+            run.pools.setdefault(dataset, {})[pool] = {
+                s: np.array([r[s] for r in chosen], float) for s in SCORES if all(r.get(s) is not None for r in chosen)}
+    groups = {g["name"]: g for g in record["groups"]}
+    for name, block in ((record.get("pass_at_1") or {}).get("contaminated") or {}).items():  # the trained model's
+        run.pass_at_1.setdefault(groups[name]["dataset"], {})[groups[name]["exposures"]] = block
+    timings = record.get("timings") or {}
+    run.cost = {"training_tokens": (record.get("stream") or {}).get("training_tokens"),
+                "train_s": timings.get("train_s"), "total_s": timings.get("total_s"),
+                "shifted_s": (record.get("shifted_timings") or {}).get("total_s"),
+                "shares": {g["name"]: g.get("token_share") for g in record["groups"] if g["exposures"]},
+                "steps": (record.get("checkpoint") or {}).get("steps")}
+    return run
+
+
+# --- statistics over runs ---------------------------------------------------------------------------------------------
+
+def sign_flip_p(differences: Sequence[float]) -> float:
+    """The exact two-sided sign-flip p of paired differences: the share of the 2^n sign patterns whose mean is at
+    least as far from 0 as the observed (the observed pattern counted). 10 runs: smallest p 2/1024."""
+    d = np.asarray(differences, float)
+    n = len(d)
+    if n == 0 or n > 20:
+        raise InputError(f"an exact sign-flip test over {n} runs: use between 1 and 20")
+    signs = ((np.arange(2 ** n)[:, None] >> np.arange(n)) & 1) * 2 - 1
+    means = np.abs(signs @ d) / n
+    return float(np.mean(means >= abs(d.mean()) - 1e-12))
+
+
+def _units(runs: Sequence[PowerRun], strata) -> dict:
+    return {run.unit: strata(run) for run in runs if strata(run) is not None}
+
+
+def _negatives(run: PowerRun, dataset: str, score: str) -> np.ndarray:
+    pools = run.pools[dataset]
+    return np.concatenate([pools["x0"][score], pools["known"][score]])
+
+
+def auc_by_dose(runs: Sequence[PowerRun], dataset: str, score: str) -> dict:
+    """Per dose: the within-model AUC of the members against x0 and the known non-members, over runs."""
+    found = {}
+    for dose in runs[0].doses(dataset):
+        units = _units(runs, lambda r: [r.pools[dataset][f"x{dose}"][score], _negatives(r, dataset, score)])
+        found[dose] = unit_interval(units, auc_matrix, floor=auc_floor)
+    return found
+
+
+def curve_tpr(runs: Sequence[PowerRun], dataset: str, score: str, fpr: float) -> dict:
+    """Per dose: the ROC curve's TPR at ``fpr`` on the same negatives as the AUC, over runs."""
+    found = {}
+    for dose in runs[0].doses(dataset):
+        units = _units(runs, lambda r: [r.pools[dataset][f"x{dose}"][score], _negatives(r, dataset, score)])
+        found[dose] = unit_interval(units, lambda p, n: tpr_at_fpr_matrix(p, n, fpr),
+                                    floor=lambda p, n: rate_floor(float(tpr_at_fpr_matrix(p[None], n[None], fpr)[0]),
+                                                                  len(p)))
+    return found
+
+
+def practitioner(runs: Sequence[PowerRun], dataset: str, score: str, pool: str, fpr: float = CONFORMAL_FPR) -> dict:
+    """The split-conformal threshold at ``fpr`` fitted on each model's own ``pool`` ("known" or "shifted"): the FPR
+    it realises on x0 and its TPR by dose, over runs. None where no run has the pool."""
+    fitted = [r for r in runs if pool in r.pools[dataset] and score in r.pools[dataset][pool]]
+    if not fitted:
+        return {}
+    thresholds = {r.unit: conformal_threshold(r.pools[dataset][pool][score], fpr) for r in fitted}
+    if any(t["guarantee"] is None for t in thresholds.values()):
+        n = min(t["n"] for t in thresholds.values())
+        return {"refused": f"{n} known non-members: a split-conformal threshold at {fpr:g} needs "
+                           f"{math.ceil((1 - fpr) / fpr - 1e-9)}"}
+
+    def flagged(pool_of) -> dict:  # the share above each run's own threshold, over runs (and pooled: k of n)
+        return share_interval({r.unit: pool_of(r)[score] > thresholds[r.unit]["threshold"] for r in fitted})
+
+    found = {"fpr": flagged(lambda r: r.pools[dataset]["x0"]),
+             "tpr": {d: flagged(lambda r, d=d: r.pools[dataset][f"x{d}"]) for d in fitted[0].doses(dataset)},
+             "n_fitted": min(t["n"] for t in thresholds.values()), "runs": len(fitted)}
+    return found
+
+
+def contrast(runs: Sequence[PowerRun], spec: dict) -> dict:
+    """One pre-registered contrast: the per-run AUC difference a - b at one dose of one dataset."""
+    dataset, dose, a, b = spec["dataset"], int(spec["dose"]), spec["a"], spec["b"]
+    differences = []
+    for run in runs:
+        pools = run.pools.get(dataset, {})
+        members = pools.get(f"x{dose}", {})
+        if a not in members or b not in members:
+            raise InputError(f"power.contrasts: {dataset} x{dose} has no {a if a not in members else b} score in run "
+                             f"{run.name}; name scores the runs read ({', '.join(sorted(members))})")
+        aucs = [float(auc_matrix(members[s][None, :], _negatives(run, dataset, s)[None, :])[0]) for s in (a, b)]
+        differences.append(aucs[0] - aucs[1])
+    d = np.array(differences)
+    found = {**spec, "n_runs": len(d), "difference": float(d.mean()), "per_run": [round(x, 4) for x in d]}
+    if len(d) >= 2 and d.std(ddof=1) > 0:
+        test = ttest_1samp(d, 0.0)
+        half = float(test.confidence_interval().high - d.mean())
+        found.update(low=float(d.mean() - half), high=float(d.mean() + half), p_t=float(test.pvalue))
+    else:
+        found.update(low=None, high=None, p_t=None)
+    found["p_sign_flip"] = sign_flip_p(d)
+    return found
+
+
+def contrasts(runs: Sequence[PowerRun], specs: Sequence[dict], alpha: float) -> list[dict]:
+    """The pre-registered contrasts, each test Holm-adjusted over these only."""
+    found = [contrast(runs, dict(spec)) for spec in specs]
+    for test in ("p_t", "p_sign_flip"):
+        tested = [c for c in found if c[test] is not None]
+        for c, adjusted in zip(tested, holm([c[test] for c in tested])):
+            c[f"{test}_holm"] = adjusted
+        for c in found:
+            c.setdefault(f"{test}_holm", None)
+    for c in found:
+        c["told"] = all(c[f"{t}_holm"] is not None and c[f"{t}_holm"] <= alpha for t in ("p_t", "p_sign_flip"))
+    return found
+
+
+def aa_rows(runs: Sequence[PowerRun], dataset: str, score: str, alpha: float = 0.05) -> dict:
+    """The A/A controls: two pools neither of which was trained (or the labels reversed), the AUC over runs and the
+    runs whose one-sided Mann-Whitney test (the first pool higher) rejects at ``alpha``."""
+    pairs = {"x0 v known": ("x0", "known"), "x0 v shifted": ("x0", "shifted"), "reversed, x0 v x1": ("x0", "x1")}
+    found = {}
+    for name, (first, second) in pairs.items():
+        chosen = [r for r in runs if second in r.pools[dataset] and score in r.pools[dataset][second]]
+        if not chosen:
+            continue
+        units = {r.unit: [r.pools[dataset][first][score], r.pools[dataset][second][score]] for r in chosen}
+        flagged = sum(mannwhitneyu(*units[r.unit], alternative="greater").pvalue <= alpha for r in chosen)
+        found[name] = {"auc": unit_interval(units, auc_matrix, floor=auc_floor),
+                       "flagged": clopper_pearson(int(flagged), len(chosen))}
+    return found
+
+
+def harm(runs: Sequence[PowerRun], dataset: str) -> dict:
+    """pass@1 by dose over runs, and each dose's gain over the same run's x0 group (paired)."""
+    chosen = [r for r in runs if dataset in r.pass_at_1]
+    if not chosen:
+        return {}
+    doses = sorted(chosen[0].pass_at_1[dataset])
+
+    def over(values: dict) -> dict:
+        return unit_interval({u: [np.array([v])] for u, v in values.items()}, lambda x: x[:, 0], bounds=(-1.0, 1.0))
+
+    found = {"pass_at_1": {}, "gain": {}, "n": chosen[0].pass_at_1[dataset][doses[0]]["n"]}
+    for dose in doses:
+        found["pass_at_1"][dose] = over({r.unit: r.pass_at_1[dataset][dose]["pass_at_1"] for r in chosen})
+        found["gain"][dose] = over({r.unit: r.pass_at_1[dataset][dose]["pass_at_1"] - r.pass_at_1[dataset][0]
+                                    ["pass_at_1"] for r in chosen})
+        found["pass_at_1"][dose]["passed"] = sum(r.pass_at_1[dataset][dose]["passed"] for r in chosen)
+    return found
+
+
+def contrasts_of(experiment: Path = EXPERIMENT) -> tuple[list[dict], float]:
+    """The pre-registered contrasts and their alpha, as the experiment's config wrote them before the first run."""
+    cfg = OmegaConf.load(experiment).get("power")
+    if not cfg or not cfg.get("contrasts"):
+        raise InputError(f"{experiment} has no power.contrasts; write the primary contrasts into the experiment's "
+                         f"config before running it")
+    return [dict(c) for c in OmegaConf.to_container(cfg.contrasts)], float(cfg.get("alpha", 0.05))
+
+
+def analyse(runs: Sequence[PowerRun], specs: Sequence[dict], alpha: float) -> dict:
+    if len(runs) < 2:
+        raise InputError(f"{len(runs)} run: the power report compares runs; collect at least 2 (the profile: 10)")
+    datasets = sorted(runs[0].pools)
+    found = {"runs": [r.name for r in runs], "n_runs": len(runs), "datasets": {}, "alpha": alpha,
+             "contrasts": contrasts(runs, specs, alpha), "cost": {r.name: r.cost for r in runs}}
+    for dataset in datasets:
+        scores = [s for s in SCORES if all(s in r.pools[dataset]["x0"] for r in runs)]
+        found["datasets"][dataset] = {
+            "doses": runs[0].doses(dataset),
+            "members": len(runs[0].pools[dataset][f"x{runs[0].doses(dataset)[0]}"][scores[0]]),
+            "x0": len(runs[0].pools[dataset]["x0"][scores[0]]),
+            "known": len(runs[0].pools[dataset]["known"][scores[0]]),
+            "auc": {s: auc_by_dose(runs, dataset, s) for s in scores},
+            "curve": {f"{fpr:g}": {s: curve_tpr(runs, dataset, s, fpr) for s in scores} for fpr in CURVE_FPRS},
+            "practitioner": {pool: {s: practitioner(runs, dataset, s, pool) for s in scores}
+                             for pool in ("known", "shifted")},
+            "aa": {s: aa_rows(runs, dataset, s) for s in scores},
+            "harm": harm(runs, dataset)}
+    return found
+
+
+# --- tables -----------------------------------------------------------------------------------------------------------
+
+def _share(block: dict) -> str:
+    return f"{interval(block)} ({block['k']}/{block['n']})"
+
+
+def _p(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}" if value >= 0.001 else f"{value:.1e}"
+
+
+def report(found: dict) -> str:
+    n = found["n_runs"]
+    lines = [f"Power profile: {n} independent runs ({', '.join(found['runs'])}), each one model trained on its own "
+             f"member draw; intervals are 95% t-intervals over the runs.", ""]
+    lines += ["## Pre-registered contrasts", "",
+              f"Each a paired AUC difference (a - b) over {n} runs, two-sided; Holm over these "
+              f"{len(found['contrasts'])} only (alpha {found['alpha']:g}). Told: both tests survive Holm.", "",
+              *table(["dataset", "dose", "a", "b", "a - b [95% CI]", "paired t p", "Holm", "sign-flip p", "Holm",
+                      "told"])]
+    for c in found["contrasts"]:
+        ci = f"{c['difference']:+.3f}" + ("" if c["low"] is None else f" [{c['low']:+.3f}, {c['high']:+.3f}]")
+        lines.append(f"| {c['dataset']} | x{c['dose']} | {labelled(c['a'])} | {labelled(c['b'])} | {ci} | "
+                     f"{_p(c['p_t'])} | {_p(c['p_t_holm'])} | {_p(c['p_sign_flip'])} | {_p(c['p_sign_flip_holm'])} | "
+                     f"{'yes' if c['told'] else 'no'} |")
+    for dataset, block in found["datasets"].items():
+        doses = block["doses"]
+        negatives = f"x0 ({block['x0']}) and the known non-members ({block['known']})"
+        lines += ["", f"## {dataset}", "", "The reference ratio reads the base model (the model before the fine-tune "
+                  "that leaked: a practitioner has it for a fine-tune of an open base); a score on the leak's "
+                  "rendering reads the leak's exact format (an oracle); `_raw`, the bare text.", "",
+                  f"### Within-model AUC by dose: {block['members']} members a dose against {negatives}", "",
+                  *table(["score", *(f"x{d}" for d in doses)])]
+        lines += [f"| {labelled(s)} | " + " | ".join(interval(block['auc'][s][d]) for d in doses) + " |"
+                  for s in block["auc"]]
+        for fpr, scored in block["curve"].items():
+            lines += ["", f"### The curve's TPR at {float(fpr):.0%} FPR (negatives: {negatives}; the threshold at "
+                      f"their own quantile, not a practitioner's)", "", *table(["score", *(f"x{d}" for d in doses)])]
+            lines += [f"| {labelled(s)} | " + " | ".join(interval(scored[s][d]) for d in doses) + " |" for s in scored]
+        lines += ["", f"### The practitioner's threshold: split conformal at {CONFORMAL_FPR:.0%} on the model's own "
+                      f"known non-members, as drawn and rewritten (contaminate/shift.py)", "",
+                  f"At 1% a split-conformal threshold needs 99 known non-members; the runs have {block['known']}.", "",
+                  "Each a mean over runs of the share flagged (k of n instances pooled over the runs): a t-interval "
+                  "never narrower than Clopper-Pearson on the pooled count.", "",
+                  *table(["score", "pool", "FPR on x0", *(f"TPR x{d}" for d in doses)])]
+        for s in block["auc"]:
+            for pool in ("known", "shifted"):
+                got = block["practitioner"][pool][s]
+                if not got:
+                    continue
+                if "refused" in got:
+                    lines.append("| " + " | ".join([labelled(s), pool, got["refused"], *["-"] * len(doses)]) + " |")
+                    continue
+                lines.append(f"| {labelled(s)} | {pool} | {_share(got['fpr'])} | "
+                             + " | ".join(_share(got["tpr"][d]) for d in doses) + " |")
+        lines += ["", "### A/A rows: pools neither trained (or the labels reversed)", "",
+                  "AUC of the first pool against the second, and the runs whose one-sided Mann-Whitney test (the first "
+                  "higher) rejects at 0.05; exchangeable pools: about 5% of runs.", "",
+                  *table(["score", *(f"{name}: {what}" for name in next(iter(block['aa'].values()))
+                                     for what in ("AUC", "runs flagged"))])]
+        for s, rows in block["aa"].items():
+            lines.append(f"| {labelled(s)} | " + " | ".join(f"{interval(r['auc'])} | {fraction(r['flagged'])}"
+                                                            for r in rows.values()) + " |")
+        if block["harm"]:
+            h = block["harm"]
+            lines += ["", f"### Harm: pass@1 on each dose's {h['n']} problems (their own tests), and the gain over the "
+                          f"run's x0 group", "", *table(["", *(f"x{d}" for d in sorted(h['pass_at_1']))]),
+                      "| pass@1 | " + " | ".join(interval(h["pass_at_1"][d], 3) for d in sorted(h["pass_at_1"])) + " |",
+                      "| gain over x0 | " + " | ".join(interval(h["gain"][d], 3) for d in sorted(h["gain"])) + " |",
+                      "| problems passed, all runs | " + " | ".join(
+                          f"{h['pass_at_1'][d]['passed']}/{h['n'] * n}" for d in sorted(h["pass_at_1"])) + " |"]
+    lines += ["", "## Cost", "", *table(["run", "training tokens", "steps", "train s", "planted run s",
+                                         "shifted pool s"])]
+    for name, cost in found["cost"].items():
+        lines.append(f"| {name} | {cost['training_tokens']:,} | {cost['steps']} | {cost['train_s']} | "
+                     f"{cost['total_s']} | {cost['shifted_s'] if cost['shifted_s'] is not None else '-'} |")
+    return "\n".join(lines) + "\n"
+
+
+def _json_default(value):
+    if isinstance(value, (np.floating, np.integer)):
+        return value.item()
+    if isinstance(value, np.bool_):
+        return bool(value)
+    raise TypeError(type(value))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m contaminate.reports.power", description=__doc__.split("\n")[0])
+    parser.add_argument("folder", type=Path, help="kept runs (--out of --collect), one folder a run")
+    parser.add_argument("--collect", action="store_true", help="read planted run folders (FOLDER/s*) and keep them")
+    parser.add_argument("--shifted", type=Path, help="with --collect: the shifted invocations' folder (same names)")
+    parser.add_argument("--out", type=Path, help="with --collect: where the kept runs go")
+    parser.add_argument("--experiment", type=Path, default=EXPERIMENT, help="the config holding power.contrasts")
+    parser.add_argument("--json", type=Path, help="also write every number here")
+    args = parser.parse_args(argv)
+    if not args.folder.is_dir():
+        raise SystemExit(f"error: {args.folder} is not a folder; give the runs' folder")
+    if args.collect:
+        if args.out is None:
+            raise SystemExit("error: --collect needs --out (where the kept runs go)")
+        for run_dir in sorted(p for p in args.folder.iterdir() if (p / "plant.json").exists()):
+            shifted = args.shifted / run_dir.name if args.shifted else None
+            if shifted is not None and not (shifted / "plant.json").exists():
+                print(f"{run_dir.name}: no shifted invocation in {args.shifted}; kept without the shifted pool",
+                      file=sys.stderr)
+                shifted = None
+            if (args.out / run_dir.name).exists():
+                shutil.rmtree(args.out / run_dir.name)
+            keep(collect(run_dir, shifted), args.out / run_dir.name)
+            print(f"kept {run_dir.name} -> {args.out / run_dir.name}", file=sys.stderr)
+        return
+    try:
+        runs = [load(p) for p in sorted(args.folder.iterdir(), key=lambda p: p.name) if (p / "run.json").exists()]
+        specs, alpha = contrasts_of(args.experiment)
+        found = analyse(runs, specs, alpha)
+    except InputError as error:
+        raise SystemExit(f"error: {error}") from None
+    if args.json:
+        args.json.write_text(json.dumps(found, indent=1, default=_json_default))
+    print(report(found), end="")
+
+
+if __name__ == "__main__":
+    main()

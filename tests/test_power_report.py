@@ -1,0 +1,163 @@
+"""The power profile's report (contaminate/reports/power.py) against hand-computed values: the exact sign-flip p, the
+within-model AUC with x0 and the known non-members as negatives, the practitioner's conformal threshold on an
+exchangeable and a shifted pool, Holm over the pre-registered contrasts, the A/A rows, pass@1's gain, and a planted
+run's folder collected, kept and loaded back."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from contaminate.reports import power
+from contaminate.reports.power import PowerRun, sign_flip_p
+from detect.errors import InputError
+
+
+def test_sign_flip_p_counts_the_sign_patterns_as_extreme_as_the_observed():
+    # 3 differences of one sign: 2 of the 8 patterns (all +, all -) are as extreme
+    assert sign_flip_p([1.0, 1.0, 1.0]) == pytest.approx(0.25)
+    # |sums| of +-1 +-2 +-0.5: 3.5 2.5 0.5 1.5 1.5 0.5 2.5 3.5; the observed 2.5: 4 of 8
+    assert sign_flip_p([1.0, 2.0, -0.5]) == pytest.approx(0.5)
+    assert sign_flip_p([0.1] * 10) == pytest.approx(2 / 1024)
+    with pytest.raises(InputError, match="sign-flip test over 21 runs"):
+        sign_flip_p([1.0] * 21)
+
+
+def _run(i: int, members: dict[int, list[float]], x0: list[float], known: list[float], shifted=None,
+         passed=None) -> PowerRun:
+    pools = {f"x{d}": {"loss": np.array(v, float), "min_k": -np.array(v, float)} for d, v in members.items()}
+    pools["x0"] = {"loss": np.array(x0, float), "min_k": -np.array(x0, float)}
+    pools["known"] = {"loss": np.array(known, float), "min_k": -np.array(known, float)}
+    if shifted is not None:
+        pools["shifted"] = {"loss": np.array(shifted, float), "min_k": -np.array(shifted, float)}
+    run = PowerRun(f"s{i}", i, i, {"humaneval": pools})
+    if passed is not None:
+        run.pass_at_1 = {"humaneval": {d: {"pass_at_1": k / 4, "passed": k, "n": 4} for d, k in passed.items()}}
+    return run
+
+
+def test_the_auc_pools_x0_with_the_known_non_members_and_averages_over_runs():
+    # run 0: members 3, 4 above all four negatives (AUC 1); run 1: member 2.2 above 3 of 4, member 0.5 above 1 of 4
+    # (AUC 4/8); run 2: a tie counts one half: 1.0 against 1, 0, 2, 3 -> (1 + 0.5) / 4, 5 against all -> 4 / 4
+    runs = [_run(0, {1: [3, 4]}, [1, 2], [0, 2.5]), _run(1, {1: [2.2, 0.5]}, [1, 2], [0, 2.5]),
+            _run(2, {1: [1.0, 5.0]}, [1, 0], [2, 3])]
+    found = power.auc_by_dose(runs, "humaneval", "loss")[1]
+    per_run = [1.0, 0.5, (1.5 + 4) / 8]
+    assert found["per_unit"] == pytest.approx({"d0s0": per_run[0], "d1s1": per_run[1], "d2s2": per_run[2]})
+    assert found["estimate"] == pytest.approx(np.mean(per_run)) and found["n_units"] == 3
+    half = 4.302653 * np.std(per_run, ddof=1) / math.sqrt(3)  # t(2) at 0.975
+    assert found["low"] == pytest.approx(max(0.0, np.mean(per_run) - half), abs=1e-5)
+
+
+def test_the_practitioners_threshold_is_fitted_on_the_pool_and_read_on_x0_and_the_members():
+    # 19 known non-members 0..18: at 5% the conformal threshold is the 19th smallest (k = ceil(0.95 x 20)), 18;
+    # x0 = [17, 18.5, 19, 3]: two above 18 (FPR 0.5); members [18, 30]: one above (strict >)
+    known = list(range(19))
+    shifted = [v - 10 for v in known]  # a shifted pool scores lower: its threshold, 8, flags all x0 but the 3
+    runs = [_run(i, {1: [18, 30]}, [17, 18.5, 19, 3], known, shifted) for i in range(3)]
+    exchangeable = power.practitioner(runs, "humaneval", "loss", "known")
+    assert exchangeable["fpr"]["estimate"] == pytest.approx(0.5) and exchangeable["tpr"][1]["estimate"] == 0.5
+    assert exchangeable["fpr"]["k"] == 6 and exchangeable["fpr"]["n"] == 12
+    moved = power.practitioner(runs, "humaneval", "loss", "shifted")
+    assert moved["fpr"]["estimate"] == pytest.approx(0.75) and moved["tpr"][1]["estimate"] == 1.0
+    few = power.practitioner([_run(0, {1: [1]}, [0], list(range(10)))] * 2, "humaneval", "loss", "known")
+    assert few == {"refused": "10 known non-members: a split-conformal threshold at 0.05 needs 19"}
+
+
+def test_the_contrasts_are_paired_over_runs_and_holm_adjusted_over_themselves_only():
+    # loss separates perfectly in every run (AUC 1); min_k is -loss (AUC 0): the difference is +1 in each run
+    runs = [_run(i, {1: [5, 6 + i]}, [0, 1], [2, 3]) for i in range(6)]
+    specs = [{"dataset": "humaneval", "dose": 1, "a": "loss", "b": "min_k"},
+             {"dataset": "humaneval", "dose": 1, "a": "loss", "b": "loss"}]
+    first, second = power.contrasts(runs, specs, 0.05)
+    assert first["difference"] == 1.0 and first["p_sign_flip"] == pytest.approx(2 / 64)
+    assert first["p_sign_flip_holm"] == pytest.approx(2 * 2 / 64)  # the smaller of two p-values, times 2
+    assert first["p_t"] is None and not first["told"]  # no spread: no t-test, so not told by both
+    assert second["difference"] == 0.0 and second["p_sign_flip"] == 1.0
+    with pytest.raises(InputError, match="power.contrasts: humaneval x2 has no loss score in run s0"):
+        power.contrasts(runs, [{"dataset": "humaneval", "dose": 2, "a": "loss", "b": "min_k"}], 0.05)
+
+
+def test_a_contrast_with_spread_gets_the_paired_t_and_its_interval():
+    from scipy.stats import t as student_t
+
+    # each run's loss AUC minus min_k's (min_k = -loss), members against 0, 1, 2, 3: 5 and 6 above all (1 - 0);
+    # 5 and 2.5 above 4 + 3 of 4 (7/8 - 1/8); 5 and 0.5 above 4 + 1 (5/8 - 3/8)
+    runs = [_run(0, {1: [5, 6]}, [0, 1], [2, 3]), _run(1, {1: [5, 2.5]}, [0, 1], [2, 3]),
+            _run(2, {1: [5, 0.5]}, [0, 1], [2, 3])]
+    found = power.contrast(runs, {"dataset": "humaneval", "dose": 1, "a": "loss", "b": "min_k"})
+    d = np.array([1.0 - 0.0, 0.875 - 0.125, 0.625 - 0.375])
+    se = d.std(ddof=1) / math.sqrt(3)
+    assert found["per_run"] == pytest.approx(list(d))
+    assert found["p_t"] == pytest.approx(2 * student_t.sf(d.mean() / se, 2))
+    assert found["high"] - found["difference"] == pytest.approx(student_t.ppf(0.975, 2) * se)
+
+
+def test_the_aa_rows_read_two_untrained_pools_and_the_labels_reversed():
+    rng = np.random.default_rng(0)
+    runs = [_run(i, {1: list(rng.normal(1, 1, 24))}, list(rng.normal(0, 1, 24)), list(rng.normal(0, 1, 44)),
+                 list(rng.normal(-1, 1, 44))) for i in range(10)]
+    rows = power.aa_rows(runs, "humaneval", "loss")
+    assert set(rows) == {"x0 v known", "x0 v shifted", "reversed, x0 v x1"}
+    assert 0.4 < rows["x0 v known"]["auc"]["estimate"] < 0.6  # exchangeable: near one half
+    assert rows["x0 v shifted"]["auc"]["estimate"] > 0.7 and rows["x0 v shifted"]["flagged"]["k"] >= 8  # the shift
+    assert rows["reversed, x0 v x1"]["auc"]["estimate"] < 0.3 and rows["reversed, x0 v x1"]["flagged"]["k"] == 0
+
+
+def test_harm_is_pass_at_1_by_dose_and_its_gain_over_the_runs_own_x0():
+    runs = [_run(i, {1: [1], 8: [2]}, [0], [0], passed={0: i % 2, 1: 1, 8: 4}) for i in range(4)]
+    found = power.harm(runs, "humaneval")
+    assert found["pass_at_1"][8]["estimate"] == 1.0 and found["pass_at_1"][8]["passed"] == 16
+    assert found["gain"][1]["estimate"] == pytest.approx(np.mean([0.25, 0.0, 0.25, 0.0]))
+    assert found["n"] == 4
+
+
+def test_a_planted_run_is_collected_kept_and_loaded_back(tmp_path):
+    """A run folder as a planted run writes it (plant.json, groups/<name>/results.jsonl): x0 and the known
+    non-members are read once though every group holds them; the shifted invocation adds its known pool."""
+    def write_run(folder, known_loss: float, checkpoint: str = "c0"):
+        groups = [{"name": "x0", "exposures": 0, "n": 2}, {"name": "x1", "exposures": 1, "n": 2, "tokens": 10,
+                                                          "token_share": 0.1},
+                  {"name": "x0_synth_nli", "exposures": 0, "n": 2}]
+        plant = {"seed": 3, "draw": 3, "dataset": "humaneval", "groups": groups,
+                 "stream": {"training_tokens": 100}, "timings": {"train_s": 5.0, "total_s": 9.0},
+                 "checkpoint": {"id": checkpoint, "steps": 4},
+                 "pass_at_1": {"contaminated": {"x0": {"pass_at_1": 0.0, "passed": 0, "n": 2},
+                                                "x1": {"pass_at_1": 0.5, "passed": 1, "n": 2}}}}
+        (folder / "groups" / "x1").mkdir(parents=True)
+        (folder / "plant.json").write_text(json.dumps(plant))
+        rows = [{"cell": "contaminated_x_members", "dataset": "humaneval", "instance_id": i, "instruction": "guided",
+                 "loss": -1.0 + i} for i in (5, 6)]
+        rows += [{"cell": "contaminated_x_non_members", "dataset": "humaneval", "instance_id": i,
+                  "instruction": "guided", "loss": -2.0} for i in (7, 8)]
+        rows += [{"cell": "contaminated_x_known_non_members", "dataset": "humaneval", "instance_id": i,
+                  "instruction": "guided", "loss": known_loss} for i in (9, 10, 11)]
+        (folder / "groups" / "x1" / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    write_run(tmp_path / "run", -3.0)
+    write_run(tmp_path / "shifted", -4.0)
+    power.keep(power.collect(tmp_path / "run", tmp_path / "shifted"), tmp_path / "kept" / "s3")
+    run = power.load(tmp_path / "kept" / "s3")
+    pools = run.pools["humaneval"]
+    assert list(pools["x1"]["loss"]) == [4.0, 5.0] and list(pools["known"]["loss"]) == [-3.0] * 3
+    assert list(pools["shifted"]["loss"]) == [-4.0] * 3 and len(pools["x0"]["loss"]) == 2
+    assert run.pass_at_1 == {"humaneval": {0: {"pass_at_1": 0.0, "passed": 0, "n": 2},
+                                           1: {"pass_at_1": 0.5, "passed": 1, "n": 2}}}
+    assert run.cost["training_tokens"] == 100 and run.cost["shifted_s"] == 9.0 and run.unit == (3, 3)
+    write_run(tmp_path / "other", -4.0, checkpoint="c1")
+    with pytest.raises(InputError, match="read another model than"):
+        power.collect(tmp_path / "run", tmp_path / "other")
+
+
+def test_fewer_than_two_runs_or_no_contrasts_is_one_line(tmp_path):
+    with pytest.raises(InputError, match="1 run: the power report compares runs; collect at least 2"):
+        power.analyse([_run(0, {1: [1]}, [0], [0])], [], 0.05)
+    (tmp_path / "e.yaml").write_text("plant: {n: 4}\n")
+    with pytest.raises(InputError, match="has no power.contrasts; write the primary contrasts"):
+        power.contrasts_of(tmp_path / "e.yaml")
+    specs, alpha = power.contrasts_of()
+    assert len(specs) == 4 and alpha == 0.05 and specs[0] == {"dataset": "humaneval", "dose": 1, "a": "min_k_plus",
+                                                               "b": "loss"}
