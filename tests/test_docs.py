@@ -405,3 +405,17 @@ def test_every_markdown_table_goes_through_one_helper():
                for path in sorted((ROOT / package).rglob("*.py")) if path.name != "markdown.py"
                for number, line in enumerate(path.read_text().splitlines(), 1) if "|---" in line]
     assert not by_hand, f"write these tables with detect.markdown.table: {by_hand}"
+
+
+def test_the_readme_headline_states_each_studys_planted_share_of_the_training_tokens():
+    """Issue 47 item 6: every headline names its regime by the planted share of the training tokens, as the
+    committed runs' plant.json counted it (contaminate/reports/planted.py ``planted_share_text``)."""
+    from contaminate.reports.planted import planted_share_text
+
+    readme = (ROOT / "README.md").read_text()
+    headline = readme[readme.index("## Headline"):readme.index("## Read more")]
+    profile = planted_share_text(HEADLINE / "humaneval" / "studies")
+    assert f"planted benchmarks are {profile} of\n  the tokens" in headline, profile
+    assert f"[planted {planted_share_text(ROOT / 'results' / 'replicas_cpu' / 'studies')} of the tokens]" in headline
+    recipe = [planted_share_text(folder / "studies") for folder in (RECIPE, RECIPE_CODE)]
+    assert f"planted {recipe[0]} / {recipe[1]} of the tokens" in headline, recipe

@@ -23,6 +23,7 @@ from contaminate.reports.calibration_regimes import interval
 from detect.detectors import instance_scores, labelled
 from detect.detectors.time_travel import LEAK_SCORES
 from detect.detectors.time_travel import SCORES as GUIDED_SCORES
+from detect.errors import InputError
 from detect.markdown import row, table
 
 # the pools a planted run's answers are counted in (contaminate/planted.py ``answers``), each with its cell
@@ -240,3 +241,16 @@ if __name__ == "__main__":
     if len(sys.argv) not in (2, 3):
         raise SystemExit("usage: python -m contaminate.reports.planted <runs folder> [<calibration folder>]")
     print(main(*sys.argv[1:]), end="")
+
+
+def planted_share_text(studies: Path) -> str:
+    """The planted content's share of the training tokens over a folder's planted runs (each run's plant.json
+    ``stream``), as a headline states it: "62-65%", or "77%" where every run holds the same share."""
+    shares = []
+    for path in sorted(Path(studies).rglob("plant.json")):
+        stream = json.loads(path.read_text())["stream"]
+        shares.append(stream["tokens"]["member"] / stream["training_tokens"])
+    if not shares:
+        raise InputError(f"{studies} holds no planted run (plant.json); give a folder of planted runs' studies")
+    low, high = (int(100 * s + 0.5) for s in (min(shares), max(shares)))
+    return f"{low}%" if low == high else f"{low}-{high}%"
