@@ -523,6 +523,9 @@ def detect_cells(reading: Reading, sampled: Sampled, models: StudyModels, judge,
         known = [*known, *(d for d in models.detectors if d.name == "alg2")]
     also = known_cells(reading.detect, sampled, models.detectors)  # each model's known non-members, where read
     setting = instruction_setting(reading.detect)
+    # ReCaLL's prefix and the performance test read the known non-members inside a cell; without them a cell's rows
+    # do not depend on that pool (a shifted pool, sample.known_shift, then reuses every judged cell)
+    reads_heldout = any("heldout" in d.needs for d in models.detectors)
     chosen: dict[str, str] = {}  # checkpoint -> the prompt format its instructions are asked in, from its known cell
     cell_rows, timings, cached = {}, {}, []
     read = {checkpoint for _, checkpoint, *_ in cells}
@@ -541,8 +544,9 @@ def detect_cells(reading: Reading, sampled: Sampled, models: StudyModels, judge,
             key = {**detector_key, "model": models.refs[checkpoint][1], "split": split,
                    "ids": [e.instance_id for e in instances],
                    "instances": digest([(e.text, e.text_pair, e.label) for e in instances]),
-                   "pool": digest([(e.instance_id, e.text, e.text_pair, e.label) for e in whole]),
-                   "heldout": digest([(e.instance_id, e.text, e.text_pair, e.label) for e in heldout])}
+                   "pool": digest([(e.instance_id, e.text, e.text_pair, e.label) for e in whole])}
+            if reads_heldout:  # the known non-members are in a cell's key only where a detector reads them
+                key["heldout"] = digest([(e.instance_id, e.text, e.text_pair, e.label) for e in heldout])
             if reads_known:
                 key["known_non_members"] = {"instructions": list(KNOWN_INSTRUCTIONS),
                                             "detectors": [d.name for d in known]}

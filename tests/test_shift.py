@@ -98,3 +98,40 @@ def test_a_shift_the_dataset_cannot_take_is_one_line_before_any_work(compose_con
     with pytest.raises(InputError, match=re.escape(message)) as error:
         check_config(compose_config("contaminate", [*overrides, "model=tiny_random"]))
     assert "\n" not in str(error.value)
+
+
+@pytest.mark.slow
+def test_a_shifted_pool_rereads_only_the_known_non_members_of_the_same_model(compose_config, tmp_path):
+    """The power profile's second invocation (sample.known_shift=rewrite on the cached model): every judged cell's
+    rows come from the cell cache (no detector reads the known non-members inside a cell, so they are not in its
+    key), the known cell is read anew and rewritten, and the members' scores are the first invocation's."""
+    import json
+
+    from lean import TINY_MODEL, lean
+
+    from contaminate.run import run_config
+
+    tiny = ["+dataset=humaneval", *TINY_MODEL, "plant=doubling", "plant.n=2", "plant.control=none",
+            "sample.n_detect=2", "contaminate.max_length=640", "detect.semantic_model=null",
+            "plant.groups=[{exposures:0},{exposures:1}]", "background=offline", "background.max_tokens=4000",
+            f"cache_dir={tmp_path / 'cache'}", *lean(), "sample.n_heldout=4",
+            *(f"detect.detectors.{name}.enabled=false" for name in ("alg1", "alg2", "alg2_leak"))]
+    run_config(compose_config("contaminate", tiny), tmp_path / "plain")
+    run_config(compose_config("contaminate", [*tiny, "sample.known_shift=rewrite"]), tmp_path / "shifted")
+
+    def rows(folder: str) -> dict[str, list[dict]]:
+        found: dict[str, list[dict]] = {}
+        for line in (tmp_path / folder / "groups" / "x1" / "results.jsonl").read_text().splitlines():
+            row = json.loads(line)
+            found.setdefault(row["cell"], []).append(row)
+        return found
+
+    manifest = json.loads((tmp_path / "shifted" / "groups" / "x1" / "manifest.json").read_text())
+    assert set(manifest["cached_cells"]) == {"contaminated_x_members", "contaminated_x_non_members"}
+    plain, shifted = rows("plain"), rows("shifted")
+    members = "contaminated_x_members"
+    assert [r["loss"] for r in plain[members]] == [r["loss"] for r in shifted[members]]
+    assert [r["instance_id"] for r in plain["contaminated_x_known_non_members"]] == \
+        [r["instance_id"] for r in shifted["contaminated_x_known_non_members"]]
+    assert [r["loss"] for r in plain["contaminated_x_known_non_members"]] != \
+        [r["loss"] for r in shifted["contaminated_x_known_non_members"]]

@@ -166,7 +166,9 @@ def dose0(folder: Path, dataset: str) -> list[str]:
     root = Path(__file__).resolve().parents[2]  # named from the repository root, however it was given
     shown = folder.resolve().relative_to(root) if folder.resolve().is_relative_to(root) else folder
     return [f"The untouched base model on all {summary['n_instances']} instances ({shown}, dose 0): no ground "
-            f"truth, one reading, no interval.", "", *dose0_table.verdict_rows(summary, rows), ""]
+            f"truth, one reading, no interval; its instructions asked in the {summary.get('prompt_format', '?')} "
+            f"prompt format (a planted run's are asked as its manifest's detect.prompt_format says: where the two "
+            f"differ, so do the readings).", "", *dose0_table.verdict_rows(summary, rows), ""]
 
 
 def tables(calibration: Path, dose0_folder: Path | None = None) -> str:

@@ -170,7 +170,10 @@ def load(kept: Path) -> PowerRun:
     for name, block in ((record.get("pass_at_1") or {}).get("contaminated") or {}).items():  # the trained model's
         run.pass_at_1.setdefault(groups[name]["dataset"], {})[groups[name]["exposures"]] = block
     timings = record.get("timings") or {}
-    run.cost = {"training_tokens": (record.get("stream") or {}).get("training_tokens"),
+    stream = record.get("stream") or {}
+    run.cost = {"training_tokens": stream.get("training_tokens"),
+                "planted_share": (stream.get("tokens") or {}).get("member", 0) / stream["training_tokens"]
+                if stream.get("training_tokens") else None,
                 "train_s": timings.get("train_s"), "total_s": timings.get("total_s"),
                 "shifted_s": (record.get("shifted_timings") or {}).get("total_s"),
                 "shares": {g["name"]: g.get("token_share") for g in record["groups"] if g["exposures"]},
@@ -416,10 +419,11 @@ def report(found: dict) -> str:
                       "| gain over x0 | " + " | ".join(interval(h["gain"][d], 3) for d in sorted(h["gain"])) + " |",
                       "| problems passed, all runs | " + " | ".join(
                           f"{h['pass_at_1'][d]['passed']}/{h['n'] * n}" for d in sorted(h["pass_at_1"])) + " |"]
-    lines += ["", "## Cost", "", *table(["run", "training tokens", "steps", "train s", "planted run s",
-                                         "shifted pool s"])]
+    lines += ["", "## Cost", "", *table(["run", "training tokens", "planted share", "steps", "train s",
+                                         "planted run s", "shifted pool s"])]
     for name, cost in found["cost"].items():
-        lines.append(f"| {name} | {cost['training_tokens']:,} | {cost['steps']} | {cost['train_s']} | "
+        share = "-" if cost.get("planted_share") is None else f"{cost['planted_share']:.1%}"
+        lines.append(f"| {name} | {cost['training_tokens']:,} | {share} | {cost['steps']} | {cost['train_s']} | "
                      f"{cost['total_s']} | {cost['shifted_s'] if cost['shifted_s'] is not None else '-'} |")
     return "\n".join(lines) + "\n"
 
