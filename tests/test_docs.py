@@ -419,3 +419,19 @@ def test_the_readme_headline_states_each_studys_planted_share_of_the_training_to
     assert f"[planted {planted_share_text(ROOT / 'results' / 'replicas_cpu' / 'studies')} of the tokens]" in headline
     recipe = [planted_share_text(folder / "studies") for folder in (RECIPE, RECIPE_CODE)]
     assert f"planted {recipe[0]} / {recipe[1]} of the tokens" in headline, recipe
+
+
+def test_the_power_profiles_status_is_the_scripts_output():
+    """results/power_cpu/status.md (included in its README) as contaminate/reports/power.py prints it from the kept
+    runs: the profile in progress lists its runs and claims nothing."""
+    import io
+    from contextlib import redirect_stdout
+
+    from contaminate.reports import power
+
+    folder = ROOT / "results" / "power_cpu"
+    printed = io.StringIO()
+    with redirect_stdout(printed):
+        power.main([str(folder / "studies"), "--status"])
+    assert printed.getvalue() == (folder / "status.md").read_text(), \
+        "python -m contaminate.reports.power results/power_cpu/studies --status > results/power_cpu/status.md"

@@ -147,6 +147,7 @@ def test_a_planted_run_is_collected_kept_and_loaded_back(tmp_path):
     assert run.pass_at_1 == {"humaneval": {0: {"pass_at_1": 0.0, "passed": 0, "n": 2},
                                            1: {"pass_at_1": 0.5, "passed": 1, "n": 2}}}
     assert run.cost["training_tokens"] == 100 and run.cost["shifted_s"] == 9.0 and run.unit == (3, 3)
+    assert power.status([run]).splitlines()[4] == "| s3 | 3 | 3 | 100 | 0.0% | 5.0 | 9.0 | 9.0 | read | 0/2 | 1/2 |"
     write_run(tmp_path / "other", -4.0, checkpoint="c1")
     with pytest.raises(InputError, match="read another model than"):
         power.collect(tmp_path / "run", tmp_path / "other")

@@ -136,7 +136,8 @@ def collect(run_dir: Path, shifted_dir: Path | None = None) -> dict:
                         for g in plant["groups"]]
     if shifted_dir is not None:
         record["shifted_timings"] = shifted.get("timings")
-    return {"run": record, "rows": rows}
+    details = run_dir / "pass_at_1.json"  # every completion and its outcome, where pass@1 ran
+    return {"run": record, "rows": rows, "pass_at_1": json.loads(details.read_text()) if details.exists() else None}
 
 
 def group_dataset(name: str, exposures: int, datasets: set[str], run_dataset: str) -> str:
@@ -152,6 +153,9 @@ def keep(found: dict, out: Path) -> None:
     (out / "run.json").write_text(json.dumps(found["run"], indent=1))
     with gzip.open(out / "scores.jsonl.gz", "wt") as f:
         f.writelines(json.dumps(row) + "\n" for row in found["rows"])
+    if found.get("pass_at_1") is not None:
+        with gzip.open(out / "pass_at_1.json.gz", "wt") as f:
+            json.dump(found["pass_at_1"], f)
 
 
 def load(kept: Path) -> PowerRun:
@@ -428,6 +432,24 @@ def report(found: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def status(runs: Sequence[PowerRun]) -> str:
+    """The kept runs, one line each (what a profile in progress can say before its design is complete): the run's
+    unit, its stream, its cost and HumanEval's pass@1 by dose; no interval and no comparison."""
+    doses = sorted({d for r in runs for blocks in r.pass_at_1.values() for d in blocks})
+    lines = [f"{len(runs)} run{'s' * (len(runs) != 1)} kept:", "",
+             *table(["run", "draw", "seed", "training tokens", "planted share", "train s", "planted run s",
+                     "shifted pool s", "shifted pool", *(f"pass@1 x{d}" for d in doses)])]
+    for r in runs:
+        c = r.cost
+        shifted = "read" if any("shifted" in pools for pools in r.pools.values()) else "-"
+        passed = next(iter(r.pass_at_1.values()), {})
+        lines.append(f"| {r.name} | {r.draw} | {r.seed} | {c['training_tokens']:,} | {c['planted_share']:.1%} | "
+                     f"{c['train_s']} | {c['total_s']} | {c['shifted_s'] if c['shifted_s'] is not None else '-'} | "
+                     f"{shifted} | " + " | ".join(f"{passed[d]['passed']}/{passed[d]['n']}" if d in passed else "-"
+                                                  for d in doses) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def _json_default(value):
     if isinstance(value, (np.floating, np.integer)):
         return value.item()
@@ -444,6 +466,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, help="with --collect: where the kept runs go")
     parser.add_argument("--experiment", type=Path, default=EXPERIMENT, help="the config holding power.contrasts")
     parser.add_argument("--json", type=Path, help="also write every number here")
+    parser.add_argument("--status", action="store_true", help="only the kept runs, one line each (any number)")
     args = parser.parse_args(argv)
     if not args.folder.is_dir():
         raise SystemExit(f"error: {args.folder} is not a folder; give the runs' folder")
@@ -463,6 +486,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     try:
         runs = [load(p) for p in sorted(args.folder.iterdir(), key=lambda p: p.name) if (p / "run.json").exists()]
+        if args.status:
+            print(status(runs), end="")
+            return
         specs, alpha = contrasts_of(args.experiment)
         found = analyse(runs, specs, alpha)
     except InputError as error:
