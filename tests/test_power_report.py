@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pytest
 
+from contaminate.calibration.statistics import clopper_pearson
 from contaminate.reports import power
 from contaminate.reports.power import PowerRun, sign_flip_p
 from detect.errors import InputError
@@ -110,9 +111,14 @@ def test_the_aa_rows_read_two_untrained_pools_and_the_labels_reversed():
 def test_harm_is_pass_at_1_by_dose_and_its_gain_over_the_runs_own_x0():
     runs = [_run(i, {1: [1], 8: [2]}, [0], [0], passed={0: i % 2, 1: 1, 8: 4}) for i in range(4)]
     found = power.harm(runs, "humaneval")
-    assert found["pass_at_1"][8]["estimate"] == 1.0 and found["pass_at_1"][8]["passed"] == 16
+    top = found["pass_at_1"][8]
+    assert top["estimate"] == 1.0 and (top["k"], top["n"]) == (16, 16)
     assert found["gain"][1]["estimate"] == pytest.approx(np.mean([0.25, 0.0, 0.25, 0.0]))
     assert found["n"] == 4
+    # no problem passed in any run: the interval is the pooled count's exact one, not [0, 0]
+    none = power.harm([_run(i, {1: [1]}, [0], [0], passed={0: 0, 1: 0}) for i in range(4)], "humaneval")
+    assert none["pass_at_1"][1]["high"] == pytest.approx(clopper_pearson(0, 16)["high"])
+    assert none["gain"][1]["high"] > 0.05
 
 
 def test_a_planted_run_is_collected_kept_and_loaded_back(tmp_path):

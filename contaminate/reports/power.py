@@ -51,6 +51,7 @@ from contaminate.calibration.statistics import (
     conformal_threshold,
     holm,
     rate_floor,
+    share_floor,
     share_interval,
     tpr_at_fpr_matrix,
     unit_interval,
@@ -304,21 +305,23 @@ def aa_rows(runs: Sequence[PowerRun], dataset: str, score: str, alpha: float = 0
 
 
 def harm(runs: Sequence[PowerRun], dataset: str) -> dict:
-    """pass@1 by dose over runs, and each dose's gain over the same run's x0 group (paired)."""
+    """pass@1 by dose over runs (a share of problems: never narrower than Clopper-Pearson on the problems pooled), and
+    each dose's gain over the same run's x0 group (paired; its floor the two shares' sampling variances)."""
     chosen = [r for r in runs if dataset in r.pass_at_1]
     if not chosen:
         return {}
     doses = sorted(chosen[0].pass_at_1[dataset])
 
-    def over(values: dict) -> dict:
-        return unit_interval({u: [np.array([v])] for u, v in values.items()}, lambda x: x[:, 0], bounds=(-1.0, 1.0))
+    def outcomes(run: PowerRun, dose: int) -> np.ndarray:  # one flag a problem (pass@1 keeps the count)
+        block = run.pass_at_1[dataset][dose]
+        return np.r_[np.ones(block["passed"]), np.zeros(block["n"] - block["passed"])]
 
     found = {"pass_at_1": {}, "gain": {}, "n": chosen[0].pass_at_1[dataset][doses[0]]["n"]}
     for dose in doses:
-        found["pass_at_1"][dose] = over({r.unit: r.pass_at_1[dataset][dose]["pass_at_1"] for r in chosen})
-        found["gain"][dose] = over({r.unit: r.pass_at_1[dataset][dose]["pass_at_1"] - r.pass_at_1[dataset][0]
-                                    ["pass_at_1"] for r in chosen})
-        found["pass_at_1"][dose]["passed"] = sum(r.pass_at_1[dataset][dose]["passed"] for r in chosen)
+        found["pass_at_1"][dose] = share_interval({r.unit: outcomes(r, dose) for r in chosen})
+        found["gain"][dose] = unit_interval({r.unit: [outcomes(r, dose), outcomes(r, 0)] for r in chosen},
+                                            lambda a, b: a.mean(axis=1) - b.mean(axis=1),
+                                            floor=lambda a, b: share_floor(a) + share_floor(b), bounds=(-1.0, 1.0))
     return found
 
 
@@ -422,7 +425,7 @@ def report(found: dict) -> str:
                       "| pass@1 | " + " | ".join(interval(h["pass_at_1"][d], 3) for d in sorted(h["pass_at_1"])) + " |",
                       "| gain over x0 | " + " | ".join(interval(h["gain"][d], 3) for d in sorted(h["gain"])) + " |",
                       "| problems passed, all runs | " + " | ".join(
-                          f"{h['pass_at_1'][d]['passed']}/{h['n'] * n}" for d in sorted(h["pass_at_1"])) + " |"]
+                          f"{h['pass_at_1'][d]['k']}/{h['pass_at_1'][d]['n']}" for d in sorted(h["pass_at_1"])) + " |"]
     lines += ["", "## Cost", "", *table(["run", "training tokens", "planted share", "steps", "train s",
                                          "planted run s", "shifted pool s"])]
     for name, cost in found["cost"].items():
