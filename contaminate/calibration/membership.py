@@ -101,14 +101,14 @@ def _dose_key(dose) -> str:
     return "-" if dose is None else f"{dose:g}"
 
 
-def _pairs_mean(statistic):
+def pairs_mean(statistic):
     """A per-unit statistic over several models of one unit (strata: members, non-members, members, ...): the mean
     of ``statistic`` over the unit's models, each on its own members and non-members."""
     return lambda *strata: np.mean([statistic(strata[k], strata[k + 1]) for k in range(0, len(strata), 2)], axis=0)
 
 
-def _pairs_floor(floor):
-    """The instance-level variance of ``_pairs_mean``: the pairs' own variances, averaged as the mean of independent
+def pairs_floor(floor):
+    """The instance-level variance of ``pairs_mean``: the pairs' own variances, averaged as the mean of independent
     estimates (sum / pairs^2)."""
     return lambda *strata: sum(floor(strata[k], strata[k + 1]) for k in range(0, len(strata), 2)) / \
         (len(strata) // 2) ** 2
@@ -134,10 +134,10 @@ def membership(instances: Sequence[Scored], *, pooled: bool = False, seed: int =
         for name in names:
             data = {u: [np.array([o.values[name] for o in roles[role]]) for roles in by_model.values()
                         for role in ("member", "non_member")] for u, by_model in units.items()}
-            block[name] = {"auc": unit_interval(data, _pairs_mean(auc_matrix), floor=_pairs_floor(auc_floor)),
+            block[name] = {"auc": unit_interval(data, pairs_mean(auc_matrix), floor=pairs_floor(auc_floor)),
                            **{f"tpr_at_{fpr:g}": unit_interval(
-                               data, _pairs_mean(lambda p, n, fpr=fpr: tpr_at_fpr_matrix(p, n, fpr)),
-                               floor=_pairs_floor(lambda p, n, fpr=fpr: rate_floor(
+                               data, pairs_mean(lambda p, n, fpr=fpr: tpr_at_fpr_matrix(p, n, fpr)),
+                               floor=pairs_floor(lambda p, n, fpr=fpr: rate_floor(
                                    float(tpr_at_fpr_matrix(p[None, :], n[None, :], fpr)[0]), len(p))))
                                for fpr in MEMBERSHIP_FPR}}
         every = [roles for by_model in units.values() for roles in by_model.values()]

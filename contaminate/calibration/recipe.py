@@ -33,7 +33,7 @@ from typing import Callable, Sequence
 import numpy as np
 from scipy.stats import mannwhitneyu
 
-from contaminate.calibration.membership import _pairs_floor, _pairs_mean, over_draws
+from contaminate.calibration.membership import over_draws, pairs_floor, pairs_mean
 from contaminate.calibration.models import MEMBERS, NON_MEMBERS, OTHER_SPLIT, Model, Pool
 from contaminate.calibration.partition_level import alg2_flag_rate
 from contaminate.calibration.statistics import auc_floor, auc_matrix, conformal_threshold, share_interval, unit_interval
@@ -244,7 +244,7 @@ def aa_controls(models: Sequence[Model], *, alpha: float = 0.05) -> dict:
                     data.setdefault(model.unit, []).extend([first, other])
                     flags.append((model.unit, bool(mannwhitneyu(first, other, alternative="greater").pvalue <= alpha)))
             if data:
-                rows[row] = {"auc": unit_interval(data, _pairs_mean(auc_matrix), floor=_pairs_floor(auc_floor)),
+                rows[row] = {"auc": unit_interval(data, pairs_mean(auc_matrix), floor=pairs_floor(auc_floor)),
                              "flagged": over_draws(flags), "alpha": alpha}
         found[name] = rows
     return found
