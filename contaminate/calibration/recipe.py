@@ -182,14 +182,20 @@ def _instance_rates(values: Sequence[float], threshold: float) -> np.ndarray:
     return (np.asarray(values, float) > threshold).astype(float)
 
 
+def logit_names(models: Sequence[Model]) -> set[str]:
+    """The instance scores every model's known non-members carry, but the judge's (ROUGE-L, semantic: the recipe's)
+    and Algorithm 1's gains."""
+    names = set.intersection(*({n for n in i.scores if not n.endswith("_gain")} for m in models for i in m.known))
+    return names - {"rouge_l", "semantic"}
+
+
 def logit_practitioner(models: Sequence[Model], *, budgets: Sequence[float] = LOGIT_BUDGETS) -> dict:
     """Each instance score's practitioner threshold: split conformal on the suspect model's own known non-members,
     scored on its own non-members and other split (FPR) and on each member cell (TPR), per budget."""
     contaminated = [m for m in models if m.kind == "contaminated" and m.known]
     if not contaminated:
         return {}
-    names = set.intersection(*({n for n in i.scores if not n.endswith("_gain")} for m in contaminated for i in m.known))
-    names -= {"rouge_l", "semantic"}  # the judge's scores: the recipe's, above
+    names = logit_names(contaminated)
     found: dict = {}
     for name in sorted(names):
         by_budget = {}
@@ -223,8 +229,7 @@ def aa_controls(models: Sequence[Model], *, alpha: float = 0.05) -> dict:
     contaminated = [m for m in models if m.kind == "contaminated" and m.known and m.pools_of(NON_MEMBERS)]
     if not contaminated:
         return {}
-    names = set.intersection(*({n for n in i.scores if not n.endswith("_gain")} for m in contaminated for i in m.known))
-    names -= {"rouge_l", "semantic"}
+    names = logit_names(contaminated)
 
     def values(instances, name: str) -> np.ndarray:
         return np.array([i.scores[name] for i in instances if name in i.scores], float)
