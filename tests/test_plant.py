@@ -235,7 +235,8 @@ def test_a_window_needs_a_background():
 
 TINY = ["+dataset=synth_nli", *TINY_MODEL, "plant=dose_ladder", "plant.n=6", "sample.n_detect=6",
         "sample.n_heldout=6", "contaminate.batch_size=4", "detect.max_new_tokens=6", "detect.semantic_model=null",
-        "background=offline", "background.max_tokens=3000", *lean()[1:]]  # lean detectors, its own 6 known
+        "background=offline", "background.max_tokens=3000", *lean()[1:],  # lean detectors, its own 6 known
+        "decontam.detectors.embedding.enabled=false"]  # ~10 s of MiniLM a run; on in one test (two formats)
 
 
 @pytest.fixture
@@ -368,7 +369,8 @@ def test_groups_of_two_formats_and_two_datasets_share_one_training_run(planted):
         "alg1", "membership_raw", "dc_pdd", "cheat", "sharded_likelihood", "permutation", "recall", "performance",
         "dcq", "ts_guessing")]
     summary, folder = planted("plant.groups=[{exposures:0},{exposures:2},{exposures:2,format:dump},"
-                              "{exposures:0,dataset:synth_news},{exposures:2,dataset:synth_news}]", *lean)
+                              "{exposures:0,dataset:synth_news},{exposures:2,dataset:synth_news}]", *lean,
+                              "decontam.detectors.embedding.enabled=true")
     record = json.loads((folder / "plant.json").read_text())
     names = ["x2", "x2_dump", "x2_synth_news"]
     assert sorted(p.name for p in (folder / "groups").iterdir()) == names
@@ -386,6 +388,36 @@ def test_groups_of_two_formats_and_two_datasets_share_one_training_run(planted):
     assert groups["x2_dump"]["documents"] % 2 == 0 and groups["x2_dump"]["documents"] < 12  # lines packed
     assert record["stream"]["documents"]["member"] == 24 + groups["x2_dump"]["documents"]
     assert groups["x2_dump"]["format"] == "dump" and groups["x2_synth_news"]["dataset"] == "synth_news"
+    # the data-side check of the same stream (contaminate/decontam.py): the benchmark is both splits whole
+    found = record["decontamination"]
+    assert found["benchmark"] == {"synth_nli": {"split": "test", "instances": 1200},
+                                  "synth_news": {"split": "test", "instances": found["benchmark"]["synth_news"]
+                                                 ["instances"]}}
+    assert found["stream"]["planted_documents"] == record["stream"]["documents"]["member"]
+    assert set(found["detectors"]) == {"gpt3_13gram", "llama3_8gram", "gpt4_50char", "contam_longest", "embedding"}
+    for name in ("gpt3_13gram", "gpt4_50char"):  # verbatim metadata copies: every one found
+        block = found["detectors"][name]
+        assert block["groups"]["x2"]["flagged"] == 6 and block["groups"]["x2_synth_news"]["flagged"] == 6, name
+        assert block["groups"]["x2"]["format"] == "metadata" and block["groups"]["x2_dump"]["format"] == "dump"
+        assert block["groups"]["x2"]["auc_vs_x0"] == 1.0
+    # the embedding reads a window of the rendered document (title, field names) against the bare instance: most
+    # copies pass 0.8, not all (here 5 of 6 of x2), and its score still ranks every copy above the never-planted
+    embedding = found["detectors"]["embedding"]["groups"]
+    assert embedding["x2"]["flagged"] >= 3 and embedding["x2"]["auc_vs_x0"] > 0.9
+    for name, block in found["detectors"].items():
+        planted_flags = sum(block["groups"][g]["flagged"] for g in ("x2", "x2_dump", "x2_synth_news"))
+        false_flags = block["never_in_stream"]["flagged"]  # x0 and the rest of both splits: none is in the stream
+        assert block["instance_precision"] == round(planted_flags / (planted_flags + false_flags), 4), name
+        assert block["documents"]["background"] == 0, name  # pydoc's text holds no synthetic sentence
+    for name in ("gpt3_13gram", "gpt4_50char"):  # the 13-gram and 50-character rules: no false flag here; the token
+        assert found["detectors"][name]["never_in_stream"]["flagged"] == 0  # 8-grams flag a few generator phrases
+    for name in ("gpt3_13gram", "gpt4_50char"):  # the two metadata groups' 2 x 6 copies each are dropped, at least
+        documents = found["detectors"][name]["documents"]
+        assert documents["planted"] >= 24 and documents["planted_share_dropped"] == round(
+            documents["planted"] / found["stream"]["planted_documents"], 4)
+    n_never = found["detectors"]["gpt3_13gram"]["never_in_stream"]["n"]
+    assert n_never == 1200 + found["benchmark"]["synth_news"]["instances"] - 18  # all but the planted 3 x 6
+    assert "Would decontamination have caught it?" in (folder / "plant.md").read_text()
 
 
 @pytest.mark.parametrize("overrides, message", [

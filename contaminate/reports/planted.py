@@ -62,8 +62,40 @@ def plant_report(record: dict) -> str:
     if all("loss" in (g.get("clean_model_auc") or {}) for g in planted):  # the same groups without the leak
         lines.append(row([f"loss under the clean model ({record['control']})",
                           *(f"{g['clean_model_auc']['loss']:.3f}" for g in planted)]))
-    return "\n".join(lines + replicas_section(record["groups"]) + answers_section(record["groups"])
+    return "\n".join(lines + decontamination_section(record.get("decontamination"), record["groups"])
+                     + replicas_section(record["groups"]) + answers_section(record["groups"])
                      + harm_section(record.get("pass_at_1"))) + "\n"
+
+
+def decontamination_section(block: dict | None, groups: list[dict]) -> list[str]:
+    """plant.md's table: each detector's recall per planted group beside the loss's within-model AUC of the same
+    group, its false flags and the documents it would drop."""
+    if not block:
+        return []
+    planted = [g for g in groups if g["exposures"] > 0]
+    names = list(block["detectors"])
+    lines = ["", f"Would decontamination have caught it? Each data-side decontaminator (detect/decontam/) on this "
+             f"run's stream ({block['stream']['documents']:,} documents, {block['stream']['planted_documents']:,} "
+             f"carrying planted copies), the benchmark every instance of the split: the share of each group "
+             f"flagged (its score's AUC against the never-planted group), beside the model-side loss AUC. One run: "
+             f"no interval.", "", *table(["group", "format", *names, "loss AUC (model)"])]
+    for g in planted:
+        cells = []
+        for name in names:
+            found = block["detectors"][name]["groups"][g["name"]]
+            auc = found.get("auc_vs_x0")
+            cells.append(f"{found['flagged']}/{found['n']}" + (f" ({auc:.2f})" if auc is not None else "")
+                         + (f", {found['unreadable']} unreadable" if found["unreadable"] else ""))
+        loss = (g.get("within_model_auc") or {}).get("loss")
+        fmt = block["detectors"][names[0]]["groups"][g["name"]]["format"] if names else "-"
+        lines.append(row([g["name"], fmt, *cells, f"{loss:.3f}" if loss is not None else "-"]))
+    lines.append(row(["never in the stream (false flags)", "", *(
+        f"{block['detectors'][n]['never_in_stream']['flagged']}/{block['detectors'][n]['never_in_stream']['n']}"
+        for n in names), ""]))
+    lines.append(row(["documents dropped: planted / background", "", *(
+        f"{block['detectors'][n]['documents']['planted']} / {block['detectors'][n]['documents']['background']}"
+        for n in names), ""]))
+    return lines
 
 
 def harm_section(found: dict | None) -> list[str]:
