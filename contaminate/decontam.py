@@ -22,6 +22,7 @@ One run is one unit (one member draw): no interval here; a measurement over runs
 
 from __future__ import annotations
 
+import time
 from typing import Sequence
 
 from contaminate.regime.plant import PlantedGroup, control_group
@@ -43,6 +44,18 @@ def score_auc(scores: dict, positives: Sequence[str], negatives: Sequence[str]) 
     if not pos or not neg:
         return None
     return round(float(roc_auc_score([1] * len(pos) + [0] * len(neg), pos + neg)), 4)
+
+
+def stream_check(cfg, draw, groups: Sequence[PlantedGroup], stream, datasets: dict, formats: dict[str, str], *,
+                 tokenizer) -> dict | None:
+    """The run's ``decontamination`` block (``planted_decontamination``) with its seconds, read before training; None
+    where ``decontam.enabled`` is false. ``cfg``: the run's config."""
+    if not (cfg.get("decontam") or {}).get("enabled", False):
+        return None
+    started = time.time()
+    block = planted_decontamination(stream, draw, groups, datasets, cfg.decontam, tokenizer=tokenizer, seed=cfg.seed,
+                                    formats=formats)
+    return {**block, "seconds": round(time.time() - started, 1)}
 
 
 def planted_decontamination(stream, draw, groups: Sequence[PlantedGroup], datasets: dict, decontam_cfg, *,

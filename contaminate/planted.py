@@ -33,7 +33,6 @@ calibration over planted runs counts each run once per dose (its groups are that
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
@@ -41,7 +40,7 @@ from typing import Sequence
 from omegaconf import OmegaConf
 
 from contaminate.controls import Control, build_control
-from contaminate.decontam import planted_decontamination
+from contaminate.decontam import stream_check
 from contaminate.harm import check_pass_at_1, executable_problems, group_pass_at_1
 from contaminate.regime import Regime, background_documents, chat_renderer, check_fits, token_counter
 from contaminate.regime.plant import PlantedGroup, control_group, group_positions, plant_tail, planted_stream
@@ -323,14 +322,10 @@ class PlantedStream:
         datasets = {name: group_cfg.dataset for name, group_cfg in run.configs.items()}
         self.planted = plan_planted(cfg.plant, run.draw, self.groups, run.tokenizer, setup.background, setup.format,
                                     run.layouts, datasets, seed=cfg.seed, max_length=cfg.contaminate.get("max_length"))
-        self.decontamination = None  # the data-side check of the stream, before training (contaminate/decontam.py)
-        if (cfg.get("decontam") or {}).get("enabled", False):
-            started = time.time()
-            self.decontamination = planted_decontamination(
-                self.planted.stream, run.draw, self.groups, datasets, cfg.decontam, tokenizer=run.tokenizer,
-                seed=cfg.seed, formats={g.name: self.planted.formats.get(g.name, self.planted.format)
-                                        for g in self.groups})
-            self.decontamination["seconds"] = round(time.time() - started, 1)
+        # the data-side check of the stream, before training (contaminate/decontam.py)
+        self.decontamination = stream_check(cfg, run.draw, self.groups, self.planted.stream, datasets,
+                                            {g.name: self.planted.formats.get(g.name, self.planted.format)
+                                             for g in self.groups}, tokenizer=run.tokenizer)
         return self.planted
 
     def contaminate(self, run, out_dir: Path):

@@ -10,11 +10,16 @@ every detector's columns (tests/test_calibrate.py)."""
 # 49k one the output layer is nearly all of every step: the tiny studies ran ~2x longer on 2 cores)
 TINY_MODEL = ["model=tiny_random", "model.vocab_size=1024"]
 
+# The data-side decontaminators' embedding match indexes the whole split with MiniLM (synth_nli: 1,200 instances,
+# seconds a run): off in the suite's tiny runs but the one planted test that checks it (tests/test_plant.py); the
+# n-gram ones cost well under a second and stay on
+NO_EMBEDDING = ["decontam.detectors.embedding.enabled=false"]
+
 # The tiny study the study and fault tests run (seconds on 2 cores): the tiny model, 12 members and 12
 # non-members of synth_nli, 4 instances a cell, one epoch, short completions, no semantic model
 TINY_STUDY = ["+dataset=synth_nli", *TINY_MODEL, "sample.n_members=12", "sample.n_non_members=12",
               "sample.n_detect=4", "contaminate.epochs=1", "contaminate.batch_size=4", "detect.max_new_tokens=6",
-              "detect.semantic_model=null"]
+              "detect.semantic_model=null", *NO_EMBEDDING]
 
 COSTLY = ("membership_raw", "dc_pdd", "cheat", "sharded_likelihood", "permutation", "recall", "performance", "dcq",
           "ts_guessing", "cdd")

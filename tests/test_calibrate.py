@@ -5,7 +5,7 @@ import json
 import math
 
 import pytest
-from lean import TINY_MODEL
+from lean import NO_EMBEDDING, TINY_MODEL
 
 from contaminate.calibrate import (
     Instance,
@@ -177,7 +177,7 @@ def test_calibration_over_a_multirun_of_tiny_studies(tmp_path, capsys):
                "seed=0,1", "+dataset=synth_nli", "contaminate.epochs=1,2", "sample.n_members=4",
                "sample.n_detect=4", "sample.n_non_members=4", "detect.max_new_tokens=8",
                "detect.detectors.permutation.require_order=false",  # a web copy: run anyway, for its columns
-               "hydra/launcher=local", f"hydra.sweep.dir={sweep}", f"cache_dir={tmp_path / 'cache'}"]
+               "hydra/launcher=local", f"hydra.sweep.dir={sweep}", f"cache_dir={tmp_path / 'cache'}", *NO_EMBEDDING]
     result = subprocess.run(command, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Joblib.Parallel(n_jobs=2" in result.stdout

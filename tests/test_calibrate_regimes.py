@@ -5,7 +5,7 @@ and a real tiny-model multirun over two formats and two seeds."""
 import json
 
 import pytest
-from lean import TINY_MODEL, lean
+from lean import NO_EMBEDDING, TINY_MODEL, lean
 
 from contaminate.calibration.instance_level import rank_auc
 from detect.errors import InputError
@@ -273,7 +273,8 @@ def test_a_tiny_regime_multirun_over_two_formats_and_two_seeds_then_calibrate(tm
     command = [sys.executable, "-m", "contaminate", "-m", "+experiment=regimes_cpu", *TINY_MODEL,
                "contaminate=full", "background=none", "contaminate.exposures=2", "seed=0,1",
                "format=metadata,input_only", "sample.n_members=4", "sample.n_detect=4", "sample.n_non_members=4",
-               "detect.max_new_tokens=8", *lean(), f"hydra.sweep.dir={sweep}", f"cache_dir={tmp_path / 'cache'}"]
+               "detect.max_new_tokens=8", *lean(), *NO_EMBEDDING, f"hydra.sweep.dir={sweep}",
+               f"cache_dir={tmp_path / 'cache'}"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     assert sorted(p.parent.name for p in sweep.glob("full/none/*/summary.json")) == [

@@ -6,7 +6,7 @@ training."""
 import json
 
 import pytest
-from lean import TINY_MODEL
+from lean import NO_EMBEDDING, TINY_MODEL
 
 from contaminate.calibration.studies import condition_of, regime_of
 from contaminate.run import run_config
@@ -160,7 +160,7 @@ def test_a_planted_runs_swap_twin_is_post_trained_as_the_contaminated_model(comp
         "+dataset=synth_nli", *TINY_MODEL, "plant=dose_ladder", "plant.n=4", "plant.control=twin",
         "plant.groups=[{exposures:0},{exposures:1}]", "sample.n_detect=4", "sample.n_heldout=4",
         "contaminate.batch_size=4", "detect.max_new_tokens=4", "detect.semantic_model=null", "background=offline",
-        "background.max_tokens=1500", *LEAN, *SFT, f"cache_dir={tmp_path / 'cache'}"])
+        "background.max_tokens=1500", *LEAN, *SFT, *NO_EMBEDDING, f"cache_dir={tmp_path / 'cache'}"])
     run_config(cfg, tmp_path / "run")
     manifest = json.loads((tmp_path / "run" / "groups" / "x1" / "manifest.json").read_text())
     post = manifest["post_train"]

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from lean import TINY_MODEL, TINY_STUDY, lean
+from lean import NO_EMBEDDING, TINY_MODEL, TINY_STUDY, lean
 
 from contaminate.run import run_config
 from contaminate.study import CELLS, KNOWN_CELLS
@@ -41,6 +41,10 @@ def test_the_whole_study_writes_every_file_and_field(study):
                  "loss.png"):
         assert (folder / name).is_file(), name
     assert (folder / "checkpoint" / "model" / "model.safetensors").is_file()
+    found = summary["decontamination"]["detectors"]  # the data-side check of its stream (contaminate/decontam.py)
+    assert found["gpt3_13gram"]["groups"]["members"]["flagged"] == 12  # every member's document, verbatim
+    assert found["gpt3_13gram"]["groups"]["non-members"]["flagged"] == 0 and "embedding" not in found
+    assert json.loads((folder / "summary.json").read_text())["decontamination"]["detectors"] == found
     blind = summary["blind_baseline"]  # the texts alone, no model: 12 members vs 12 non-members of a random split
     assert (blind["n_members"], blind["n_non_members"]) == (12, 12) and blind["low"] <= blind["auc"] <= blind["high"]
     assert "Blind baseline (the texts alone" in (folder / "report.md").read_text()
@@ -300,7 +304,8 @@ def test_paper_table1_runs_one_study_per_task_shape(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "contaminate", "+experiment=paper_table1", *TINY_MODEL, "sample.n_members=8",
          "sample.n_non_members=8", "sample.n_detect=2", "contaminate.epochs=1", "detect.max_new_tokens=4",
-         "detect.semantic_model=null", *lean(), f"cache_dir={tmp_path}/cache", f"hydra.sweep.dir={tmp_path}/sweep"],
+         "detect.semantic_model=null", *lean(), *NO_EMBEDDING, f"cache_dir={tmp_path}/cache",
+         f"hydra.sweep.dir={tmp_path}/sweep"],
         capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
     studies = sorted(path.name for path in (tmp_path / "sweep").iterdir() if path.is_dir())
