@@ -83,7 +83,8 @@ def planted_decontamination(stream, draw, groups: Sequence[PlantedGroup], datase
             readable = [key for key in keys if key not in findings.unreadable]
             block = {"dataset": draw.dataset_of[group.name], "format": formats.get(group.name),
                      "exposures": group.exposures, "n": len(keys), "unreadable": len(keys) - len(readable),
-                     "flagged": sum(key in findings.flagged for key in keys)}
+                     "flagged": sum(key in findings.flagged for key in keys),
+                     "flagged_ids": sorted(int(key.rsplit("/", 1)[1]) for key in keys if key in findings.flagged)}
             block["flag_rate"] = round(block["flagged"] / len(keys), 4) if keys else None
             if group.planted:
                 block["auc_vs_x0"] = score_auc(findings.scores, keys, group_keys[control_group(groups, group).name])
@@ -96,6 +97,7 @@ def planted_decontamination(stream, draw, groups: Sequence[PlantedGroup], datase
             "settings": detector.describe(), "rule": findings.rule, "seconds": seconds,
             "groups": by_group,
             "never_in_stream": {"n": len(never), "flagged": false_flags,
+                                "flagged_keys": sorted(key for key in never if key in findings.flagged),
                                 "unreadable": sum(key in findings.unreadable for key in never)},
             "instance_precision": round(true_flags / (true_flags + false_flags), 4) if true_flags + false_flags
             else None,

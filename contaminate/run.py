@@ -14,7 +14,8 @@ bottom:
     setup (every component built once and checked, nothing read or trained) -> sample (every group, one draw:
     contaminate/sampling.py) -> plan (what is trained) -> contaminate (the one checkpoint store:
     contaminate/checkpoints.py) -> per group: detect, summarize, write (contaminate/study.py ``study_group``) ->
-    finish (a planted run's plant.json)
+    finish (a planted run's plant.json). With ``decontam.only`` it stops after plan: the stream's data-side check
+    (decontamination.json), nothing trained
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from contaminate.study import (
     study_group,
 )
 from contaminate.study_models import StudyModels
+from detect.errors import InputError
 from detect.pipeline import write_config
 from detect.runtime import Placement
 from detect.runtime import from_config as placement_from
@@ -106,6 +108,19 @@ class Run:
         self.tokenizer = self.setup.trainer.tokenizer(self.setup.training.base)
         return self.design.plan(self)
 
+    def decontaminate_only(self, out_dir: Path) -> dict:
+        """``decontam.only``: the stream planned and read by every data-side decontaminator, nothing trained or
+        detected; decontamination.json (contaminate/decontam.py) is the run's one result."""
+        if not self.cfg.decontam.get("enabled"):
+            raise InputError("decontam.only=true reads the stream with the decontaminators, and decontam.enabled is "
+                             "false; set decontam.enabled=true")
+        self.plan()
+        found = {"dataset": self.cfg.dataset.key, "seed": self.cfg.seed, "draw": self.cfg.sample.draw,
+                 "groups": [g.describe() for g in self.all_groups], "decontamination": self.design.decontamination}
+        if is_main_process():
+            (out_dir / "decontamination.json").write_text(json.dumps(found, indent=2))
+        return found
+
     def contaminate(self, out_dir: Path) -> Contaminated | None:
         """The trained models, or reused; None for an API dry run or a non-main process of a distributed launch."""
         self.plan()
@@ -159,6 +174,8 @@ def run_config(cfg, out_dir: Path) -> dict:
     run.sample()
     timings = {"sample_s": round(time.time() - stage, 2)}
 
+    if (run.cfg.get("decontam") or {}).get("only"):  # the data-side check of the stream alone: nothing trained
+        return run.decontaminate_only(out_dir)
     contaminated = run.contaminate(out_dir)
     if contaminated is None:  # an API dry run, or a non-main process of a distributed launch
         return run.unfinished(out_dir)

@@ -419,6 +419,19 @@ def test_groups_of_two_formats_and_two_datasets_share_one_training_run(planted):
     assert "Would decontamination have caught it?" in (folder / "plant.md").read_text()
 
 
+def test_decontam_only_reads_the_planned_stream_and_trains_nothing(planted, tmp_path):
+    summary, folder = planted("plant.groups=[{exposures:0},{exposures:1},{exposures:2,format:dump}]",
+                              "decontam.only=true")
+    found = json.loads((folder / "decontamination.json").read_text())
+    assert found == summary and (found["draw"], found["seed"]) == (0, 0)
+    assert not (tmp_path / "cache" / "checkpoints").exists() and not (folder / "plant.json").exists()
+    block = found["decontamination"]["detectors"]["gpt3_13gram"]
+    assert block["groups"]["x1"]["flagged"] == 6 and len(block["groups"]["x1"]["flagged_ids"]) == 6
+    assert block["groups"]["x0"]["flagged"] == 0 and "embedding" not in found["decontamination"]["detectors"]
+    with pytest.raises(InputError, match="decontam.only=true reads the stream"):
+        planted("decontam.only=true", "decontam.enabled=false", run="off")
+
+
 @pytest.mark.parametrize("overrides, message", [
     (["contaminate.exposures=4"], "drop contaminate.exposures=4"),
     (["plant.n=500"], "synth_nli test has 1200 instances, too few for 500 x0 + 500 x1 + 500 x4 + 500 x16 + 500 x64 "
