@@ -149,8 +149,8 @@ def report(found: dict) -> str:
                           "passes"])]
         for c in found["contrasts"]:
             lines.append(row([c["group"], c["a"], c["b"], f"{c['mean_difference']:+.3f}", c["units"],
-                              "-" if c["t_p"] is None else f"{c['t_p']:.3g}", f"{c['sign_flip_p']:.3g}", f"{c['holm_p']:.3g}",
-                              "yes" if c["passes"] else "no"]))
+                              "-" if c["t_p"] is None else f"{c['t_p']:.3g}", f"{c['sign_flip_p']:.3g}",
+                              f"{c['holm_p']:.3g}", "yes" if c["passes"] else "no"]))
     return "\n".join(lines) + "\n"
 
 
