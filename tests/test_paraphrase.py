@@ -166,3 +166,23 @@ def test_paraphrase_format_settings_and_a_dataset_without_rewriter_fail_in_one_l
         build_format({**OmegaConf.to_container(PARAPHRASE), "reads": "both"})
     with pytest.raises(InputError, match=r"^dataset rte is not one .* set format.rewriter=<hub id or model folder>$"):
         build_format(PARAPHRASE).check(RTE)
+
+
+def test_humaneval_is_paraphrased_by_the_code_rewrite_without_a_rewriter():
+    from contaminate.shift import rewrite_problem
+    from detect.cli import group_option
+    from detect.datasets import load_raw
+
+    dataset = group_option("dataset", "humaneval")
+    fmt = build_format(PARAPHRASE)
+    fmt.check(dataset)  # no rewriter needed: contaminate/shift.py rewrites code problems
+    members = load_split(dataset, "test")[:3]
+    raw = load_raw(dataset, "test")
+    for document, example in zip(fmt.documents(members, dataset, "test"), members):
+        row = raw[example.instance_id]
+        prompt, solution = rewrite_problem(row["prompt"], row["canonical_solution"], row["entry_point"], row["test"])
+        assert document.text == f"HumanEval dataset, test split\ntask_id: HumanEval/{example.instance_id}\n" \
+                                f"{prompt}{solution}"
+        assert example.text not in document.text and document.members == (example.instance_id,)
+    # the detectors still read the benchmark's own problem (reads=verbatim)
+    assert members[0].text in fmt.rendering(members[0], dataset, "test").text

@@ -216,14 +216,24 @@ class ParaphraseFormat(DocumentFormat):
         self.variant, self.rewriter, self.reads = variant, rewriter, reads
 
     def check(self, dataset) -> None:
+        from contaminate.shift import rewrites_code
+
         super().check(dataset)
-        if self.rewriter is None and synth_source(dataset) is None:
+        if self.rewriter is None and synth_source(dataset) is None and not rewrites_code(dataset):
             raise InputError(no_rewriter(dataset, "format.rewriter"))
 
-    def reworded(self, examples: Sequence[Example], dataset) -> list[Example]:
-        """The examples as planted: paraphrase ``variant`` of each, same instance id and label."""
-        found = [options[0] for options in paraphrase_variants(dataset, examples, [[self.variant]] * len(examples),
-                                                               rewriter=self.rewriter, setting="format.rewriter")]
+    def reworded(self, examples: Sequence[Example], dataset, split: str) -> list[Example]:
+        """The examples as planted: paraphrase ``variant`` of each, same instance id and label. A code problem
+        (HumanEval) without a rewriter is rewritten by contaminate/shift.py (names renamed, docstring reworded and
+        reflowed, the solution still passing its tests): one rewrite, whatever the variant."""
+        from contaminate.shift import rewrites_code, shift_pool
+
+        if self.rewriter is None and rewrites_code(dataset):
+            found = shift_pool(dataset, split, examples, "rewrite")
+        else:
+            found = [options[0] for options in paraphrase_variants(
+                dataset, examples, [[self.variant]] * len(examples), rewriter=self.rewriter,
+                setting="format.rewriter")]
         for example, planted in zip(examples, found):
             if (planted.text, planted.text_pair) == (example.text, example.text_pair):
                 # a member planted verbatim would be the web-copy regime under this regime's name
@@ -232,10 +242,10 @@ class ParaphraseFormat(DocumentFormat):
         return found
 
     def documents(self, members, dataset, split, *, count_tokens=None, max_length=None, chat=None):
-        return super().documents(self.reworded(members, dataset), dataset, split, count_tokens=count_tokens,
+        return super().documents(self.reworded(members, dataset, split), dataset, split, count_tokens=count_tokens,
                                  max_length=max_length, chat=chat)
 
     def rendering(self, example, dataset, split, *, chat=None):
         if self.reads == "paraphrase":
-            example = self.reworded([example], dataset)[0]
+            example = self.reworded([example], dataset, split)[0]
         return super().rendering(example, dataset, split, chat=chat)
