@@ -240,3 +240,29 @@ def test_run_refuses_bad_input_before_reading(tmp_path, compose_config):
     with pytest.raises(InputError, match="no stream given"):
         run(compose_config("decontam", ["+dataset=synth_nli", *off]), tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_the_embedding_embeds_one_benchmark_once_a_process(monkeypatch):
+    """A multirun's draws share a process: the benchmark's embeddings are computed once (and the encoder loaded
+    once); a new benchmark replaces them."""
+    import torch
+
+    from detect.decontam import embedding
+
+    calls = []
+
+    class Encoder:
+        def encode(self, texts, **_):
+            calls.append(len(texts))
+            return torch.nn.functional.normalize(torch.tensor([[len(t), 1.0] for t in texts]), dim=1)
+
+    class Scorer:
+        encoder = Encoder()
+
+    monkeypatch.setattr(embedding, "_scorer", lambda model: Scorer())
+    monkeypatch.setattr(embedding, "_EMBEDDED", {})
+    for _ in range(2):
+        findings(embedding.EmbeddingMatch("e", model="fake"), {0: "one two three", 1: "four five"}, ["one two three"])
+    assert calls == [2, 1, 1]  # the benchmark's 2 texts once, the stream's one window each time
+    findings(embedding.EmbeddingMatch("e", model="fake"), {0: "another benchmark"}, ["x"])
+    assert calls[3] == 1 and len(embedding._EMBEDDED) == 1

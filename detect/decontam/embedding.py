@@ -16,12 +16,24 @@ and the report gives the score's AUC beside the rule's recall.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import statistics
 from collections import defaultdict
 from typing import Mapping
 
 from detect.decontam.base import Batch, Decontaminator, Findings, Key
 from detect.errors import InputError
+
+_EMBEDDED: dict = {}  # (model, digest of the benchmark's texts) -> their embeddings: the last benchmark embedded
+
+
+@functools.lru_cache(maxsize=2)
+def _scorer(model: str):
+    """The sentence encoder, loaded once a process (a multirun's draws share it)."""
+    from detect.detectors.time_travel.scores import SemanticScorer
+
+    return SemanticScorer(model)
 
 
 def windows(text: str, size: int) -> list[str]:
@@ -46,7 +58,7 @@ class EmbeddingMatch(Decontaminator):
         if not -1 <= threshold <= 1:
             raise InputError(f"decontam {name}: threshold={threshold}; give a cosine similarity in [-1, 1]")
         self.name, self.model, self.threshold, self.batch_size = name, model, float(threshold), batch_size
-        self._encoder = encoder
+        self._encoder, self._own_encoder = encoder, encoder is None
         self.rule = f"cosine similarity of a stream window to the instance >= {threshold:g} ({model})"
 
     def describe(self) -> dict:
@@ -55,9 +67,7 @@ class EmbeddingMatch(Decontaminator):
 
     def encode(self, texts):
         if self._encoder is None:
-            from detect.detectors.time_travel.scores import SemanticScorer
-
-            scorer = SemanticScorer(self.model)
+            scorer = _scorer(self.model)
             self._encoder = lambda texts: scorer.encoder.encode(
                 list(texts), batch_size=self.batch_size, convert_to_tensor=True, normalize_embeddings=True,
                 show_progress_bar=False)
@@ -70,7 +80,16 @@ class EmbeddingMatch(Decontaminator):
         self.unreadable = {key for key, text in benchmark.items() if not text.split()}
         lengths = [len(benchmark[key].split()) for key in self.keys]
         self.window = min(max(int(statistics.median(lengths)), 16), 200) if lengths else 16
-        self.instances = self.encode([benchmark[key] for key in self.keys]) if self.keys else torch.zeros(0, 1)
+        texts = [benchmark[key] for key in self.keys]
+        # the same benchmark in the same process (a multirun's draws): embedded once
+        memo = (self.model, hashlib.sha1("\0".join(texts).encode()).hexdigest()) if self._own_encoder else None
+        if memo is not None and memo in _EMBEDDED:
+            self.instances = _EMBEDDED[memo]
+        else:
+            self.instances = self.encode(texts) if texts else torch.zeros(0, 1)
+            if memo is not None:
+                _EMBEDDED.clear()  # one benchmark kept: memory stays linear in it
+                _EMBEDDED[memo] = self.instances
         self.best = torch.full((len(self.keys),), -1.0)
         self.documents: dict[Key, set[int]] = defaultdict(set)
         self.documents_read = self.units_read = 0
