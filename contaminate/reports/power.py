@@ -149,14 +149,18 @@ def group_dataset(name: str, exposures: int, datasets: set[str], run_dataset: st
                 run_dataset)
 
 
+def _write_gz(path: Path, text: str) -> None:
+    """The same bytes for the same text (mtime 0 in the header): collecting a kept run again changes no file."""
+    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as packed:
+        packed.write(text.encode())
+
+
 def keep(found: dict, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "run.json").write_text(json.dumps(found["run"], indent=1))
-    with gzip.open(out / "scores.jsonl.gz", "wt") as f:
-        f.writelines(json.dumps(row) + "\n" for row in found["rows"])
+    _write_gz(out / "scores.jsonl.gz", "".join(json.dumps(row) + "\n" for row in found["rows"]))
     if found.get("pass_at_1") is not None:
-        with gzip.open(out / "pass_at_1.json.gz", "wt") as f:
-            json.dump(found["pass_at_1"], f)
+        _write_gz(out / "pass_at_1.json.gz", json.dumps(found["pass_at_1"]))
 
 
 def load(kept: Path) -> PowerRun:
