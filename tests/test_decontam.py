@@ -266,3 +266,16 @@ def test_the_embedding_embeds_one_benchmark_once_a_process(monkeypatch):
     assert calls == [2, 1, 1]  # the benchmark's 2 texts once, the stream's one window each time
     findings(embedding.EmbeddingMatch("e", model="fake"), {0: "another benchmark"}, ["x"])
     assert calls[3] == 1 and len(embedding._EMBEDDED) == 1
+
+
+def test_embedding_windows_and_the_ladder_size_of_each_instance():
+    from detect.decontam.embedding import EmbeddingMatch, windows
+
+    assert windows("a b c d e", 2) == ["a b", "b c", "c d", "d e"]  # stepped by half the size
+    assert windows("a b c d e", 4) == ["a b c d", "b c d e"]  # the last window ends at the last word
+    assert windows("a b", 4) == ["a b"] and windows("  ", 4) == []
+    import torch
+
+    detector = EmbeddingMatch("e", encoder=lambda texts: torch.ones(len(texts), 2) / 2 ** 0.5)
+    detector.fit({0: " ".join(["w"] * 25), 1: " ".join(["w"] * 150), 2: "w"})
+    assert detector.scale_of == [32, 128, 16] and detector.window == [16, 32, 128]  # nearest on a log scale

@@ -8,17 +8,19 @@ and every instance keeps its highest cosine similarity over the stream. The scor
 at ``threshold``, and the documents whose windows reached the threshold are the ones it matched.
 
 Where we chose (no published setting fixes these; embedding screens such as Yang et al. 2023's LLM decontaminator
-retrieve top-k neighbours for a judge instead of thresholding): a window is as long as the benchmark's median
-instance (in whitespace words, 16 to 200: MiniLM reads 256 word pieces), stepped by half its length, so an instance
-embedded in a longer document meets a window about its own size; the threshold is 0.8 in conf/decontam/default.yaml,
-and the report gives the score's AUC beside the rule's recall.
+retrieve top-k neighbours for a judge instead of thresholding): windows come in a ladder of lengths (16, 32, 64, 128
+and 200 whitespace words: MiniLM reads 256 word pieces), each stepped by half its length, and each instance is read
+against the windows of the size nearest its own length, so an instance embedded in a longer document meets a window
+about its own size (one median window for a benchmark of 30-word pairs and 150-word functions missed verbatim
+functions); the threshold is 0.8 in conf/decontam/default.yaml, and the report gives the score's AUC beside the rule's
+recall.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import statistics
+import math
 from collections import defaultdict
 from typing import Mapping
 
@@ -26,6 +28,10 @@ from detect.decontam.base import Batch, Decontaminator, Findings, Key
 from detect.errors import InputError
 
 _EMBEDDED: dict = {}  # (model, digest of the benchmark's texts) -> their embeddings: the last benchmark embedded
+# Window lengths in whitespace words: an instance is read against windows of the size nearest its own length (MiniLM
+# reads 256 word pieces, about 200 words), so a 30-word sentence pair and a 150-word function each meet windows of
+# about their own size
+LADDER = (16, 32, 64, 128, 200)
 
 
 @functools.lru_cache(maxsize=2)
@@ -79,7 +85,9 @@ class EmbeddingMatch(Decontaminator):
         self.keys = [key for key, text in benchmark.items() if text.split()]
         self.unreadable = {key for key, text in benchmark.items() if not text.split()}
         lengths = [len(benchmark[key].split()) for key in self.keys]
-        self.window = min(max(int(statistics.median(lengths)), 16), 200) if lengths else 16
+        # each instance read against windows of the ladder size nearest its own length (log scale)
+        self.scale_of = [min(LADDER, key=lambda size: abs(math.log(size / max(length, 1)))) for length in lengths]
+        self.window = sorted(set(self.scale_of))
         texts = [benchmark[key] for key in self.keys]
         # the same benchmark in the same process (a multirun's draws): embedded once
         memo = (self.model, hashlib.sha1("\0".join(texts).encode()).hexdigest()) if self._own_encoder else None
@@ -97,19 +105,21 @@ class EmbeddingMatch(Decontaminator):
     def update(self, batch: Batch) -> None:
         import torch
 
-        pieces, owner = [], []
-        for offset, text in enumerate(batch.texts):
-            for window in windows(text, self.window):
-                pieces.append(window)
-                owner.append(batch.start + offset)
-            self.units_read += len(text.split())
+        self.units_read += sum(len(text.split()) for text in batch.texts)
         self.documents_read += len(batch.texts)
-        if not pieces or not self.keys:
-            return
-        similarity = self.encode(pieces).float() @ self.instances.float().T  # windows x instances
-        self.best = torch.maximum(self.best, similarity.max(dim=0).values.cpu())
-        for window, key_index in (similarity >= self.threshold).nonzero().tolist():
-            self.documents[self.keys[key_index]].add(owner[window])
+        for size in self.window:  # each ladder size: its windows against the instances read at that size
+            columns = torch.tensor([i for i, scale in enumerate(self.scale_of) if scale == size])
+            pieces, owner = [], []
+            for offset, text in enumerate(batch.texts):
+                for window in windows(text, size):
+                    pieces.append(window)
+                    owner.append(batch.start + offset)
+            if not pieces:
+                continue
+            similarity = self.encode(pieces).float() @ self.instances[columns].float().T  # windows x instances
+            self.best[columns] = torch.maximum(self.best[columns], similarity.max(dim=0).values.cpu())
+            for window, column in (similarity >= self.threshold).nonzero().tolist():
+                self.documents[self.keys[int(columns[column])]].add(owner[window])
 
     def findings(self) -> Findings:
         best = dict(zip(self.keys, self.best.tolist()))
