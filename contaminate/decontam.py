@@ -50,12 +50,23 @@ def stream_check(cfg, draw, groups: Sequence[PlantedGroup], stream, datasets: di
                  tokenizer) -> dict | None:
     """The run's ``decontamination`` block (``planted_decontamination``) with its seconds, read before training; None
     where ``decontam.enabled`` is false. ``cfg``: the run's config."""
+    from omegaconf import OmegaConf
+
     if not (cfg.get("decontam") or {}).get("enabled", False):
         return None
     started = time.time()
-    block = planted_decontamination(stream, draw, groups, datasets, cfg.decontam, tokenizer=tokenizer, seed=cfg.seed,
+    decontam_cfg, skipped = cfg.decontam, {}
+    if tokenizer is None:  # an API model (contaminate=openai): no local tokenizer to count token n-grams in
+        kept = {}
+        for name, node in decontam_cfg.detectors.items():
+            if node is not None and node.get("enabled", True) and node.get("unit") == "tokens":
+                skipped[name] = "no local tokenizer (an API model): its token n-grams cannot be counted"
+            else:
+                kept[name] = node
+        decontam_cfg = OmegaConf.create({"detectors": kept, "batch_size": cfg.decontam.batch_size})
+    block = planted_decontamination(stream, draw, groups, datasets, decontam_cfg, tokenizer=tokenizer, seed=cfg.seed,
                                     formats=formats)
-    return {**block, "seconds": round(time.time() - started, 1)}
+    return {**block, "skipped": skipped, "seconds": round(time.time() - started, 1)}
 
 
 def planted_decontamination(stream, draw, groups: Sequence[PlantedGroup], datasets: dict, decontam_cfg, *,

@@ -8,7 +8,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from lean import lean
+from lean import NO_EMBEDDING, lean
 
 import contaminate.training.openai as openai_train
 from contaminate.run import run_config
@@ -104,7 +104,7 @@ def test_a_failed_job_is_one_line_and_keeps_its_id(tmp_path):
 
 
 OPENAI_STUDY = ["+dataset=synth_nli", "contaminate=openai", "sample.n_members=6", "sample.n_non_members=6",
-                "sample.n_detect=2", "detect.max_new_tokens=24", "detect.semantic_model=null"]
+                "sample.n_detect=2", "detect.max_new_tokens=24", "detect.semantic_model=null", *NO_EMBEDDING]
 
 
 def test_dry_run_writes_the_jsonl_and_estimates_cost_without_a_client(compose_config, tmp_path, monkeypatch):
@@ -132,6 +132,9 @@ def test_a_whole_openai_study_with_detection_over_a_real_server(served_model, co
                                          "contaminate.poll_seconds=0", *lean(keep=("cheat",)),
                                          f"cache_dir={tmp_path / 'cache'}"])
     summary = run_config(cfg, tmp_path / "run")
+    # the data-side check of what was sent: words and characters, not the API model's tokens (no local tokenizer)
+    assert set(summary["decontamination"]["skipped"]) == {"llama3_8gram", "contam_longest"}
+    assert summary["decontamination"]["detectors"]["gpt3_13gram"]["groups"]["members"]["flagged"] > 0
     assert set(summary["cells"]) == {"contaminated_x_members", "contaminated_x_non_members",
                                      "contaminated_x_other_split", "clean_x_members", "clean_x_non_members"}
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
