@@ -419,6 +419,7 @@ def test_groups_of_two_formats_and_two_datasets_share_one_training_run(planted):
     assert "Would decontamination have caught it?" in (folder / "plant.md").read_text()
 
 
+@pytest.mark.slow
 def test_decontam_only_reads_the_planned_stream_and_trains_nothing(planted, tmp_path):
     summary, folder = planted("plant.groups=[{exposures:0},{exposures:1},{exposures:2,format:dump}]",
                               "decontam.only=true")
