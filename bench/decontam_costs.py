@@ -42,8 +42,7 @@ def one(detector: str, scale: int) -> dict:
         swept = compose(config_name="contaminate", overrides=["+experiment=power_cpu"], return_hydra_config=True)
         params = {key: value for key, value in swept.hydra.sweeper.params.items() if key != "seed"}
         cfg = compose(config_name="contaminate", overrides=[
-            "+experiment=power_cpu", *(f"{key}={value}" for key, value in params.items()), "seed=0",
-            "decontam.enabled=false"])
+            "+experiment=power_cpu", *(f"{key}={value}" for key, value in params.items()), "seed=0"])
     run = Run(cfg, placement_from(cfg.runtime))
     run.sample()
     planted = run.plan()  # the stream as the run would train it; nothing is trained
@@ -61,9 +60,8 @@ def one(detector: str, scale: int) -> dict:
     from omegaconf import OmegaConf
 
     only = OmegaConf.create({"detectors": detectors_cfg, "batch_size": node.batch_size})
-    datasets = {name: group_cfg.dataset for name, group_cfg in run.configs.items()}
     started = time.perf_counter()
-    block = planted_decontamination(stream, run.draw, run.design.groups, datasets, only, tokenizer=run.tokenizer,
+    block = planted_decontamination(stream, run.draw, run.design.groups, run.datasets, only, tokenizer=run.tokenizer,
                                     seed=0, formats={})
     seconds = time.perf_counter() - started
     found = block["detectors"][detector]

@@ -40,7 +40,6 @@ from typing import Sequence
 from omegaconf import OmegaConf
 
 from contaminate.controls import Control, build_control
-from contaminate.decontam import stream_check
 from contaminate.harm import check_pass_at_1, executable_problems, group_pass_at_1
 from contaminate.regime import Regime, background_documents, chat_renderer, check_fits, token_counter
 from contaminate.regime.plant import PlantedGroup, control_group, group_positions, plant_tail, planted_stream
@@ -319,14 +318,15 @@ class PlantedStream:
         """The planted stream: each group's documents among the background, where they fell, the control's."""
         setup = run.setup
         cfg = self.cfg
-        datasets = {name: group_cfg.dataset for name, group_cfg in run.configs.items()}
         self.planted = plan_planted(cfg.plant, run.draw, self.groups, run.tokenizer, setup.background, setup.format,
-                                    run.layouts, datasets, seed=cfg.seed, max_length=cfg.contaminate.get("max_length"))
-        # the data-side check of the stream, before training (contaminate/decontam.py)
-        self.decontamination = stream_check(cfg, run.draw, self.groups, self.planted.stream, datasets,
-                                            {g.name: self.planted.formats.get(g.name, self.planted.format)
-                                             for g in self.groups}, tokenizer=run.tokenizer)
+                                    run.layouts, run.datasets, seed=cfg.seed,
+                                    max_length=cfg.contaminate.get("max_length"))
         return self.planted
+
+    def streamed(self, run) -> tuple[list[Document], dict[str, str]]:
+        """What ``plan`` laid out, as the data-side check reads it: the stream and each group's format name."""
+        return self.planted.stream, {g.name: self.planted.formats.get(g.name, self.planted.format)
+                                     for g in self.groups}
 
     def contaminate(self, run, out_dir: Path):
         """The planted stream (and its twin, with plant.control=twin) trained once, or reused."""
@@ -373,7 +373,7 @@ class PlantedStream:
                               control=self.control, dataset_key=cfg.dataset.key, seed=cfg.seed,
                               member_draw=cfg.sample.draw)
         record["reference_model"] = models.reference.describe()
-        record["decontamination"] = self.decontamination
+        record["decontamination"] = run.decontamination
         if self.pass_at_1:
             record["pass_at_1"] = self.harm(run, models, out_dir)
         (out_dir / "plant.json").write_text(json.dumps(record, indent=2))

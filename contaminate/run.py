@@ -12,10 +12,11 @@ laid into what is trained, each group's view of the trained models, and what the
 bottom:
 
     setup (every component built once and checked, nothing read or trained) -> sample (every group, one draw:
-    contaminate/sampling.py) -> plan (what is trained) -> contaminate (the one checkpoint store:
+    contaminate/sampling.py) -> plan (what is trained) -> decontaminate (the data-side check of it,
+    contaminate/decontam.py) -> contaminate (the one checkpoint store:
     contaminate/checkpoints.py) -> per group: detect, summarize, write (contaminate/study.py ``study_group``) ->
-    finish (a planted run's plant.json). With ``decontam.only`` it stops after plan: the stream's data-side check
-    (decontamination.json), nothing trained
+    finish (a planted run's plant.json). With ``decontam.only`` it stops after decontaminate (decontamination.json),
+    nothing trained
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Protocol
 
 from contaminate.checkpoints import is_main_process
 from contaminate.controls import Control
+from contaminate.decontam import stream_check
 from contaminate.planted import PlantedStream, group_layouts
 from contaminate.regime import chat_renderer
 from contaminate.regime.layouts import LeakReader
@@ -63,6 +65,8 @@ class Design(Protocol):
 
     def plan(self, run: Run): ...  # what is trained: a study's regime, a planted run's stream
 
+    def streamed(self, run: Run) -> tuple[list, dict[str, str]]: ...  # plan's documents and each group's format
+
     def contaminate(self, run: Run, out_dir: Path) -> Contaminated | None: ...
 
     def view(self, group: PlantedGroup, control: PlantedGroup, group_cfg, contaminated: Contaminated,
@@ -92,12 +96,17 @@ class Run:
         # each group's config (a planted group's own dataset and format) and format object, checked
         self.configs, self.layouts = group_layouts(self.cfg, self.all_groups, self.setup.format)
         self.checkpoints = DETECTION_ORDER if self.design.control.reads_clean else ("contaminated",)
+        self.decontamination: dict | None = None  # decontaminate's block
+
+    @property
+    def datasets(self) -> dict:
+        """Each group's dataset config, by group name."""
+        return {name: group_cfg.dataset for name, group_cfg in self.configs.items()}
 
     def sample(self) -> None:
-        datasets = {name: group_cfg.dataset for name, group_cfg in self.configs.items()}
-        self.draw: GroupDraw = sample_groups(self.all_groups, datasets, self.cfg.sample, splits=asked_split(self.cfg),
-                                             twin=self.design.control.draws_twin, controls=self.design.controls,
-                                             fix=self.design.fix)
+        self.draw: GroupDraw = sample_groups(self.all_groups, self.datasets, self.cfg.sample,
+                                             splits=asked_split(self.cfg), twin=self.design.control.draws_twin,
+                                             controls=self.design.controls, fix=self.design.fix)
 
     def study(self, group: PlantedGroup, control: PlantedGroup) -> Sampled:
         """One group's pools: its instances the members, ``control``'s the non-members."""
@@ -108,22 +117,29 @@ class Run:
         self.tokenizer = self.setup.trainer.tokenizer(self.setup.training.base)
         return self.design.plan(self)
 
-    def decontaminate_only(self, out_dir: Path) -> dict:
-        """``decontam.only``: the stream planned and read by every data-side decontaminator, nothing trained or
-        detected; decontamination.json (contaminate/decontam.py) is the run's one result."""
-        if not self.cfg.decontam.get("enabled"):
+    def decontaminate(self) -> dict | None:
+        """The data-side check of what ``plan`` laid out, before training (contaminate/decontam.py): every
+        decontaminator on the stream, the benchmark each group's split; None where decontam.enabled is false."""
+        documents, formats = self.design.streamed(self)
+        self.decontamination = stream_check(self.cfg, self.draw, self.all_groups, documents, self.datasets, formats,
+                                            tokenizer=self.tokenizer)
+        return self.decontamination
+
+    def decontamination_only(self, out_dir: Path) -> dict:
+        """``decontam.only``: the check is the run's one result (decontamination.json), nothing trained or
+        detected."""
+        if self.decontamination is None:
             raise InputError("decontam.only=true reads the stream with the decontaminators, and decontam.enabled is "
                              "false; set decontam.enabled=true")
-        self.plan()
         found = {"dataset": self.cfg.dataset.key, "seed": self.cfg.seed, "draw": self.cfg.sample.draw,
-                 "groups": [g.describe() for g in self.all_groups], "decontamination": self.design.decontamination}
+                 "groups": [g.describe() for g in self.all_groups], "decontamination": self.decontamination}
         if is_main_process():
             (out_dir / "decontamination.json").write_text(json.dumps(found, indent=2))
         return found
 
     def contaminate(self, out_dir: Path) -> Contaminated | None:
-        """The trained models, or reused; None for an API dry run or a non-main process of a distributed launch."""
-        self.plan()
+        """The trained models (of what ``plan`` laid out), or reused; None for an API dry run or a non-main process
+        of a distributed launch."""
         return self.design.contaminate(self, out_dir)
 
     def unfinished(self, out_dir: Path) -> dict:
@@ -174,8 +190,10 @@ def run_config(cfg, out_dir: Path) -> dict:
     run.sample()
     timings = {"sample_s": round(time.time() - stage, 2)}
 
+    run.plan()
+    run.decontaminate()  # before training: would decontamination have caught it?
     if (run.cfg.get("decontam") or {}).get("only"):  # the data-side check of the stream alone: nothing trained
-        return run.decontaminate_only(out_dir)
+        return run.decontamination_only(out_dir)
     contaminated = run.contaminate(out_dir)
     if contaminated is None:  # an API dry run, or a non-main process of a distributed launch
         return run.unfinished(out_dir)

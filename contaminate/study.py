@@ -55,7 +55,6 @@ from contaminate.blind_baseline import blind_baseline
 from contaminate.checkpoints import Checkpoint, checkpoint_record, train_checkpoint
 from contaminate.code_version import DETECTOR_CODE, code_digest
 from contaminate.controls import BackgroundControl
-from contaminate.decontam import stream_check
 from contaminate.regime import Regime, check_regime, plan_regime
 from contaminate.regime.background import instantiate_background
 from contaminate.regime.layouts import LeakReader, build_format
@@ -277,11 +276,11 @@ class OneGroup:
         cfg, self.sampled = self.cfg, run.study(*self.pairs[0])
         self.regime = plan_regime(cfg.dataset, cfg.contaminate, self.sampled.members, self.sampled.split,
                                   run.tokenizer, run.setup.background, run.setup.format, seed=cfg.seed)
-        # the data-side check of what it trains on, before training (contaminate/decontam.py): summary.json
-        self.decontamination = stream_check(cfg, run.draw, self.groups, self.regime.stream or self.regime.documents,
-                                            {g.name: cfg.dataset for g in self.groups},
-                                            {g.name: cfg.format.name for g in self.groups}, tokenizer=run.tokenizer)
         return self.regime
+
+    def streamed(self, run) -> tuple[list, dict[str, str]]:
+        """What ``plan`` laid out, as the data-side check reads it: the documents trained on and the format name."""
+        return self.regime.stream or self.regime.documents, {g.name: self.cfg.format.name for g in self.groups}
 
     def contaminate(self, run, out_dir: Path) -> Contaminated | None:
         """The members' checkpoint (and the control's), trained on the regime ``plan`` drew, or reused."""
@@ -295,8 +294,8 @@ class OneGroup:
     def finish(self, run, contaminated: Contaminated, results: dict, models: StudyModels, timings: dict,
                out_dir: Path) -> dict:
         summary = results["members"][0]  # the one group's summary: its folder is the run's
-        if self.decontamination:
-            summary["decontamination"] = self.decontamination
+        if run.decontamination:
+            summary["decontamination"] = run.decontamination
             (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
         return summary
 
