@@ -66,7 +66,7 @@ def stream_check(cfg, draw, groups: Sequence[PlantedGroup], stream, datasets: di
         decontam_cfg = OmegaConf.create({"detectors": kept, "batch_size": cfg.decontam.batch_size})
     block = planted_decontamination(stream, draw, groups, datasets, decontam_cfg, tokenizer=tokenizer, seed=cfg.seed,
                                     formats=formats)
-    return {**block, "skipped": skipped, "seconds": round(time.time() - started, 1)}
+    return {**block, "skipped": {**skipped, **block["skipped"]}, "seconds": round(time.time() - started, 1)}
 
 
 def planted_decontamination(stream, draw, groups: Sequence[PlantedGroup], datasets: dict, decontam_cfg, *,
@@ -84,9 +84,13 @@ def planted_decontamination(stream, draw, groups: Sequence[PlantedGroup], datase
     member_documents = {index for index, document in enumerate(stream) if document.members}
 
     detectors = build_detectors(decontam_cfg.detectors, tokenizer=tokenizer, seed=seed)
-    found = scan(detectors, benchmark, [document.text for document in stream], batch_size=decontam_cfg.batch_size)
-    blocks = {}
+    found = scan(detectors, benchmark, [document.text for document in stream], batch_size=decontam_cfg.batch_size,
+                 skip_unfit=True)
+    blocks, skipped = {}, {}
     for detector in detectors:
+        if "skipped" in found[detector.name]:
+            skipped[detector.name] = found[detector.name]["skipped"]
+            continue
         findings, seconds = found[detector.name]["findings"], found[detector.name]["seconds"]
         by_group = {}
         for group in groups:
@@ -121,5 +125,5 @@ def planted_decontamination(stream, draw, groups: Sequence[PlantedGroup], datase
     return {"benchmark": {key: {"split": split, "instances": sum(k.startswith(f"{key}/") for k in benchmark)}
                           for key, (_, split) in by_dataset.items()},
             "stream": {"documents": len(stream), "planted_documents": len(member_documents)},
-            "detectors": blocks}
+            "detectors": blocks, "skipped": skipped}
 

@@ -158,6 +158,15 @@ def test_bad_settings_and_short_instances_refused_in_one_line():
     assert detector.unreadable == {1}  # shorter than n: unreadable, never clean
     found = findings(NgramMatch("mixed", n=5, unit="words"), {0: "a b c d e", 1: "x y"}, ["a b c d e"])
     assert found.flagged == {0} and 1 not in found.scores and found.unreadable == {1}
+    # In a planted run the side check must not stop the study: the detector that reads nothing says so, the others
+    # still scan.
+    found = scan([NgramMatch("big", n=50), NgramMatch("small", n=2)], {0: "a b c", 1: "d e"}, ["x a b y"],
+                 skip_unfit=True)
+    assert found["big"] == {"skipped": "decontam big: n=50 is larger than every instance (the longest has 3 words); "
+                                       "lower n"}
+    assert found["small"]["findings"].flagged == {0}
+    with pytest.raises(InputError, match="larger than every instance"):
+        scan([NgramMatch("big", n=50)], {0: "a b c"}, ["a b c"])
     with pytest.raises(InputError, match="unit=tokens needs"):
         NgramMatch("t", n=8, unit="tokens")
     with pytest.raises(InputError, match="rule=all"):
@@ -279,3 +288,22 @@ def test_embedding_windows_and_the_ladder_size_of_each_instance():
     detector = EmbeddingMatch("e", encoder=lambda texts: torch.ones(len(texts), 2) / 2 ** 0.5)
     detector.fit({0: " ".join(["w"] * 25), 1: " ".join(["w"] * 150), 2: "w"})
     assert detector.scale_of == [32, 128, 16] and detector.window == [16, 32, 128]  # nearest on a log scale
+
+
+def test_plant_md_says_which_detector_got_no_reading():
+    from contaminate.reports.planted import decontamination_section
+
+    group = {"dataset": "synth_nli", "format": "metadata", "exposures": 2, "n": 4, "unreadable": 0, "flagged": 3,
+             "flagged_ids": [0, 1, 2], "auc_vs_x0": 0.875}
+    block = {"stream": {"documents": 10, "planted_documents": 8},
+             "detectors": {"llama3_8gram": {"groups": {"x2": group}, "never_in_stream": {"n": 20, "flagged": 1},
+                                            "documents": {"planted": 6, "background": 1}}},
+             "skipped": {"gpt3_13gram": "decontam gpt3_13gram: n=13 is larger than every instance (the longest has "
+                                        "12 words); lower n"}}
+    lines = decontamination_section(block, [{"name": "x0", "exposures": 0}, {"name": "x2", "exposures": 2,
+                                                                             "within_model_auc": {"loss": 0.61}}])
+    assert "| x2 | metadata | 3/4 (0.88) | 0.610 |" in lines
+    assert lines[-1] == ("Not run, no reading: gpt3_13gram (decontam gpt3_13gram: n=13 is larger than every instance "
+                         "(the longest has 12 words); lower n)")
+    del block["skipped"]
+    assert decontamination_section(block, [{"name": "x2", "exposures": 2}])[-1].startswith("| documents dropped")

@@ -19,6 +19,7 @@ from detect.decontam.base import Batch, Decontaminator, Findings, Key
 from detect.decontam.embedding import EmbeddingMatch
 from detect.decontam.ngram import NgramMatch
 from detect.decontam.substring import SubstringMatch
+from detect.errors import InputError
 
 __all__ = ["Batch", "Decontaminator", "EmbeddingMatch", "Findings", "NgramMatch", "SubstringMatch",
            "build_detectors", "scan"]
@@ -47,14 +48,25 @@ def build_detectors(detectors_cfg, *, tokenizer=None, seed: int = 0) -> list[Dec
 
 
 def scan(detectors: Sequence[Decontaminator], benchmark: Mapping[Key, str], documents: Iterable[str], *,
-         batch_size: int = 64) -> dict[str, dict]:
+         batch_size: int = 64, skip_unfit: bool = False) -> dict[str, dict]:
     """Every detector fitted on ``benchmark``, then the stream read once, in batches of ``batch_size`` documents,
-    each batch given to every detector. Returns, per detector, its findings and its seconds (index and scan)."""
-    started = {}
-    for detector in detectors:
+    each batch given to every detector. Returns, per detector, its findings and its seconds (index and scan).
+
+    A detector that cannot read the benchmark at all (n longer than every instance) raises its one-line error; with
+    ``skip_unfit`` (a planted run, where the side check must not stop the study) it is left out of the scan and its
+    entry is ``{"skipped": <that error>}`` instead: no reading, never a clean one."""
+    started, skipped = {}, {}
+    for detector in list(detectors):
         clock = time.perf_counter()
-        detector.fit(benchmark)
+        try:
+            detector.fit(benchmark)
+        except InputError as error:
+            if not skip_unfit:
+                raise
+            skipped[detector.name] = {"skipped": str(error)}
+            continue
         started[detector.name] = {"index_s": time.perf_counter() - clock, "scan_s": 0.0}
+    detectors = [detector for detector in detectors if detector.name not in skipped]
     pending, start = [], 0
 
     def flush() -> None:
@@ -73,6 +85,6 @@ def scan(detectors: Sequence[Decontaminator], benchmark: Mapping[Key, str], docu
             flush()
     if pending:
         flush()
-    return {detector.name: {"findings": detector.findings(), "seconds": {key: round(value, 3) for key, value in
-                                                                           started[detector.name].items()}}
-            for detector in detectors}
+    return {**{detector.name: {"findings": detector.findings(),
+                               "seconds": {key: round(value, 3) for key, value in started[detector.name].items()}}
+               for detector in detectors}, **skipped}
