@@ -307,3 +307,22 @@ def test_plant_md_says_which_detector_got_no_reading():
                          "(the longest has 12 words); lower n)")
     del block["skipped"]
     assert decontamination_section(block, [{"name": "x2", "exposures": 2}])[-1].startswith("| documents dropped")
+
+
+def test_the_embedding_embeds_a_repeated_document_once_and_credits_every_copy():
+    import torch
+
+    from detect.decontam.embedding import EmbeddingMatch
+
+    embedded = []
+
+    def encoder(texts):  # a window is close to an instance when they share their first word
+        embedded.extend(texts)
+        return torch.tensor([[float(t.startswith(word)) for word in ("one", "four", "seven")] for t in texts])
+
+    benchmark = {0: "one two three", 1: "four five six"}
+    stream = ["one two three", "seven eight", "one two three", "seven eight", "one two three"]
+    found = scan([EmbeddingMatch("e", encoder=encoder)], benchmark, stream, batch_size=2)["e"]["findings"]
+    assert embedded[2:] == ["one two three", "seven eight"]  # after the benchmark's two: each distinct text once
+    assert found.flagged == {0} and found.documents == {0: {0, 2, 4}}  # every copy is a document it would drop
+    assert (found.documents_read, found.units_read) == (5, 13)

@@ -32,6 +32,11 @@ _EMBEDDED: dict = {}  # (model, digest of the benchmark's texts) -> their embedd
 # reads 256 word pieces, about 200 words), so a 30-word sentence pair and a 150-word function each meet windows of
 # about their own size
 LADDER = (16, 32, 64, 128, 200)
+MEMO_DOCUMENTS = 1_000_000  # distinct documents remembered (20-byte digests: ~100 MB at most), then forgotten
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.sha1(text.encode()).digest()
 
 
 @functools.lru_cache(maxsize=2)
@@ -100,6 +105,7 @@ class EmbeddingMatch(Decontaminator):
                 _EMBEDDED[memo] = self.instances
         self.best = torch.full((len(self.keys),), -1.0)
         self.documents: dict[Key, set[int]] = defaultdict(set)
+        self.matched: dict[bytes, frozenset] = {}  # digest of a document read -> the instances its windows matched
         self.documents_read = self.units_read = 0
 
     def update(self, batch: Batch) -> None:
@@ -107,19 +113,36 @@ class EmbeddingMatch(Decontaminator):
 
         self.units_read += sum(len(text.split()) for text in batch.texts)
         self.documents_read += len(batch.texts)
+        # A document repeated in the stream (a leak copied 4 times, a page crawled twice) has the same windows: each
+        # distinct text is embedded once, its repeats take what it matched (a decontam_cpu stream: 893 documents, 824
+        # of them 4 copies of 206)
+        where: dict[str, list[int]] = defaultdict(list)
+        for offset, text in enumerate(batch.texts):
+            where[text].append(batch.start + offset)
+        matched: dict[str, set[Key]] = {text: set(self.matched[_digest(text)]) for text in where
+                                        if _digest(text) in self.matched}
+        fresh = [text for text in where if text not in matched]
+        matched.update({text: set() for text in fresh})
         for size in self.window:  # each ladder size: its windows against the instances read at that size
             columns = torch.tensor([i for i, scale in enumerate(self.scale_of) if scale == size])
             pieces, owner = [], []
-            for offset, text in enumerate(batch.texts):
+            for text in fresh:
                 for window in windows(text, size):
                     pieces.append(window)
-                    owner.append(batch.start + offset)
+                    owner.append(text)
             if not pieces:
                 continue
             similarity = self.encode(pieces).float() @ self.instances[columns].float().T  # windows x instances
             self.best[columns] = torch.maximum(self.best[columns], similarity.max(dim=0).values.cpu())
             for window, column in (similarity >= self.threshold).nonzero().tolist():
-                self.documents[self.keys[int(columns[column])]].add(owner[window])
+                matched[owner[window]].add(self.keys[int(columns[column])])
+        if len(self.matched) > MEMO_DOCUMENTS:  # memory stays bounded on a stream of any size
+            self.matched.clear()
+        for text in fresh:
+            self.matched[_digest(text)] = frozenset(matched[text])
+        for text, documents in where.items():
+            for key in matched[text]:
+                self.documents[key].update(documents)
 
     def findings(self) -> Findings:
         best = dict(zip(self.keys, self.best.tolist()))
