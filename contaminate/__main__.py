@@ -27,6 +27,11 @@ def main(cfg) -> None:
     out_dir = Path(HydraConfig.get().runtime.output_dir)
     with one_line_errors():
         summary = run_config(cfg, out_dir)
+    say(summary, out_dir)
+
+
+def say(summary: dict, out_dir: Path) -> None:
+    """What the run prints when it ends: its folder, then the lines its kind of result has."""
     if "distributed_worker" in summary:  # another process of `accelerate launch`: it trained, the main one reports
         return
     print(out_dir)
@@ -45,6 +50,12 @@ def main(cfg) -> None:
                   f"{group.get('token_share', 0):.3%} of the training tokens"
                   + (f"; within-model AUC {shown}" if shown else ""))
         print(f"per group: {out_dir / 'groups'}; plant.md beside it")
+        return
+    if "cells" not in summary:  # decontam.only: the stream read, nothing trained
+        from contaminate.reports.planted import decontamination_section
+
+        print("\n".join(decontamination_section(summary["decontamination"], summary["groups"])[1:]))
+        print(f"nothing trained (decontam.only=true): {out_dir / 'decontamination.json'}")
         return
     from contaminate.reports.run import command_lines
 
