@@ -435,3 +435,20 @@ def test_the_power_profiles_status_is_the_scripts_output():
         power.main([str(folder / "studies"), "--status"])
     assert printed.getvalue() == (folder / "status.md").read_text(), \
         "python -m contaminate.reports.power results/power_cpu/studies --status > results/power_cpu/status.md"
+
+
+def test_the_decontamination_tables_are_the_scripts_output():
+    """results/decontam_cpu/tables.md (included in its README) as contaminate/reports/decontam.py prints it from the
+    kept draws' decontamination.json (and the trained runs' plant.json, where kept)."""
+    import io
+    from contextlib import redirect_stdout
+
+    from contaminate.reports import decontam
+
+    folder = ROOT / "results" / "decontam_cpu"
+    printed = io.StringIO()
+    trained = ["--trained", str(folder / "trained")] if (folder / "trained").is_dir() else []
+    with redirect_stdout(printed):
+        decontam.main([str(folder / "draws"), *trained])
+    assert printed.getvalue() == (folder / "tables.md").read_text(), \
+        "python -m contaminate.reports.decontam results/decontam_cpu/draws > results/decontam_cpu/tables.md"
