@@ -65,3 +65,13 @@ def test_recall_contrasts_and_the_model_side_by_hand(tmp_path):
 def test_nothing_to_read_is_one_line(tmp_path):
     with pytest.raises(InputError, match="no decontamination.json or plant.json"):
         load([tmp_path])
+
+
+def test_a_detector_without_a_reading_in_a_draw_is_left_out_and_said(tmp_path):
+    write(tmp_path, 0, {"gpt3": {"x2_paraphrase": 1}, "emb": {"x2_paraphrase": 4}}, {"gpt3": 0, "emb": 0})
+    write(tmp_path, 1, {"emb": {"x2_paraphrase": 2}}, {"emb": 0})  # gpt3 skipped in draw 1
+    found = analyse(*load([tmp_path]), [{"group": "x2_paraphrase", "a": "emb", "b": "gpt3"}], 0.05)
+    assert found["data_side"]["detectors"] == ["emb"] and found["data_side"]["no_reading"] == {"gpt3": 1}
+    assert found["data_side"]["groups"]["x2_paraphrase"]["recall"]["emb"]["estimate"] == pytest.approx(0.75)
+    assert found["contrasts"][0]["units"] == 1  # only the draw that read both
+    assert "No reading in 1 of 2 draws, left out: gpt3" in report(found)

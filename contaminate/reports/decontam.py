@@ -63,11 +63,19 @@ def data_side(runs: Sequence[dict]) -> dict:
     """Per planted group and detector: the recall over draws; per detector the false flags (the split's instances
     never in the stream) and the background documents dropped, per draw."""
     first = runs[0]["block"]
-    detectors = list(first["detectors"])
+    named = list(dict.fromkeys(d for r in runs for d in r["block"]["detectors"]))
+    # a decontaminator skipped in a draw (no reading: n above every instance, an API model's token rules) has no
+    # recall there: it is left out of the table and said, never averaged as 0
+    detectors = [d for d in named if all(d in r["block"]["detectors"] for r in runs)]
+    if not detectors:
+        raise InputError("no decontaminator read every draw; look at each draw's decontamination.json 'skipped'")
+    first = next(r["block"] for r in runs if detectors[0] in r["block"]["detectors"])
     groups = {name: block for name, block in first["detectors"][detectors[0]]["groups"].items()
               if block["exposures"] > 0}
     found = {"units": len({r["unit"][0] for r in runs}), "detectors": detectors, "groups": {}, "false_flags": {},
-             "background_dropped": {}}
+             "background_dropped": {},
+             "no_reading": {d: sum(d not in r["block"]["detectors"] for r in runs)
+                            for d in named if d not in detectors}}
     for name, block in groups.items():
         found["groups"][name] = {"dataset": block["dataset"], "format": block["format"],
                                  "exposures": block["exposures"],
@@ -99,8 +107,12 @@ def contrasts(runs: Sequence[dict], specs: Sequence[dict], alpha: float) -> list
     """Each fixed contrast: per draw, recall(a) - recall(b) on its group; paired t, exact sign-flip, Holm."""
     found = []
     for spec in specs:
+        read = [r for r in runs if {spec["a"], spec["b"]} <= set(r["block"]["detectors"])]
+        if not read:
+            raise InputError(f"contrast {spec['a']} v {spec['b']}: no draw has a reading of both; see each draw's "
+                             f"decontamination.json 'skipped'")
         differences = [float(_flags(r["block"], spec["a"], spec["group"]).mean()
-                             - _flags(r["block"], spec["b"], spec["group"]).mean()) for r in runs]
+                             - _flags(r["block"], spec["b"], spec["group"]).mean()) for r in read]
         d = np.asarray(differences)
         # no t where the differences do not vary (every draw the same: the sign-flip p still says what 3 can tell)
         t_p = float(stats.ttest_1samp(d, 0).pvalue) if len(d) > 1 and d.std() > 0 else None
@@ -142,6 +154,7 @@ def report(found: dict) -> str:
                                                                       for d in detectors), "", ""]))
     lines.append(row(["background documents dropped, per draw", "", "",
                       *(", ".join(map(str, data["background_dropped"][d])) for d in detectors), "", ""]))
+    lines += [f"No reading in {k} of {data['units']} draws, left out: {d}" for d, k in data["no_reading"].items()]
     if found["contrasts"]:
         lines += ["", f"Contrasts fixed before running (conf/experiment/decontam_cpu.yaml), per draw, Holm over "
                   f"{len(found['contrasts'])} at alpha {found['alpha']:g}:", "",
