@@ -62,14 +62,13 @@ def _flags(block: dict, detector: str, group: str) -> np.ndarray:
 def data_side(runs: Sequence[dict]) -> dict:
     """Per planted group and detector: the recall over draws; per detector the false flags (the split's instances
     never in the stream) and the background documents dropped, per draw."""
-    first = runs[0]["block"]
     named = list(dict.fromkeys(d for r in runs for d in r["block"]["detectors"]))
     # a decontaminator skipped in a draw (no reading: n above every instance, an API model's token rules) has no
     # recall there: it is left out of the table and said, never averaged as 0
     detectors = [d for d in named if all(d in r["block"]["detectors"] for r in runs)]
     if not detectors:
         raise InputError("no decontaminator read every draw; look at each draw's decontamination.json 'skipped'")
-    first = next(r["block"] for r in runs if detectors[0] in r["block"]["detectors"])
+    first = runs[0]["block"]
     groups = {name: block for name, block in first["detectors"][detectors[0]]["groups"].items()
               if block["exposures"] > 0}
     found = {"units": len({r["unit"][0] for r in runs}), "detectors": detectors, "groups": {}, "false_flags": {},

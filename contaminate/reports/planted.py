@@ -95,8 +95,8 @@ def decontamination_section(block: dict | None, groups: list[dict]) -> list[str]
     lines.append(row(["documents dropped: planted / background", "", *(
         f"{block['detectors'][n]['documents']['planted']} / {block['detectors'][n]['documents']['background']}"
         for n in names), ""]))
-    lines += ["", *(f"Not run, no reading: {name} ({why})" for name, why in (block.get("skipped") or {}).items())]
-    return lines if lines[-1] else lines[:-1]
+    skipped = [f"Not run, no reading: {name} ({why})" for name, why in (block.get("skipped") or {}).items()]
+    return lines + ["", *skipped] if skipped else lines
 
 
 def harm_section(found: dict | None) -> list[str]:

@@ -119,8 +119,9 @@ class EmbeddingMatch(Decontaminator):
         where: dict[str, list[int]] = defaultdict(list)
         for offset, text in enumerate(batch.texts):
             where[text].append(batch.start + offset)
-        matched: dict[str, set[Key]] = {text: set(self.matched[_digest(text)]) for text in where
-                                        if _digest(text) in self.matched}
+        digests = {text: _digest(text) for text in where}
+        matched: dict[str, set[Key]] = {text: set(self.matched[digest]) for text, digest in digests.items()
+                                        if digest in self.matched}
         fresh = [text for text in where if text not in matched]
         matched.update({text: set() for text in fresh})
         for size in self.window:  # each ladder size: its windows against the instances read at that size
@@ -139,7 +140,7 @@ class EmbeddingMatch(Decontaminator):
         if len(self.matched) > MEMO_DOCUMENTS:  # memory stays bounded on a stream of any size
             self.matched.clear()
         for text in fresh:
-            self.matched[_digest(text)] = frozenset(matched[text])
+            self.matched[digests[text]] = frozenset(matched[text])
         for text, documents in where.items():
             for key in matched[text]:
                 self.documents[key].update(documents)
