@@ -26,7 +26,8 @@ def write(folder, draw, flags, never, auc=None):
     found = {"dataset": "d", "seed": draw, "draw": draw, "groups": [], "decontamination": block(flags, never)}
     (path / "decontamination.json").write_text(json.dumps(found))
     if auc is not None:  # a trained run of the same draw: its plant.json
-        groups = [{"name": "x2_metadata", "exposures": 2, "within_model_auc": {"loss": auc, "min_k_plus": auc}}]
+        groups = [{"name": "x2_metadata", "exposures": 2,
+                   "within_model_auc": {"loss": auc, "loss_raw": auc - 0.1, "min_k_plus_raw": auc}}]
         (path / "plant.json").write_text(json.dumps({"draw": draw, "seed": draw, "groups": groups,
                                                      "decontamination": block(flags, never)}))
 
@@ -57,8 +58,11 @@ def test_recall_contrasts_and_the_model_side_by_hand(tmp_path):
     assert not metadata["passes"]
     auc = found["model_side"]["x2_metadata"]["loss"]
     assert auc["estimate"] == pytest.approx(0.7) and auc["n_draws"] == 3 and auc["low"] < 0.7 < auc["high"]
+    assert found["model_side"]["x2_metadata"]["loss_raw"]["estimate"] == pytest.approx(0.6)
     text = report(found)
-    assert "| d | paraphrase | x2 | 0.83 [" in text and "0.70 ["in text
+    # the bare-text columns first (what a user has), the leak's rendering labelled an oracle
+    assert "| loss_raw (bare text) AUC | min_k_plus_raw (bare text) AUC | loss (leak's rendering: oracle) AUC |" in text
+    assert "| d | paraphrase | x2 | 0.83 [" in text and "| 0.60 [" in text and "0.70 [" in text
     assert "| x2_metadata | emb | gpt3 | -0.250 | 3 | - |" in text
 
 

@@ -27,11 +27,14 @@ from scipy import stats
 from contaminate.calibration.statistics import holm, share_interval, unit_interval
 from contaminate.reports.calibration_regimes import interval
 from contaminate.reports.power import sign_flip_p
+from detect.detectors import labelled
 from detect.errors import InputError
 from detect.markdown import row, table
 
 EXPERIMENT = Path(__file__).resolve().parents[2] / "conf" / "experiment" / "decontam_cpu.yaml"
-MODEL_SCORES = ("loss", "min_k_plus")  # the model-side columns: the within-model AUC of each group against its x0
+# the model-side columns, the within-model AUC of each group against its x0: the bare text first (what a user has),
+# then the loss on the leak's own rendering (an oracle: no user knows the format a leak took)
+MODEL_SCORES = ("loss_raw", "min_k_plus_raw", "loss")
 
 
 def load(folders: Sequence[Path]) -> tuple[list[dict], list[dict]]:
@@ -142,17 +145,19 @@ def report(found: dict) -> str:
     detectors = data["detectors"]
     lines = [f"Recall of each data-side decontaminator by planted format: the mean share of a group's members "
              f"flagged over {data['units']} member draws ({found['data_side_source']}), 95% interval. Beside it, "
-             f"the model-side within-model AUC (members against the never-planted group) over "
-             f"{found['trained_units']} trained run{'s' * (found['trained_units'] != 1)}.", "",
-             *table(["dataset", "format", "dose", *detectors, *(f"{s} AUC (model)" for s in MODEL_SCORES)])]
+             f"the model-side within-model AUC (members against the never-planted group; on the bare text, what a "
+             f"user has, and the loss on the leak's own rendering, an oracle) over {found['trained_units']} trained "
+             f"run{'s' * (found['trained_units'] != 1)}, mean and t-interval.", "",
+             *table(["dataset", "format", "dose", *detectors, *(f"{labelled(s)} AUC" for s in MODEL_SCORES)])]
     for name, block in data["groups"].items():
         lines.append(row([block["dataset"], block["format"], f"x{block['exposures']}",
                           *(interval(block["recall"][d]) for d in detectors),
                           *(interval((model.get(name) or {}).get(s)) for s in MODEL_SCORES)]))
     lines.append(row(["false flags (never in the stream)", "", "", *(interval(data["false_flags"][d], 4)
-                                                                      for d in detectors), "", ""]))
+                                                                      for d in detectors), *[""] * len(MODEL_SCORES)]))
     lines.append(row(["background documents dropped, per draw", "", "",
-                      *(", ".join(map(str, data["background_dropped"][d])) for d in detectors), "", ""]))
+                      *(", ".join(map(str, data["background_dropped"][d])) for d in detectors),
+                      *[""] * len(MODEL_SCORES)]))
     lines += [f"No reading in {k} of {data['units']} draws, left out: {d}" for d, k in data["no_reading"].items()]
     if found["contrasts"]:
         lines += ["", f"Contrasts fixed before running (conf/experiment/decontam_cpu.yaml), per draw, Holm over "

@@ -78,7 +78,7 @@ def decontamination_section(block: dict | None, groups: list[dict]) -> list[str]
              f"run's stream ({block['stream']['documents']:,} documents, {block['stream']['planted_documents']:,} "
              f"carrying planted copies), the benchmark every instance of the split: the share of each group "
              f"flagged (its score's AUC against the never-planted group), beside the model-side loss AUC. One run: "
-             f"no interval.", "", *table(["group", "format", *names, "loss AUC (model)"])]
+             f"no interval.", "", *table(["group", "format", *names, f"{labelled('loss')} AUC"])]
     for g in planted:
         cells = []
         for name in names:
