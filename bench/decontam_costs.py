@@ -90,7 +90,7 @@ def main() -> None:
     parser.add_argument("--detectors", nargs="+", default=list(DETECTORS), choices=DETECTORS)
     parser.add_argument("--scales", nargs="+", type=int, default=[1, 100])
     parser.add_argument("--embedding-scales", nargs="+", type=int, default=[1, 4],
-                        help="the embedding's scales (MiniLM on a 2-core CPU: ~3 min at 1x, about 1 h at 20x)")
+                        help="the embedding's scales (MiniLM over every window: about 3 min at 1x on 2 CPU cores)")
     parser.add_argument("--one", nargs=2, metavar=("DETECTOR", "SCALE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
