@@ -43,7 +43,7 @@ def one(detector: str, scale: int) -> dict:
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):  # the sweep's run 0, as -m runs it
         swept = compose(config_name="contaminate", overrides=["+experiment=power_cpu"], return_hydra_config=True)
         params = {key: value for key, value in swept.hydra.sweeper.params.items() if key != "seed"}
-        base = int(compose(config_name="contaminate", overrides=["+experiment=power_cpu"]).background.max_tokens)
+        base = int(swept.background.max_tokens)  # the profile's background, 1x
         cfg = compose(config_name="contaminate", overrides=[
             "+experiment=power_cpu", *(f"{key}={value}" for key, value in params.items()), "seed=0",
             f"background.max_tokens={base * scale}"])

@@ -147,7 +147,7 @@ def report(found: dict) -> str:
              f"flagged over {data['units']} member draws ({found['data_side_source']}), 95% interval. Beside it, "
              f"the model-side within-model AUC (members against the never-planted group; on the bare text, what a "
              f"user has, and the loss on the leak's own rendering, an oracle) over {found['trained_units']} trained "
-             f"run{'s' * (found['trained_units'] != 1)}, mean and t-interval.", "",
+             f"run{'s' * (found['trained_units'] != 1)}, mean and t-interval (floored: unit_interval).", "",
              *table(["dataset", "format", "dose", *detectors, *(f"{labelled(s)} AUC" for s in MODEL_SCORES)])]
     for name, block in data["groups"].items():
         lines.append(row([block["dataset"], block["format"], f"x{block['exposures']}",
