@@ -67,10 +67,12 @@ def one(detector: str, scale: int) -> dict:
     tokenize_s = time.perf_counter() - started
     baseline_mb = peak_mb()
     node = cfg.decontam
-    detectors_cfg = {name: value for name, value in node.detectors.items() if name == detector}
     from omegaconf import OmegaConf
 
-    only = OmegaConf.create({"detectors": detectors_cfg, "batch_size": node.batch_size})
+    # the one measured, on even where a run leaves it off (the embedding: conf/contaminate.yaml)
+    only = OmegaConf.create({"detectors": {detector: {**OmegaConf.to_container(node.detectors[detector]),
+                                                      "enabled": True}},
+                             "batch_size": node.batch_size})
     started = time.perf_counter()
     block = planted_decontamination(stream, run.draw, run.design.groups, run.datasets, only, tokenizer=run.tokenizer,
                                     seed=0, formats={})
