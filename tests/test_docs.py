@@ -423,7 +423,7 @@ def test_the_readme_headline_states_each_studys_planted_share_of_the_training_to
 
 def test_the_power_profiles_status_is_the_scripts_output():
     """results/power_cpu/status.md (included in its README) as contaminate/reports/power.py prints it from the kept
-    runs: the profile in progress lists its runs and claims nothing."""
+    runs, one line each: its unit, stream, cost and pass@1 by dose."""
     import io
     from contextlib import redirect_stdout
 
@@ -435,6 +435,25 @@ def test_the_power_profiles_status_is_the_scripts_output():
         power.main([str(folder / "studies"), "--status"])
     assert printed.getvalue() == (folder / "status.md").read_text(), \
         "python -m contaminate.reports.power results/power_cpu/studies --status > results/power_cpu/status.md"
+
+
+def test_the_power_profiles_tables_are_the_scripts_output(tmp_path):
+    """results/power_cpu/tables.md and power.json (the README's findings quote them) as contaminate/reports/power.py
+    prints and writes them from the kept runs and the contrasts registered in conf/experiment/power_cpu.yaml."""
+    import io
+    from contextlib import redirect_stdout
+
+    from contaminate.reports import power
+
+    folder = ROOT / "results" / "power_cpu"
+    printed = io.StringIO()
+    with redirect_stdout(printed):
+        power.main([str(folder / "studies"), "--json", str(tmp_path / "power.json")])
+    command = ("python -m contaminate.reports.power results/power_cpu/studies --json results/power_cpu/power.json "
+               "> results/power_cpu/tables.md")
+    assert printed.getvalue() == (folder / "tables.md").read_text(), command
+    found, committed = (json.loads(path.read_text()) for path in (tmp_path / "power.json", folder / "power.json"))
+    assert not differences(found, committed), (differences(found, committed)[:5], command)
 
 
 def test_the_decontamination_tables_are_the_scripts_output():

@@ -130,7 +130,8 @@ def test_a_planted_run_is_collected_kept_and_loaded_back(tmp_path):
                   {"name": "x0_synth_nli", "exposures": 0, "n": 2}]
         plant = {"seed": 3, "draw": 3, "dataset": "humaneval", "groups": groups,
                  "stream": {"training_tokens": 100}, "timings": {"train_s": 5.0, "total_s": 9.0},
-                 "checkpoint": {"id": checkpoint, "steps": 4},
+                 "checkpoint": {"id": checkpoint, "steps": 4,
+                                "placement": {"device": "cpu", "weights": "float32", "autocast": None}},
                  "pass_at_1": {"contaminated": {"x0": {"pass_at_1": 0.0, "passed": 0, "n": 2},
                                                 "x1": {"pass_at_1": 0.5, "passed": 1, "n": 2}}}}
         (folder / "groups" / "x1").mkdir(parents=True)
@@ -153,7 +154,9 @@ def test_a_planted_run_is_collected_kept_and_loaded_back(tmp_path):
     assert run.pass_at_1 == {"humaneval": {0: {"pass_at_1": 0.0, "passed": 0, "n": 2},
                                            1: {"pass_at_1": 0.5, "passed": 1, "n": 2}}}
     assert run.cost["training_tokens"] == 100 and run.cost["shifted_s"] == 9.0 and run.unit == (3, 3)
-    assert power.status([run]).splitlines()[4] == "| s3 | 3 | 3 | 100 | 0.0% | 5.0 | 9.0 | 9.0 | read | 0/2 | 1/2 |"
+    assert run.precision == "cpu float32"
+    assert power.status([run]).splitlines()[4] == \
+        "| s3 | 3 | 3 | cpu float32 | 100 | 0.0% | 5.0 | 9.0 | 9.0 | read | 0/2 | 1/2 |"
     write_run(tmp_path / "other", -4.0, checkpoint="c1")
     with pytest.raises(InputError, match="read another model than"):
         power.collect(tmp_path / "run", tmp_path / "other")
@@ -168,3 +171,16 @@ def test_fewer_than_two_runs_or_no_contrasts_is_one_line(tmp_path):
     specs, alpha = power.contrasts_of()
     assert len(specs) == 4 and alpha == 0.05 and specs[0] == {"dataset": "humaneval", "dose": 1, "a": "min_k_plus",
                                                                "b": "loss"}
+
+
+def test_runs_trained_at_another_precision_are_refused_in_one_line():
+    """The runs of one design are replicates of one training: a run that took bf16 (``runtime.dtype=auto`` on a CPU
+    with AVX-512 BF16) among float32 runs is not one of its units."""
+    runs = [_run(i, {1: [1.0, 2.0]}, [0.0], [0.5]) for i in range(3)]
+    for run, kind in zip(runs, ("cpu float32", "cpu float32", "cpu bfloat16")):
+        run.precision = kind
+    with pytest.raises(InputError, match=r"more than one precision \(s0, s1: cpu float32; s2: cpu bfloat16\); rerun"):
+        power.analyse(runs, [], 0.05)
+    assert power.precision_of({"placement": {"device": "cuda:1", "weights": "float32", "autocast": "bfloat16"}}) == \
+        "cuda float32, autocast bfloat16"
+    assert power.precision_of({"id": "c0"}) is None

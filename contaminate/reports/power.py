@@ -81,6 +81,7 @@ class PowerRun:
     pools: dict[str, dict[str, dict[str, np.ndarray]]] = field(default_factory=dict)
     pass_at_1: dict[str, dict[int, dict]] = field(default_factory=dict)
     cost: dict = field(default_factory=dict)
+    precision: str | None = None  # where and in what it trained: "cpu float32" (a design's runs share one)
 
     @property
     def unit(self) -> tuple[int, int]:
@@ -168,7 +169,7 @@ def load(kept: Path) -> PowerRun:
     record = json.loads((kept / "run.json").read_text())
     with gzip.open(kept / "scores.jsonl.gz", "rt") as f:
         rows = [json.loads(line) for line in f]
-    run = PowerRun(kept.name, record["seed"], record["draw"])
+    run = PowerRun(kept.name, record["seed"], record["draw"], precision=precision_of(record.get("checkpoint")))
     for dataset in sorted({r["dataset"] for r in rows}):
         for pool in sorted({r["pool"] for r in rows if r["dataset"] == dataset}):
             chosen = sorted((r for r in rows if r["dataset"] == dataset and r["pool"] == pool),
@@ -188,6 +189,27 @@ def load(kept: Path) -> PowerRun:
                 "shares": {g["name"]: g.get("token_share") for g in record["groups"] if g["exposures"]},
                 "steps": (record.get("checkpoint") or {}).get("steps")}
     return run
+
+
+def precision_of(checkpoint: dict | None) -> str | None:
+    """A checkpoint's device kind and weights (and autocast, where on) as one label: "cpu float32", "cuda bfloat16"."""
+    placement = (checkpoint or {}).get("placement")
+    if not placement:
+        return None
+    autocast = f", autocast {placement['autocast']}" if placement.get("autocast") else ""
+    return f"{placement['device'].split(':')[0]} {placement['weights']}{autocast}"
+
+
+def one_precision(runs: Sequence[PowerRun]) -> None:
+    """A design's runs are replicates of one training: runs trained at another precision are not its units
+    (``runtime.dtype=auto`` takes bf16 on a CPU with AVX-512 BF16 or AMX, float32 on one without)."""
+    by = {}
+    for run in runs:
+        by.setdefault(run.precision, []).append(run.name)
+    if len(by) > 1:
+        found = "; ".join(f"{', '.join(names)}: {kind or 'not recorded'}" for kind, names in by.items())
+        raise InputError(f"the runs trained at more than one precision ({found}); rerun the odd ones with "
+                         f"runtime.dtype set to the others' (auto takes bf16 on a CPU with AVX-512 BF16 or AMX)")
 
 
 # --- statistics over runs ---------------------------------------------------------------------------------------------
@@ -341,6 +363,7 @@ def contrasts_of(experiment: Path = EXPERIMENT) -> tuple[list[dict], float]:
 def analyse(runs: Sequence[PowerRun], specs: Sequence[dict], alpha: float) -> dict:
     if len(runs) < 2:
         raise InputError(f"{len(runs)} run: the power report compares runs; collect at least 2 (the profile: 10)")
+    one_precision(runs)
     datasets = sorted(runs[0].pools)
     found = {"runs": [r.name for r in runs], "n_runs": len(runs), "datasets": {}, "alpha": alpha,
              "contrasts": contrasts(runs, specs, alpha), "cost": {r.name: r.cost for r in runs}}
@@ -441,17 +464,19 @@ def report(found: dict) -> str:
 
 def status(runs: Sequence[PowerRun]) -> str:
     """The kept runs, one line each (what a profile in progress can say before its design is complete): the run's
-    unit, its stream, its cost and HumanEval's pass@1 by dose; no interval and no comparison."""
+    unit, where and in what it trained, its stream, its cost and HumanEval's pass@1 by dose; no interval and no
+    comparison."""
     doses = sorted({d for r in runs for blocks in r.pass_at_1.values() for d in blocks})
     lines = [f"{len(runs)} run{'s' * (len(runs) != 1)} kept:", "",
-             *table(["run", "draw", "seed", "training tokens", "planted share", "train s", "planted run s",
-                     "shifted pool s", "shifted pool", *(f"pass@1 x{d}" for d in doses)])]
+             *table(["run", "draw", "seed", "trained in", "training tokens", "planted share", "train s",
+                     "planted run s", "shifted pool s", "shifted pool", *(f"pass@1 x{d}" for d in doses)])]
     for r in runs:
         c = r.cost
         shifted = "read" if any("shifted" in pools for pools in r.pools.values()) else "-"
         passed = next(iter(r.pass_at_1.values()), {})
-        lines.append(f"| {r.name} | {r.draw} | {r.seed} | {c['training_tokens']:,} | {c['planted_share']:.1%} | "
-                     f"{c['train_s']} | {c['total_s']} | {c['shifted_s'] if c['shifted_s'] is not None else '-'} | "
+        lines.append(f"| {r.name} | {r.draw} | {r.seed} | {r.precision or '-'} | {c['training_tokens']:,} | "
+                     f"{c['planted_share']:.1%} | {c['train_s']} | {c['total_s']} | "
+                     f"{c['shifted_s'] if c['shifted_s'] is not None else '-'} | "
                      f"{shifted} | " + " | ".join(f"{passed[d]['passed']}/{passed[d]['n']}" if d in passed else "-"
                                                   for d in doses) + " |")
     return "\n".join(lines) + "\n"
