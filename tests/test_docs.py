@@ -456,6 +456,26 @@ def test_the_power_profiles_tables_are_the_scripts_output(tmp_path):
     assert not differences(found, committed), (differences(found, committed)[:5], command)
 
 
+def test_every_interval_the_power_findings_quote_is_in_the_profiles_tables():
+    """The power profile's findings (its README, the top README's headline, docs/findings.md) are prose over
+    results/power_cpu/tables.md: every estimate with its interval they quote ("0.71 [0.67, 0.76]", "+0.186 [+0.131,
+    +0.240]") and every pooled count ("38/216") stands in the tables as the report printed it."""
+    tables = (ROOT / "results" / "power_cpu" / "tables.md").read_text()
+    quoted = re.compile(r"[+-]?\d\.\d{2,3} \[[+-]?\d\.\d{2,3}, [+-]?\d\.\d{2,3}\]|\b\d+/\d{3}\b")
+    regions = {"results/power_cpu/README.md": ("## Findings", "## Runs"), "README.md": ("## Headline", "## Read more"),
+               "docs/findings.md": ("## The power profile", "## The profile:")}
+    missing = []
+    for name, (start, end) in regions.items():
+        text = (ROOT / name).read_text()
+        region = text[text.index(start):text.index(end)]
+        if name != "results/power_cpu/README.md":  # only the power profile's sentences in the wider docs
+            region = "\n".join(part for part in re.split(r"\n(?=- )|\n\n", region) if "power_cpu" in part)
+        found = quoted.findall(region)
+        assert found, f"{name} quotes no interval of the power profile"
+        missing += [f"{name}: {q}" for q in found if q not in tables]
+    assert not missing, f"quoted but not in results/power_cpu/tables.md: {missing}"
+
+
 def test_the_decontamination_tables_are_the_scripts_output():
     """results/decontam_cpu/tables.md (included in its README) as contaminate/reports/decontam.py prints it from the
     kept draws' decontamination.json (and the trained runs' plant.json, where kept)."""

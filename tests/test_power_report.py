@@ -184,3 +184,13 @@ def test_runs_trained_at_another_precision_are_refused_in_one_line():
     assert power.precision_of({"placement": {"device": "cuda:1", "weights": "float32", "autocast": "bfloat16"}}) == \
         "cuda float32, autocast bfloat16"
     assert power.precision_of({"id": "c0"}) is None
+
+
+def test_the_figure_draws_the_auc_by_dose_and_the_thresholds_fpr_on_both_pools(tmp_path):
+    known = [float(v) for v in range(19)]
+    runs = [_run(i, {1: [18.0 + i, 5.0], 2: [30.0, 20.0]}, [17.0, 18.5, 3.0], known, shifted=[v - 10 for v in known])
+            for i in range(3)]
+    found = power.analyse(runs, [], 0.05)
+    assert found["datasets"]["humaneval"]["practitioner"]["shifted"]["loss"]["fpr"]["k"] == 6  # 17 and 18.5 > 8
+    power.plot(found, tmp_path / "power.png", scores=("loss", "min_k"))
+    assert (tmp_path / "power.png").read_bytes()[:4] == b"\x89PNG"

@@ -482,6 +482,59 @@ def status(runs: Sequence[PowerRun]) -> str:
     return "\n".join(lines) + "\n"
 
 
+PLOTTED = ("loss_raw", "min_k_plus_raw", "reference_ratio_raw", "min_k_plus")  # bare text, and one oracle reading
+
+
+def plot(found: dict, path: Path, scores: Sequence[str] = PLOTTED) -> None:
+    """The profile in one figure: a panel per dataset of the within-model AUC by dose (95% t-intervals over runs),
+    and a panel of the FPR the practitioner's 5% threshold realises on x0, fitted on the known non-members as drawn
+    and as rewritten (a bar per score and pool, its interval over runs)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from contaminate.reports.calibration_regimes import error_bars
+
+    datasets = list(found["datasets"])
+    figure, axes = plt.subplots(1, len(datasets) + 1, figsize=(4.2 * (len(datasets) + 1), 3.8))
+    for axis, dataset in zip(axes, datasets):
+        block = found["datasets"][dataset]
+        for k, score in enumerate(s for s in scores if s in block["auc"]):
+            points = [(d * (1 + 0.04 * (k - 1.5)), block["auc"][score][d]) for d in block["doses"]]
+            axis.errorbar([d for d, _ in points], [a["estimate"] for _, a in points],
+                          yerr=error_bars([(a["estimate"], a["low"], a["high"]) for _, a in points]),
+                          marker="o", markersize=3, capsize=2, label=labelled(score))
+        axis.axhline(0.5, color="grey", linestyle=":", linewidth=1)
+        axis.set_xscale("log")
+        axis.set_xticks(block["doses"], [f"x{d}" for d in block["doses"]])
+        axis.minorticks_off()
+        axis.set(ylim=(0.4, 1.02), xlabel="copies in the training stream",
+                 ylabel=f"AUC within model ({found['n_runs']} runs)")
+        axis.set_title(f"{dataset}\n{block['members']} members a dose v {block['x0'] + block['known']} never trained",
+                       fontsize=9)
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=6, loc="upper left")
+    axis = axes[-1]
+    bars = [(dataset, score) for dataset in datasets for score in scores
+            if found["datasets"][dataset]["practitioner"]["shifted"].get(score, {}).get("fpr")]
+    for offset, pool, colour in ((-0.2, "known", "tab:blue"), (0.2, "shifted", "tab:red")):
+        got = [found["datasets"][d]["practitioner"][pool][s]["fpr"] for d, s in bars]
+        axis.bar([i + offset for i in range(len(bars))], [g["estimate"] for g in got], width=0.4, color=colour,
+                 yerr=error_bars([(g["estimate"], g["low"], g["high"]) for g in got]), capsize=2,
+                 label=f"fitted on the known non-members{' rewritten' if pool == 'shifted' else ''}")
+    axis.axhline(CONFORMAL_FPR, color="black", linestyle="--", linewidth=1, label=f"the bound, {CONFORMAL_FPR:g}")
+    axis.set_xticks(range(len(bars)), [f"{d}\n{s}" for d, s in bars], fontsize=6, rotation=60)
+    axis.set(ylabel="FPR on the never-planted x0", ylim=(0, 1))
+    known = found["datasets"][datasets[0]]["known"]
+    axis.set_title(f"the practitioner's {CONFORMAL_FPR:.0%} threshold\n(split conformal on {known} known non-members)",
+                   fontsize=9)
+    axis.legend(fontsize=6, loc="upper left")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
 def _json_default(value):
     if isinstance(value, (np.floating, np.integer)):
         return value.item()
@@ -498,6 +551,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, help="with --collect: where the kept runs go")
     parser.add_argument("--experiment", type=Path, default=EXPERIMENT, help="the config holding power.contrasts")
     parser.add_argument("--json", type=Path, help="also write every number here")
+    parser.add_argument("--plot", type=Path, help="also draw the AUC by dose and the threshold's FPR here (.png)")
     parser.add_argument("--status", action="store_true", help="only the kept runs, one line each (any number)")
     args = parser.parse_args(argv)
     if not args.folder.is_dir():
@@ -527,6 +581,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(f"error: {error}") from None
     if args.json:
         args.json.write_text(json.dumps(found, indent=1, default=_json_default))
+    if args.plot:
+        plot(found, args.plot)
     print(report(found), end="")
 
 
