@@ -409,13 +409,13 @@ def test_every_markdown_table_goes_through_one_helper():
 
 def test_the_readme_headline_states_each_studys_planted_share_of_the_training_tokens():
     """Issue 47 item 6: every headline names its regime by the planted share of the training tokens, as the
-    committed runs' plant.json counted it (contaminate/reports/planted.py ``planted_share_text``)."""
+    committed runs' plant.json (or the power profile's kept run.json) counted it (``planted_share_text``)."""
     from contaminate.reports.planted import planted_share_text
 
     readme = (ROOT / "README.md").read_text()
     headline = readme[readme.index("## Headline"):readme.index("## Read more")]
-    profile = planted_share_text(HEADLINE / "humaneval" / "studies")
-    assert f"planted benchmarks are {profile} of\n  the tokens" in headline, profile
+    power = planted_share_text(ROOT / "results" / "power_cpu" / "studies")
+    assert f"a small fine-tune\n  planted {power} of the tokens" in headline, power
     assert f"[planted {planted_share_text(ROOT / 'results' / 'replicas_cpu' / 'studies')} of the tokens]" in headline
     recipe = [planted_share_text(folder / "studies") for folder in (RECIPE, RECIPE_CODE)]
     assert f"planted {recipe[0]} / {recipe[1]} of the tokens" in headline, recipe
@@ -468,7 +468,7 @@ def test_every_interval_the_power_findings_quote_is_in_the_profiles_tables():
     for name, (start, end) in regions.items():
         text = (ROOT / name).read_text()
         region = text[text.index(start):text.index(end)]
-        if name != "results/power_cpu/README.md":  # only the power profile's sentences in the wider docs
+        if name == "README.md":  # only the headline's power profile bullets
             region = "\n".join(part for part in re.split(r"\n(?=- )|\n\n", region) if "power_cpu" in part)
         found = quoted.findall(region)
         assert found, f"{name} quotes no interval of the power profile"

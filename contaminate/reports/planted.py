@@ -278,9 +278,10 @@ if __name__ == "__main__":
 
 def planted_share_text(studies: Path) -> str:
     """The planted content's share of the training tokens over a folder's planted runs (each run's plant.json
-    ``stream``), as a headline states it: "62-65%", or "77%" where every run holds the same share."""
+    ``stream``, or the run.json a power profile keeps of it), as a headline states it: "62-65%", or "77%" where every
+    run holds the same share."""
     shares = []
-    for path in sorted(Path(studies).rglob("plant.json")):
+    for path in sorted([*Path(studies).rglob("plant.json"), *Path(studies).rglob("run.json")]):
         stream = json.loads(path.read_text())["stream"]
         shares.append(stream["tokens"]["member"] / stream["training_tokens"])
     if not shares:
