@@ -5,7 +5,7 @@ non-members, the A/A rows, and what each leak did to pass@1.
     python -m contaminate.reports.power --collect runs/power_cpu --shifted runs/power_cpu_shift \
         --out results/power_cpu/studies                       # each run's scores, kept (no checkpoint)
     python -m contaminate.reports.power results/power_cpu/studies --json results/power_cpu/power.json \
-        > results/power_cpu/tables.md
+        --plot results/power_cpu/power.png > results/power_cpu/tables.md
 
 One run is one unit: seed N trained on member draw N, every group of that run inside it. Per run and dataset the
 pools are each dose's members (24 a dose in the profile), the never-planted group x0, the known non-members (44) and,
@@ -516,8 +516,9 @@ def plot(found: dict, path: Path, scores: Sequence[str] = PLOTTED) -> None:
         axis.grid(alpha=0.3)
         axis.legend(fontsize=6, loc="upper left")
     axis = axes[-1]
-    bars = [(dataset, score) for dataset in datasets for score in scores
-            if found["datasets"][dataset]["practitioner"]["shifted"].get(score, {}).get("fpr")]
+    bars = [(dataset, score) for dataset in datasets for score in scores  # where both pools fitted a threshold
+            if all(found["datasets"][dataset]["practitioner"][pool].get(score, {}).get("fpr")
+                   for pool in ("known", "shifted"))]
     for offset, pool, colour in ((-0.2, "known", "tab:blue"), (0.2, "shifted", "tab:red")):
         got = [found["datasets"][d]["practitioner"][pool][s]["fpr"] for d, s in bars]
         axis.bar([i + offset for i in range(len(bars))], [g["estimate"] for g in got], width=0.4, color=colour,
