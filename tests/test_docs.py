@@ -143,15 +143,17 @@ PLANTED = ROOT / "results" / "planted_cpu"
 UNITS = ROOT / "results" / "units_cpu"
 RECIPE = ROOT / "results" / "replicas_recipe_cpu"   # issue 45 item 5: the recipe where members replay, six draws
 RECIPE_CODE = ROOT / "results" / "replicas_recipe_humaneval_cpu"  # the same on HumanEval, elicited, partitions of 6
+SHIFT = ROOT / "results" / "replicas_recipe_humaneval_shift"  # issue 47 item 4: that design on a rewritten known pool
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("folder, studies, options", [
     (UNITS, [UNITS], ["--transfer"]), (PLANTED, [PLANTED], []), (TRANSFER, [PLANTED, TRANSFER], []),
     (HEADLINE / "humaneval", [HEADLINE / "humaneval"], []), (HEADLINE / "synth_nli", [HEADLINE / "synth_nli"], []),
-    (RECIPE, [RECIPE], []), (RECIPE_CODE, [RECIPE_CODE], ["--partition-size", "6"])],
+    (RECIPE, [RECIPE], []), (RECIPE_CODE, [RECIPE_CODE], ["--partition-size", "6"]),
+    (SHIFT, [SHIFT], ["--partition-size", "6"]), (SHIFT / "as_drawn", [SHIFT / "as_drawn"], ["--partition-size", "6"])],
     ids=["units", "planted", "transfer", "profile_humaneval", "profile_synth_nli", "replicas_recipe",
-         "replicas_recipe_humaneval"])
+         "replicas_recipe_humaneval", "recipe_shift_rewritten", "recipe_shift_as_drawn"])
 def test_the_committed_calibration_recomputes_from_its_committed_studies(tmp_path, folder, studies, options):
     from contaminate.calibrate import main
 
@@ -165,6 +167,16 @@ def test_the_committed_calibration_recomputes_from_its_committed_studies(tmp_pat
     for block in ("by_regime", "recipe", "cards", "cross_model_thresholds"):
         assert not differences(again[block], committed[block]), (block, differences(again[block], committed[block])[:5])
     assert sorted(p.name for p in tmp_path.glob("card*.json")) == sorted(p.name for p in folder.glob("card*.json"))
+
+
+def test_the_shifted_pools_table_is_the_scripts_output():
+    """results/replicas_recipe_humaneval_shift/shift.md (included in its README, quoted in docs/findings.md and
+    docs/calibration.md) as contaminate/reports/shift.py prints it from the two committed calibrations."""
+    from contaminate.reports import shift
+
+    command = ("python -m contaminate.reports.shift results/replicas_recipe_humaneval_shift/as_drawn "
+               "results/replicas_recipe_humaneval_shift > results/replicas_recipe_humaneval_shift/shift.md")
+    assert shift.report(SHIFT / "as_drawn", SHIFT) == (SHIFT / "shift.md").read_text(), command
 
 
 def test_the_recipe_needs_table_is_the_scripts_output():
@@ -457,24 +469,34 @@ def test_the_power_profiles_tables_are_the_scripts_output(tmp_path):
 
 
 def test_every_interval_the_power_findings_quote_is_in_the_profiles_tables():
-    """The power profile's findings (its README, the top README's headline, docs/findings.md and calibration.md) are
-    prose over results/power_cpu/tables.md: every estimate with its interval they quote ("0.72 [0.68, 0.76]",
-    "+0.178 [+0.126, +0.229]") and every pooled count ("43/240") stands in the tables as the report printed it."""
+    """The power profile's and the shifted recipe's findings (their READMEs, the top README's headline,
+    docs/findings.md and calibration.md) are prose over results/power_cpu/tables.md and
+    results/replicas_recipe_humaneval_shift/shift.md: every estimate with its interval they quote ("0.72 [0.68,
+    0.76]", "+0.178 [+0.126, +0.229]") and every pooled count ("43/240") stands in the tables as the report printed
+    it (a threshold's move, "-0.123 [-0.141, -0.105]", may be quoted as a fall: "0.123 [0.105, 0.141]")."""
     tables = (ROOT / "results" / "power_cpu" / "tables.md").read_text()
+    shifted = (SHIFT / "shift.md").read_text()
+    falls = {f"{m[0]} [{m[2]}, {m[1]}]" for m in re.findall(r"-(\d\.\d{3}) \[-(\d\.\d{3}), -(\d\.\d{3})\]", shifted)}
+    tables += shifted + "\n".join(sorted(falls))
+    tables += "".join((ROOT / "results" / name / "tables.md").read_text()  # the recipe's unshifted rates beside them
+                      for name in ("replicas_recipe_cpu", "replicas_recipe_humaneval_cpu"))
     quoted = re.compile(r"[+-]?\d\.\d{2,3} \[[+-]?\d\.\d{2,3}, [+-]?\d\.\d{2,3}\]|\b\d+/\d{3}\b")
-    regions = {"results/power_cpu/README.md": ("## Findings", "## Runs"), "README.md": ("## Headline", "## Read more"),
-               "docs/findings.md": ("## The power profile", "## The profile:"),
-               "docs/calibration.md": ("Every study reads its known non-members", "The calibration fits the recipe")}
+    regions = [("results/power_cpu/README.md", "## Findings", "## Runs"), ("README.md", "## Headline", "## Read more"),
+               ("docs/findings.md", "## The power profile", "## The profile:"),
+               ("docs/findings.md", "## The recipe under shift", "## The profile's tables"),
+               ("docs/calibration.md", "Every study reads its known non-members", "The calibration fits the recipe"),
+               ("results/replicas_recipe_humaneval_shift/README.md", "## What it shows", "## The two fits")]
     missing = []
-    for name, (start, end) in regions.items():
+    for name, start, end in regions:
         text = (ROOT / name).read_text()
         region = text[text.index(start):text.index(end)]
-        if name == "README.md":  # only the headline's power profile bullets
-            region = "\n".join(part for part in re.split(r"\n(?=- )|\n\n", region) if "power_cpu" in part)
+        if name == "README.md":  # only the headline's power profile bullets and the recipe's sentence on shift
+            region = "\n".join(part for part in re.split(r"\n(?=- )|\n\n", region)
+                               if "power_cpu" in part or "replicas_recipe_humaneval_shift" in part)
         found = quoted.findall(region)
-        assert found, f"{name} quotes no interval of the power profile"
+        assert found, f"{name} quotes no interval of the power profile or the shifted recipe"
         missing += [f"{name}: {q}" for q in found if q not in tables]
-    assert not missing, f"quoted but not in results/power_cpu/tables.md: {missing}"
+    assert not missing, f"quoted but not in results/power_cpu/tables.md or the shift's shift.md: {missing}"
 
 
 def test_the_decontamination_tables_are_the_scripts_output():
