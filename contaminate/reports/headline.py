@@ -43,7 +43,9 @@ COMPLETIONS = ("rouge_l", "rouge_l_leak")  # Algorithm 2's score of each guided 
 VERDICTS = {**VERDICT_NAMES, "alg2_leak": "Alg. 2, leak reading (oracle)"}
 
 
-def _rate(summary: dict | None) -> str:
+def rate_with_labelled(summary: dict | None) -> str:
+    """A rate over units and, in brackets, the instances its thresholds labelled of those read: "0.17 [0.00, 0.60]
+    (2/36)"."""
     return "-" if summary is None else f"{rates_text(summary)} ({summary['labelled']}/{summary['instances']})"
 
 
@@ -58,8 +60,8 @@ def recipe(calibration: dict) -> list[str]:
                   *table(["rule", "stated bound", "realised FPR, own non-members", *(f"TPR x{d}" for d in doses)])]
         for c in chosen:
             bound = "refused" if c["stated_bound"] is None else f"{c['stated_bound']:.3f}"
-            lines.append(f"| {c['rule_text']} | {bound} | {_rate(c['fpr'])} | "
-                         + " | ".join(_rate(c["tpr_by_dose"].get(d)) for d in doses) + " |")
+            lines.append(f"| {c['rule_text']} | {bound} | {rate_with_labelled(c['fpr'])} | "
+                         + " | ".join(rate_with_labelled(c["tpr_by_dose"].get(d)) for d in doses) + " |")
         lines += ["", "A rate: the probability that the rule flags a partition of its size drawn from a model's cell, "
                   "at the model's own fitted thresholds, over models; in brackets, the instances those thresholds "
                   "label exact or near-exact, of those read.", ""]
@@ -75,15 +77,15 @@ def cards(calibration: dict) -> list[str]:
             lines.append(f"| {group} | no card: {card['why'].split(': ', 1)[-1]} | | | | | |")
             continue
         held = card["held_out"]
-        tpr = ", ".join(f"x{d} {_rate(s)}" for d, s in held["tpr_by_dose"].items())
+        tpr = ", ".join(f"x{d} {rate_with_labelled(s)}" for d, s in held["tpr_by_dose"].items())
         lines.append(f"| {group} | {card['rests_on']['unit']} | {rates_text(card['thresholds']['exact'], _three)} | "
                      f"{rates_text(card['thresholds']['near_exact'], _three)} | {card['rule_text']} | "
-                     f"{_rate(held['fpr'])} | {tpr} |")
+                     f"{rate_with_labelled(held['fpr'])} | {tpr} |")
         for target, block in (card.get("transfer") or {}).items():
             test = block["equivalence"]
-            tpr = ", ".join(f"x{d} {_rate(s)}" for d, s in block["tpr_by_dose"].items())
-            moved.append(f"| {group} | {target} | {_rate(block['fpr'])} | {test['verdict']} ({test['k']}/{test['n']}) "
-                         f"| {test['power']:.2f} | {tpr} |")
+            tpr = ", ".join(f"x{d} {rate_with_labelled(s)}" for d, s in block["tpr_by_dose"].items())
+            moved.append(f"| {group} | {target} | {rate_with_labelled(block['fpr'])} | {test['verdict']} "
+                         f"({test['k']}/{test['n']}) | {test['power']:.2f} | {tpr} |")
     if moved:
         lines += ["", *table(["card fitted on", "applied to", "partition FPR", "FPR within 5% + 5%?", "power", "TPR"]),
                   *moved]
@@ -129,15 +131,16 @@ def practitioner(calibration: dict) -> list[str]:
         for name in names:
             for budget in budgets:
                 at = logit[name][budget]
-                lines.append(f"| {labelled(name)} | {float(budget):g} | {_rate_k(at.get('non_members'))} | "
-                             + " | ".join(_rate_k(at.get(f"x{d}")) for d in doses) + " |")
+                lines.append(f"| {labelled(name)} | {float(budget):g} | {rate_with_count(at.get('non_members'))} | "
+                             + " | ".join(rate_with_count(at.get(f"x{d}")) for d in doses) + " |")
         lines.append("")
         if block.get("aa"):
             lines += [f"{group}, {unit}:", "", *aa_lines(block["aa"]), ""]
     return lines
 
 
-def _rate_k(summary: dict | None) -> str:
+def rate_with_count(summary: dict | None) -> str:
+    """A rate over units and, in brackets, its pooled count k/n: "0.05 [0.00, 0.09] (11/240)"."""
     return "-" if summary is None else f"{rates_text(summary)} ({summary['k']}/{summary['n']})"
 
 

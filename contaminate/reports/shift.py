@@ -29,7 +29,7 @@ import numpy as np
 from scipy import stats
 
 from contaminate.reports.calibration_product import aa_lines
-from contaminate.reports.headline import SCORES, _rate, _rate_k
+from contaminate.reports.headline import SCORES, rate_with_count, rate_with_labelled
 from detect.detectors import labelled
 from detect.markdown import table
 
@@ -123,8 +123,8 @@ def recipe_lines(group: str, drawn: dict, rewritten: dict) -> list[str]:
     for a, b in pairs:
         for pool, c in zip(POOLS, (a, b)):
             bound = "refused" if c["stated_bound"] is None else f"{c['stated_bound']:.3f}"
-            lines.append(f"| {c['rule_text']} | {pool} | {bound} | {_rate(c['fpr'])} | "
-                         + " | ".join(_rate(c["tpr_by_dose"].get(d)) for d in doses) + " |")
+            lines.append(f"| {c['rule_text']} | {pool} | {bound} | {rate_with_labelled(c['fpr'])} | "
+                         + " | ".join(rate_with_labelled(c["tpr_by_dose"].get(d)) for d in doses) + " |")
     lines += ["", f"How far the fitted thresholds move (rewritten minus as drawn, within each model; mean and 95% "
                   f"t-interval over {len(units)} draws):", "",
               *table(["rule", "exact >=", "near-exact >="])]
@@ -153,9 +153,9 @@ def logit_lines(group: str, drawn: dict, rewritten: dict) -> list[str]:
     for name in names:
         for budget in budgets:
             at_a, at_b = la[name].get(budget, {}), lb[name].get(budget, {})
-            lines.append(f"| {labelled(name)} | {float(budget):g} | {_rate_k(at_a.get('non_members'))} | "
-                         f"{_rate_k(at_b.get('non_members'))} | {_rate_k(at_a.get(f'x{low}'))} | "
-                         f"{_rate_k(at_b.get(f'x{low}'))} |")
+            lines.append(f"| {labelled(name)} | {float(budget):g} | {rate_with_count(at_a.get('non_members'))} | "
+                         f"{rate_with_count(at_b.get('non_members'))} | {rate_with_count(at_a.get(f'x{low}'))} | "
+                         f"{rate_with_count(at_b.get(f'x{low}'))} |")
     if rewritten.get("aa"):
         lines += ["", f"{group}, A/A rows against the rewritten pool:", "", *aa_lines(rewritten["aa"])]
     return lines + [""]
