@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from contaminate.calibration.statistics import clopper_pearson  # noqa: E402
 from contaminate.harm import CLASSES, PROMPT_FORMATS, complete, executable_problems, pass_at_1  # noqa: E402
+from detect.markdown import table  # noqa: E402
 
 
 def cpu_name() -> str:
@@ -47,9 +48,9 @@ def boundary_cost(problems, canonical: dict[int, str]) -> list[str]:
         found = pass_at_1(problems, canonical, sandbox=sandbox)
         seconds[sandbox] = (time.perf_counter() - started) / len(canonical)
         assert found["passed"] == len(canonical), f"canonical solutions failed with sandbox={sandbox}"
-    return ["| sandbox | s a program (2 workers) | ratio |", "|---|---|---|",
-            f"| none (the guard alone) | {seconds['none']:.3f} | 1.00 |",
-            f"| bwrap | {seconds['bwrap']:.3f} | {seconds['bwrap'] / seconds['none']:.2f} |"]
+    return table(["sandbox", "s a program (2 workers)", "ratio"],
+                 [["none (the guard alone)", f"{seconds['none']:.3f}", "1.00"],
+                  ["bwrap", f"{seconds['bwrap']:.3f}", f"{seconds['bwrap'] / seconds['none']:.2f}"]])
 
 
 def main() -> None:
@@ -57,6 +58,7 @@ def main() -> None:
     parser.add_argument("--formats", nargs="+", default=list(PROMPT_FORMATS), choices=PROMPT_FORMATS)
     parser.add_argument("--limit", type=int, default=None, help="the first N problems only (a smoke run)")
     parser.add_argument("--out", required=True, help="a folder: table.md and completions.json.gz written there")
+    parser.add_argument("--cost-only", action="store_true", help="the boundary's cost alone (cost.md), no model")
     args = parser.parse_args()
 
     from omegaconf import OmegaConf
@@ -70,15 +72,20 @@ def main() -> None:
     problems = executable_problems(dataset, "test")
     ids = sorted(problems)[: args.limit]
     canonical = {i: row["canonical_solution"] for i, row in enumerate(load_raw(dataset, "test")) if i in set(ids)}
-    ref = embedded_smollm2()
-    model = LocalModels().open(ref, GenerationSettings(prompt_format="chat", max_new_tokens=384, progress=False))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.cost_only:
+        repeats = [boundary_cost(problems, canonical) for _ in range(3)]
+        text = "\n\n".join("\n".join(table) for table in repeats)
+        (out / "cost.md").write_text(f"{cpu_name()}, {len(canonical)} canonical solutions, three repeats:\n\n{text}\n")
+        print(text)
+        return
+    ref = embedded_smollm2()
+    model = LocalModels().open(ref, GenerationSettings(prompt_format="chat", max_new_tokens=384, progress=False))
     lines = [f"Model: {ref.name}, untouched, greedy; HumanEval test, {len(ids)} problems; {cpu_name()}. pass@1 with "
              f"its Clopper-Pearson 95% interval over problems (one model); each completion's class (contaminate/"
              f"harm.py `classify`). Programs run behind bubblewrap.", "",
-             "| format | pass@1 [Clopper-Pearson] | passed | " + " | ".join(CLASSES) + " | generation s |",
-             "|---|---|---|" + "---|" * len(CLASSES) + "---|"]
+             *table(["format", "pass@1 [Clopper-Pearson]", "passed", *CLASSES, "generation s"])]
     kept = {}
     for prompt_format in args.formats:
         started = time.perf_counter()

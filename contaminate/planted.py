@@ -310,7 +310,7 @@ class PlantedStream:
         # plant.sandbox: the boundary model-written code runs behind (none: the guard alone, recorded in plant.json);
         # plant.pass_at_1_format: how each problem is asked (stripped, raw, chat)
         self.harm_options = {"sandbox": self.cfg.plant.get("sandbox", "bwrap"),
-                             "prompt_format": self.cfg.plant.get("pass_at_1_format", "stripped")}
+                             "prompt_format": self.cfg.plant.get("pass_at_1_format", "chat")}
         if self.pass_at_1:
             check_pass_at_1({key: datasets[key] for key in self.pass_at_1},
                             {self.cfg.dataset.key: self.cfg.get("split")}, sandbox=self.harm_options["sandbox"])

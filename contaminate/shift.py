@@ -12,7 +12,8 @@ frame (``SYNTH_VARIANT``), the same instance written from a second template.
 
 ``sample.known_shift=rewrite`` gives a study's known non-members rewritten (``shift_pool``): what the recipe and the
 conformal thresholds are fitted on, and what ReCaLL's prefix and the performance test read; the judged pools stay
-as drawn.
+as drawn. ``rename`` and ``reword`` are its two parts as arms of their own (issue 68), so that a departure can be
+laid to the names or to the prose.
 
 ``rewrite_problem(prompt, solution, entry_point)``:
 
@@ -174,13 +175,27 @@ def _docstring_span(program: str, entry_point: str) -> tuple[int, int] | None:
     return None
 
 
-def rewrite_problem(prompt: str, solution: str, entry_point: str, test: str = "") -> tuple[str, str]:
-    """(prompt, solution) rewritten: identifiers renamed across both, the entry function's docstring reworded and
-    reflowed; the prompt still ends where the solution begins."""
+def rename_in_prose(body: str, names: dict[str, str]) -> str:
+    """A docstring's prose lines with the renamed parameters' new names (example lines kept): the rename arm's
+    docstring, which is otherwise left word for word."""
+    out = []
+    for line in body.split("\n"):
+        if line.strip() and not _EXAMPLE.search(line):
+            for old, new in names.items():
+                line = re.sub(rf"(?<![\w.']){re.escape(old)}(?![\w(])", new, line)
+        out.append(line)
+    return "\n".join(out)
+
+
+def rewrite_problem(prompt: str, solution: str, entry_point: str, test: str = "", *,
+                    shift: str = "rewrite") -> tuple[str, str]:
+    """(prompt, solution) rewritten by ``shift`` (``SHIFTS``): ``rewrite``, identifiers renamed across both and the
+    entry function's docstring reworded and reflowed; ``rename``, the identifiers alone (and their names in the
+    docstring's prose); ``reword``, the docstring alone. The prompt still ends where the solution begins."""
     if not prompt.endswith("\n"):
         raise ValueError(f"{entry_point}: the prompt does not end with a line: the rewrite cuts it by lines")
     program = prompt + solution
-    renamed, mapping = rename_identifiers(program, entry_point, test)
+    renamed, mapping = rename_identifiers(program, entry_point, test) if shift != "reword" else (program, {})
     # the parameters' new names in the prose too (not "a", an English word before it is a name)
     prose_names = {old: new for old, new in mapping.items() if new.startswith("arg") and old not in ("a", "A", "I")}
     # where the prompt ends in the renamed text: the same number of lines (renaming never adds a line), and the
@@ -194,11 +209,15 @@ def rewrite_problem(prompt: str, solution: str, entry_point: str, test: str = ""
         span = None
     if span is not None and span[1] <= len(new_prompt):
         start, end = span
-        new_prompt = new_prompt[:start] + rewrite_docstring(new_prompt[start:end], prose_names) + new_prompt[end:]
+        inner = new_prompt[start:end]
+        inner = rename_in_prose(inner, prose_names) if shift == "rename" else rewrite_docstring(inner, prose_names)
+        new_prompt = new_prompt[:start] + inner + new_prompt[end:]
     return new_prompt, new_solution
 
 
-SHIFTS = ("rewrite",)  # sample.known_shift
+# sample.known_shift: rewrite (both), and its two parts as separate arms (issue 68): rename (identifiers) and
+# reword (the docstring's prose); a synthetic partition has its generator's rewrite alone
+SHIFTS = ("rewrite", "rename", "reword")
 # A synthetic partition's rewrite: paraphrase variant 4 of its generator (detect/datasets/synth.py ``render``): every
 # fact in its second other wording and the second other frame, the drawn values and label kept (the same instance,
 # another template)
@@ -212,10 +231,13 @@ def check_shift(shift, dataset) -> None:
     if shift is None:
         return
     if shift not in SHIFTS:
-        raise InputError(f"sample.known_shift={shift}: use null (the known non-members as drawn) or rewrite (the "
-                         f"same problems written differently, contaminate/shift.py)")
-    if rewrites_code(dataset) or synth_source(dataset) is not None:
+        raise InputError(f"sample.known_shift={shift}: use null (the known non-members as drawn), rewrite (the "
+                         f"same problems written differently), or its parts rename or reword (contaminate/shift.py)")
+    if rewrites_code(dataset) or (synth_source(dataset) is not None and shift == "rewrite"):
         return
+    if synth_source(dataset) is not None:
+        raise InputError(f"sample.known_shift={shift} renames or rewords a code problem; a synthetic partition "
+                         f"({dataset.key}) is rewritten by its generator alone: use sample.known_shift=rewrite")
     raise InputError(f"sample.known_shift=rewrite rewrites code problems whose text is their prompt and canonical "
                      f"solution (HumanEval) or the lab's synthetic partitions (synth_*), and {dataset.key} is neither; "
                      f"use sample.known_shift=null")
@@ -244,6 +266,7 @@ def shift_pool(dataset, split: str, pool: Sequence[Example], shift: str | None) 
     shifted = []
     for example in pool:
         row = raw[example.instance_id]
-        prompt, solution = rewrite_problem(row["prompt"], row["canonical_solution"], row["entry_point"], row["test"])
+        prompt, solution = rewrite_problem(row["prompt"], row["canonical_solution"], row["entry_point"], row["test"],
+                                           shift=shift)
         shifted.append(Example(example.instance_id, prompt + solution, example.text_pair, example.label))
     return shifted

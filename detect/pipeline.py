@@ -35,6 +35,7 @@ from detect.detectors.time_travel.scores import rouge_l
 from detect.detectors.time_travel.split import cut_unit, split_instance
 from detect.detectors.time_travel.stopping import AnswerShape
 from detect.errors import InputError
+from detect.exchangeability import precheck, precheck_line
 from detect.judges.threshold import thresholds_line
 from detect.markdown import table
 from detect.models import check_backend
@@ -493,6 +494,8 @@ def write_report(path: Path, summary: dict, rows: Sequence[dict]) -> None:
                                                               f"verdicts below are their rules' outcomes on answers "
                                                               f"that mostly do not answer, not evidence of a clean "
                                                               f"model." if uninformative(summary) else ""), ""]
+    if "precheck" in summary and summary["precheck"] is not None or summary.get("judge", {}).get("name") == "recipe":
+        lines += [precheck_line(summary.get("precheck")), ""]
     lines += answers_table(summary)
     for cls, block in read_back(summary):  # each detector's own section, in the order they ran
         lines += cls.report_section(block)
@@ -561,11 +564,20 @@ def main(cfg, out_dir: Path) -> dict:
     examples = sample(split_examples, cfg.sample.n_detect, seed=cfg.seed, where=f"{dataset.key} {split}")
     judge = instantiate(cfg.judge)
     known = recipe_known(judge, dataset, split, examples, detectors) if hasattr(judge, "fit_on") else None
+    asks_precheck = known is not None and getattr(judge, "precheck", False) is not False
+    if asks_precheck and judge.precheck is True and reference_ref is None:
+        raise InputError("judge.precheck=true reads the known non-members and the judged split under a model that saw "
+                         "neither; set detect.reference_model=<the base model of the fine-tune, or another model "
+                         "that cannot have seen them>, or judge.precheck=auto")
     settings = GenerationSettings.of(cfg.detect)
     model = backend.open(instantiate(cfg.model) if backend.reads_model_group else None, settings, placement)
     reference = None
-    if reference_ref is not None and any("reference" in d.needs for d in detectors):
+    if reference_ref is not None and (any("reference" in d.needs for d in detectors) or asks_precheck):
         reference = LocalModels().open(reference_ref, settings, placement)
+    exchangeable = None  # the A/A pre-check, where known non-members and a model that saw neither are given
+    if asks_precheck and reference is not None:
+        exchangeable = precheck(reference, [e.full_text for e in known], [e.full_text for e in examples])
+        print(precheck_line(exchangeable))
     semantic = SemanticScorer(cfg.detect.semantic_model, placement=placement) if cfg.detect.semantic_model else None
     # The partition detectors read the split, not the sample: Cheat? searches all of it for replicas, the
     # sharded test takes its first instances in the dataset's order.
@@ -596,6 +608,7 @@ def main(cfg, out_dir: Path) -> dict:
         dataset=dataset.key, split=split, model=model.name, model_path=model.path, generation=backend.name,
         prompt_format=model.prompt_format, seed=cfg.seed, judge=judge.describe(),
         instruction_format={"setting": instruction_setting(cfg.detect), **choice},
+        precheck=exchangeable if known is not None else None,
         runtime={"resolved": placement.describe(), "models": {k: v for k, v in placements.items() if v}},
         instance_ids=[example.instance_id for example in examples],
         timings={"load_s": round(loaded - started, 2), "detect_s": round(time.time() - loaded, 2)},

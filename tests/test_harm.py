@@ -268,3 +268,23 @@ def test_a_completion_stops_generating_at_the_functions_end():
     assert stop.done("    return x + 1\n") is None
     assert stop.done("    return x + 1\n\ndef other():") == "end"
     assert stop.cut("    return x + 1\n\ndef other():\n    pass") == "    return x + 1\n"
+
+
+@pytest.mark.slow
+def test_the_committed_untouched_completions_execute_to_their_committed_outcomes(problems):
+    """results/pass_at_1_untouched: every kept completion, executed again behind the boundary in its format, gives the
+    outcome kept beside it, and the passed counts are table.md's."""
+    import gzip
+    import json
+
+    folder = Path(__file__).resolve().parents[1] / "results" / "pass_at_1_untouched"
+    with gzip.open(folder / "completions.json.gz", "rt") as handle:
+        kept = json.load(handle)
+    table = (folder / "table.md").read_text()
+    for prompt_format, rows in kept.items():
+        found = pass_at_1(problems, {int(i): row["completion"] for i, row in rows.items()},
+                          prompt_format=prompt_format)
+        assert {str(i): r == "passed" for i, r in found["results"].items()} == \
+            {i: row["outcome"] == "passed" for i, row in rows.items()}, prompt_format
+        assert {str(i): c for i, c in found["classes"].items()} == {i: row["class"] for i, row in rows.items()}
+        assert f"| {prompt_format} | " in table and f"| {found['passed']}/{found['n']} |" in table

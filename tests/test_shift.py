@@ -36,17 +36,38 @@ def test_the_docstring_is_reworded_and_reflowed_and_its_examples_kept():
 
 
 @pytest.mark.slow
-def test_every_rewritten_humaneval_problem_is_the_same_problem_in_other_words():
-    """All 164: the text changes, the function the tests call keeps its name, and the canonical solution, rewritten
-    with it, passes the problem's own tests (contaminate/harm.py's guarded processes)."""
+def test_the_two_arms_change_one_part_each():
+    """rename: the names (and the parameter's name in the prose), the words kept; reword: the words, the names kept."""
+    prompt = 'def total(numbers):\n    """ Return the sum of numbers in the list.\n    >>> total([1])\n    1\n    """\n'
+    solution = "    acc = 0\n    for n in numbers:\n        acc += n\n    return acc\n"
+    renamed, renamed_solution = rewrite_problem(prompt, solution, "total", shift="rename")
+    assert "def total(arg0):" in renamed and "Return the sum of arg0 in the list." in renamed
+    assert "var0 = 0" in renamed_solution and ">>> total([1])" in renamed
+    reworded, reworded_solution = rewrite_problem(prompt, solution, "total", shift="reword")
+    assert "def total(numbers):" in reworded and "Give back" in reworded and reworded_solution == solution
+    both, _ = rewrite_problem(prompt, solution, "total", shift="rewrite")
+    assert "def total(arg0):" in both and "Give back" in both
+
+
+@pytest.mark.parametrize("shift", ["rewrite", "rename", "reword"])
+def test_every_rewritten_humaneval_problem_is_the_same_problem_in_other_words(shift):
+    """All 164, by each arm: the function the tests call keeps its name, and the canonical solution, rewritten with
+    it, passes the problem's own tests (contaminate/harm.py, behind the boundary); the whole rewrite changes every
+    text, rename leaves the docstring's prose words but the names, reword leaves the code."""
     from contaminate.harm import Problem, pass_at_1
     from detect.datasets import load_raw
 
     raw = load_raw(OmegaConf.load(CONF / "humaneval.yaml"), "test")
     problems, completions = {}, {}
     for i, row in enumerate(raw):
-        prompt, solution = rewrite_problem(row["prompt"], row["canonical_solution"], row["entry_point"], row["test"])
-        assert prompt + solution != row["prompt"] + row["canonical_solution"], i
+        prompt, solution = rewrite_problem(row["prompt"], row["canonical_solution"], row["entry_point"], row["test"],
+                                           shift=shift)
+        if shift == "rewrite":
+            assert prompt + solution != row["prompt"] + row["canonical_solution"], i
+        if shift == "reword":
+            assert solution == row["canonical_solution"], i
+        if shift == "rename":
+            assert "Give back" not in prompt or "Give back" in row["prompt"], i
         assert f"def {row['entry_point']}(" in prompt, i
         problems[i], completions[i] = Problem(i, prompt, row["test"], row["entry_point"]), solution
     found = pass_at_1(problems, completions)
@@ -90,6 +111,9 @@ def test_a_synthetic_pool_is_rewritten_by_its_generator_same_facts_and_label_oth
      "sample.known_shift=rewrite rewrites code problems whose text is their prompt and canonical solution "
      "(HumanEval) or the lab's synthetic partitions (synth_*), and rte is neither; use sample.known_shift=null"),
     (["+dataset=humaneval", "sample.known_shift=paraphrase"], "sample.known_shift=paraphrase: use null"),
+    (["+dataset=synth_nli", "sample.known_shift=rename"],
+     "sample.known_shift=rename renames or rewords a code problem; a synthetic partition (synth_nli) is rewritten "
+     "by its generator alone"),
 ])
 def test_a_shift_the_dataset_cannot_take_is_one_line_before_any_work(compose_config, overrides, message):
     from contaminate.run import check_config

@@ -140,6 +140,30 @@ def test_clopper_pearson_known_values():
     assert clopper_pearson(0, 0)["rate"] is None
 
 
+def test_counts_of_units_get_clopper_pearson_and_a_one_sided_test_against_a_bound():
+    """Issue 68's hand values: 0/6 [0, 0.459], 6/6 [0.541, 1], 3/3 [0.292, 1] (exact, never the floored t over 0/1
+    outcomes, which printed [0.95, 1.00] for 6/6); 2 of 3 flagged against a stated 0.047 has one-sided binomial p
+    3 (0.047^2)(0.953) + 0.047^3 = 0.0064; a unit between 0 and 1 is no count."""
+    from contaminate.calibration.statistics import count_of_units, over_bound
+
+    assert clopper_pearson(0, 6)["high"] == pytest.approx(0.4593, abs=1e-4)
+    assert clopper_pearson(6, 6)["low"] == pytest.approx(0.5407, abs=1e-4)
+    assert clopper_pearson(3, 3)["low"] == pytest.approx(0.2924, abs=1e-4)
+    assert over_bound(2, 3, 0.047) == pytest.approx(3 * 0.047 ** 2 * 0.953 + 0.047 ** 3, rel=1e-9)
+    assert over_bound(2, 3, 0.047) < 0.01 and over_bound(0, 3, 0.047) == 1.0
+    block = count_of_units({0: 1.0, 1: 1.0, 2: 0.0})
+    assert (block["k"], block["n"], block["method"]) == (2, 3, "Clopper-Pearson")
+    assert count_of_units({0: 1.0, 1: 0.5, 2: 0.0}) is None
+
+
+def test_unit_interval_names_what_set_its_width():
+    """A t-interval over draws says so; where the instance-level floor is wider, it says that instead."""
+    spread = unit_interval({(d, 0): [np.array([v])] for d, v in enumerate([0.2, 0.5, 0.8])}, lambda x: x.mean(axis=1))
+    assert spread["method"] == "t over 3 draws"
+    flat = unit_interval({(d, 0): [np.ones(5), np.zeros(5)] for d in range(3)}, auc_matrix, floor=auc_floor)
+    assert flat["method"].startswith("normal floor")
+
+
 def test_conformal_threshold_keeps_its_fpr_guarantee_by_simulation():
     # Many simulated clean sets of 30: the realised FPR on fresh clean scores averages <= alpha (the guarantee is
     # in expectation: 1 - k/(n+1) = 1 - 30/31 = 0.032 at alpha 0.05), and a plain empirical 95% quantile does not.

@@ -36,7 +36,15 @@ from scipy.stats import mannwhitneyu
 from contaminate.calibration.membership import over_draws, pairs_floor, pairs_mean
 from contaminate.calibration.models import MEMBERS, NON_MEMBERS, OTHER_SPLIT, Model, Pool
 from contaminate.calibration.partition_level import alg2_flag_rate
-from contaminate.calibration.statistics import auc_floor, auc_matrix, conformal_threshold, share_interval, unit_interval
+from contaminate.calibration.statistics import (
+    auc_floor,
+    auc_matrix,
+    conformal_threshold,
+    count_of_units,
+    over_bound,
+    share_interval,
+    unit_interval,
+)
 from detect.errors import InputError
 from detect.judges.recipe import PAPER_RULE, fit_recipe, label, rule_text
 
@@ -108,6 +116,10 @@ def summary_over_units(per_model: dict[Model, dict], key: str, partition_size: i
             for unit, pairs in units.items()}
     block = unit_interval(data, lambda rates, flags: rates.mean(axis=1),
                           floor=lambda rates, flags: partition_floor(flags, partition_size))
+    count = count_of_units(block["per_draw"])  # every unit flagged or not: k of n, Clopper-Pearson
+    if count is not None:
+        block.update(estimate=count["rate"], low=count["low"], high=count["high"], k=count["k"], n=count["n"],
+                     method=count["method"])
     labelled = np.concatenate([v[1] for v in data.values()])
     block.update(labelled=int(labelled.sum()), instances=int(labelled.size))
     if clean:
@@ -140,16 +152,20 @@ def validate_config(models: Sequence[Model], *, score: str, rule: tuple, budget:
         thresholds[model.label] = {"exact": fits[0]["exact"]["threshold"],
                                    "near_exact": fits[0]["near_exact"]["threshold"]}
     doses = sorted({d for m in per_model for d in m.doses})
+    stated = max(bounds) if bounds else None
+    fprs = {key: summary_over_units(per_model, pool, partition_size, clean=key == "fpr_clean_models")
+            for key, pool in (("fpr", NON_MEMBERS), ("fpr_other_split", OTHER_SPLIT), ("fpr_clean_models", "clean"))}
+    for block in fprs.values():  # a count of models flagged, held against the stated bound
+        if block is not None and block.get("method") == "Clopper-Pearson" and stated is not None:
+            block["p_over_bound"] = over_bound(block["k"], block["n"], stated)
     return {
         "score": score, "rule": {"min_exact": rule[0], "min_near_exact": rule[1]},
         "rule_text": rule_text(rule, partition_size), "size": size, "subsets": None if size is None else SUBSETS,
-        "fitted_on": sorted(set(fitted_on)), "stated_bound": max(bounds) if bounds else None,
+        "fitted_on": sorted(set(fitted_on)), "stated_bound": stated,
         # the training-conditional view of one fit (detect/judges/recipe.py conditional), the worst over the models
         "own_fit": own_fit(own),
         "refused": sorted(set(refused)), "n_refused": len(refused),
-        "fpr": summary_over_units(per_model, NON_MEMBERS, partition_size),
-        "fpr_other_split": summary_over_units(per_model, OTHER_SPLIT, partition_size),
-        "fpr_clean_models": summary_over_units(per_model, "clean", partition_size, clean=True),
+        **fprs,
         "tpr_by_dose": {f"{d:g}": summary_over_units(per_model, f"x{d:g}", partition_size) for d in doses},
         "per_model": {model.label: {key: rate for key, (rate, _) in rates.items()}
                       for model, rates in per_model.items()},
@@ -281,9 +297,15 @@ def headline(block: dict) -> dict:
 
 
 def rates_text(summary: dict | None, fmt: Callable[[float], str] = lambda v: f"{v:.2f}") -> str:
-    """"0.02 [0.00, 0.31]" or "0.02 (no interval: 2 draws)" for a ``summary_over_units`` block."""
+    """"0.02 [0.00, 0.31]" (t over draws), "2/3 0.67 [0.09, 0.99] (Clopper-Pearson; p 0.006 over the bound)" (every
+    unit flagged or not), or "0.02 (no interval: 2 draws)" for a ``summary_over_units`` block."""
     if summary is None or summary.get("estimate") is None:
         return "-"
     if summary.get("low") is None:
         return f"{fmt(summary['estimate'])} (no interval: {summary['unit']})"
+    if summary.get("method") == "Clopper-Pearson":  # k of n models, each flagged or not
+        p = summary.get("p_over_bound")
+        against = "" if p is None else f"; p {p:.3f} over the bound"
+        return (f"{summary['k']}/{summary['n']} {fmt(summary['estimate'])} [{fmt(summary['low'])}, "
+                f"{fmt(summary['high'])}] (Clopper-Pearson{against})")
     return f"{fmt(summary['estimate'])} [{fmt(summary['low'])}, {fmt(summary['high'])}]"

@@ -9,7 +9,9 @@
   Below ``MIN_UNITS`` draws no interval is printed: the table says so. Coverage by simulation
   (tests/test_statistics.py, bench/interval_coverage.py): at least 0.93 for a nominal 95% at 3, 5 and 10 draws, where
   the percentile hierarchical bootstrap it replaces covered about 0.82 at 3.
-- ``clopper_pearson``: the exact binomial interval of a rate over independent units (k of n models flagged).
+- ``clopper_pearson``: the exact binomial interval of a rate over independent units (k of n models flagged);
+  ``count_of_units`` uses it wherever every unit's value is 0 or 1, and ``over_bound`` holds such a count against a
+  stated bound (the one-sided exact binomial test). ``unit_interval`` names in ``method`` which part set its width.
 - ``share_interval``: a share of instances flagged, over units, never narrower than Clopper-Pearson on the pooled
   count.
 - ``conformal_threshold``: a threshold fitted on clean scores with a finite-sample guarantee on the FPR.
@@ -29,7 +31,7 @@ import math
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
-from scipy.stats import beta, binom, norm
+from scipy.stats import beta, binom, binomtest, norm
 from scipy.stats import t as student_t
 
 Unit = tuple[int, int]  # (member draw, training seed)
@@ -51,13 +53,31 @@ def units_text(units: Sequence[Unit]) -> str:
 
 
 def clopper_pearson(k: int, n: int, confidence: float = CONFIDENCE) -> dict:
-    """The exact two-sided interval of a binomial rate: k of n independent units flagged."""
+    """The exact two-sided interval of a binomial rate: k of n independent units flagged (scipy's
+    ``binomtest(k, n).proportion_ci(method="exact")``). 0/6: [0.000, 0.459]; 6/6: [0.541, 1.000]; 3/3: [0.292, 1]."""
     if n == 0:
-        return {"rate": None, "low": None, "high": None, "k": 0, "n": 0}
-    tail = (1 - confidence) / 2
-    low = 0.0 if k == 0 else float(beta.ppf(tail, k, n - k + 1))
-    high = 1.0 if k == n else float(beta.ppf(1 - tail, k + 1, n - k))
-    return {"rate": k / n, "low": low, "high": high, "k": int(k), "n": int(n)}
+        return {"rate": None, "low": None, "high": None, "k": 0, "n": 0, "method": "Clopper-Pearson"}
+    ci = binomtest(int(k), int(n)).proportion_ci(confidence_level=confidence, method="exact")
+    return {"rate": k / n, "low": float(ci.low), "high": float(ci.high), "k": int(k), "n": int(n),
+            "method": "Clopper-Pearson"}
+
+
+def over_bound(k: int, n: int, bound: float) -> float | None:
+    """The one-sided exact binomial p of k or more of n units flagged if each were flagged with probability
+    ``bound`` (a count held against a stated bound: 2 of 3 against 0.047 gives 0.0064)."""
+    if n == 0 or bound is None:
+        return None
+    return float(binomtest(int(k), int(n), float(bound), alternative="greater").pvalue)
+
+
+def count_of_units(per_unit: Mapping, confidence: float = CONFIDENCE) -> dict | None:
+    """Where every unit's value is 0 or 1 (a model flagged or not: a partition that is its whole pool), the values
+    are k of n outcomes, and their interval is Clopper-Pearson's, never a t-interval over 0/1 (6/6 by a floored t
+    prints [0.95, 1.00]; exactly, [0.54, 1.00]). None where some value lies between."""
+    values = list(per_unit.values())
+    if not values or any(v not in (0.0, 1.0) for v in values):
+        return None
+    return clopper_pearson(int(sum(values)), len(values), confidence)
 
 
 def auc_matrix(positives: np.ndarray, negatives: np.ndarray) -> np.ndarray:
@@ -133,10 +153,13 @@ def unit_interval(units: Mapping[Unit, Sequence[np.ndarray]], statistic: Callabl
         within = sum(sum(floor(*(np.asarray(s, float) for s in units[u])) for u in of_draw[d]) / len(of_draw[d]) ** 2
                      for d in draws) / len(draws) ** 2
     # the floor is a known variance, not one estimated from D draws: it widens the interval at the normal quantile
-    half = max(float(student_t.ppf((1 + confidence) / 2, len(draws) - 1)) * math.sqrt(between),
-               float(norm.ppf((1 + confidence) / 2)) * math.sqrt(within))
+    t_half = float(student_t.ppf((1 + confidence) / 2, len(draws) - 1)) * math.sqrt(between)
+    floor_half = float(norm.ppf((1 + confidence) / 2)) * math.sqrt(within)
+    half = max(t_half, floor_half)
     low, high = max(bounds[0], result["estimate"] - half), min(bounds[1], result["estimate"] + half)
-    return {**result, "low": low, "high": high}
+    # which of the two set the width: a table says "t" only where the t did
+    method = f"t over {len(draws)} draws" if t_half >= floor_half else "normal floor (instance-level variance)"
+    return {**result, "low": low, "high": high, "method": method}
 
 
 def share_interval(flags: Mapping[Unit, np.ndarray], confidence: float = CONFIDENCE) -> dict:
@@ -150,6 +173,8 @@ def share_interval(flags: Mapping[Unit, np.ndarray], confidence: float = CONFIDE
     block.update(k=int(pooled.sum()), n=int(pooled.size))
     if block["low"] is not None and pooled.size:
         exact = clopper_pearson(block["k"], block["n"], confidence)
+        if exact["low"] < block["low"] or exact["high"] > block["high"]:
+            block["method"] = "Clopper-Pearson on the pooled count (wider than the t over draws there)"
         block.update(low=min(block["low"], exact["low"]), high=max(block["high"], exact["high"]))
     return block
 

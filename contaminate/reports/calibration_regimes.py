@@ -36,14 +36,21 @@ def _num(value, digits: int = 2) -> str:
 
 
 def interval(block: dict | None, digits: int = 2) -> str:
-    """"0.81 [0.62, 0.95]" for a ``unit_interval`` block; "0.81 (2 draws: no interval)" below three draws."""
+    """"0.81 [0.62, 0.95]" for a ``unit_interval`` block (t over draws), "0.81 [0.62, 0.95]†" where the instance-level
+    floor set its width (``FLOOR_NOTE`` says so under the table); "0.81 (2 draws: no interval)" below three draws."""
     if not block or block.get("estimate") is None:
         return "-"
     if block.get("low") is None:
         draws = block.get("n_draws")
         return _num(block["estimate"], digits) + ("" if draws is None else
                                                  f" ({draws} draw{'s' * (draws != 1)}: no interval)")
-    return f"{_num(block['estimate'], digits)} [{_num(block['low'], digits)}, {_num(block['high'], digits)}]"
+    floored = FLOORED if str(block.get("method", "")).startswith("normal floor") else ""
+    return f"{_num(block['estimate'], digits)} [{_num(block['low'], digits)}, {_num(block['high'], digits)}]{floored}"
+
+
+FLOORED = "†"  # beside an interval whose width the instance-level floor set, not the t over draws
+FLOOR_NOTE = ("† the interval's width is the normal floor of the instance-level sampling variance (wider there than "
+              "the t over runs, which sets every other).")
 
 
 def fraction(block: dict | None) -> str:

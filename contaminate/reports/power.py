@@ -56,7 +56,7 @@ from contaminate.calibration.statistics import (
     tpr_at_fpr_matrix,
     unit_interval,
 )
-from contaminate.reports.calibration_regimes import fraction, interval
+from contaminate.reports.calibration_regimes import FLOOR_NOTE, fraction, interval
 from detect.detectors import labelled
 from detect.errors import InputError
 from detect.markdown import table
@@ -80,8 +80,10 @@ class PowerRun:
     draw: int
     pools: dict[str, dict[str, dict[str, np.ndarray]]] = field(default_factory=dict)
     pass_at_1: dict[str, dict[int, dict]] = field(default_factory=dict)
+    completions: dict[str, dict[int, dict[int, str]]] = field(default_factory=dict)  # dataset -> dose -> id -> text
     cost: dict = field(default_factory=dict)
     precision: str | None = None  # where and in what it trained: "cpu float32" (a design's runs share one)
+    background: str | None = None  # the background it trained on: its digest, else its size (runs kept before 68)
 
     @property
     def unit(self) -> tuple[int, int]:
@@ -131,7 +133,8 @@ def collect(run_dir: Path, shifted_dir: Path | None = None) -> dict:
                     taken.add(key)
                     rows.append({"dataset": row["dataset"], "pool": "shifted", "instance_id": row["instance_id"],
                                  **{s: row.get(s) for s in SCORES}})
-    record = {key: plant.get(key) for key in ("seed", "draw", "stream", "timings", "pass_at_1", "checkpoint")}
+    record = {key: plant.get(key) for key in ("seed", "draw", "stream", "timings", "pass_at_1", "checkpoint",
+                                              "background")}
     datasets = {row["dataset"] for row in rows}
     record["groups"] = [{**{k: g.get(k) for k in ("name", "exposures", "n", "tokens", "token_share")},
                          "dataset": group_dataset(g["name"], g["exposures"], datasets, plant["dataset"])}
@@ -169,7 +172,8 @@ def load(kept: Path) -> PowerRun:
     record = json.loads((kept / "run.json").read_text())
     with gzip.open(kept / "scores.jsonl.gz", "rt") as f:
         rows = [json.loads(line) for line in f]
-    run = PowerRun(kept.name, record["seed"], record["draw"], precision=precision_of(record.get("checkpoint")))
+    run = PowerRun(kept.name, record["seed"], record["draw"], precision=precision_of(record.get("checkpoint")),
+                   background=background_of(record))
     for dataset in sorted({r["dataset"] for r in rows}):
         for pool in sorted({r["pool"] for r in rows if r["dataset"] == dataset}):
             chosen = sorted((r for r in rows if r["dataset"] == dataset and r["pool"] == pool),
@@ -179,6 +183,12 @@ def load(kept: Path) -> PowerRun:
     groups = {g["name"]: g for g in record["groups"]}
     for name, block in ((record.get("pass_at_1") or {}).get("contaminated") or {}).items():  # the trained model's
         run.pass_at_1.setdefault(groups[name]["dataset"], {})[groups[name]["exposures"]] = block
+    if (kept / "pass_at_1.json.gz").exists():  # what the model wrote: read, so an artefact shows beside the rate
+        with gzip.open(kept / "pass_at_1.json.gz", "rt") as f:
+            details = json.load(f).get("contaminated") or {}
+        for name, rows in details.items():
+            run.completions.setdefault(groups[name]["dataset"], {})[groups[name]["exposures"]] = {
+                int(i): row["completion"] for i, row in rows.items()}
     timings = record.get("timings") or {}
     stream = record.get("stream") or {}
     run.cost = {"training_tokens": stream.get("training_tokens"),
@@ -198,6 +208,33 @@ def precision_of(checkpoint: dict | None) -> str | None:
         return None
     autocast = f", autocast {placement['autocast']}" if placement.get("autocast") else ""
     return f"{placement['device'].split(':')[0]} {placement['weights']}{autocast}"
+
+
+def background_of(record: dict) -> str | None:
+    """The background a run trained on, as one label: its name and the digest of its documents where plant.json
+    recorded them (issue 68), else its size in the stream ("78 documents, 42,432 tokens"): runs kept before the
+    digest was kept say only that."""
+    described = record.get("background") or {}
+    if described.get("digest"):
+        return f"{described.get('name', 'background')} {described['digest'][:12]}"
+    stream = record.get("stream") or {}
+    documents, tokens = ((stream.get(k) or {}).get("background") for k in ("documents", "tokens"))
+    return None if documents is None else f"{documents} documents, {tokens:,} tokens"
+
+
+def backgrounds_note(runs: Sequence[PowerRun]) -> str | None:
+    """Where a design's runs trained on more than one background (package_docs follows the installed packages'
+    versions), which runs on which: flagged beside the tables, not refused (a background that differs by a document
+    is another design only in that document; the reader judges)."""
+    by: dict = {}
+    for run in runs:
+        by.setdefault(run.background, []).append(run.name)
+    if len(by) < 2:
+        return None
+    found = "; ".join(f"{', '.join(names)}: {label or 'not recorded'}" for label, names in by.items())
+    return (f"**The runs trained on more than one background** ({found}): the background follows the installed "
+            f"packages' versions (background=package_docs); pin them, or use background=offline, for a design's runs "
+            f"to share one.")
 
 
 def one_precision(runs: Sequence[PowerRun]) -> None:
@@ -348,7 +385,25 @@ def harm(runs: Sequence[PowerRun], dataset: str) -> dict:
         found["gain"][dose] = unit_interval({r.unit: [outcomes(r, dose), outcomes(r, 0)] for r in chosen},
                                             lambda a, b: a.mean(axis=1) - b.mean(axis=1),
                                             floor=lambda a, b: share_floor(a) + share_floor(b), bounds=(-1.0, 1.0))
+    found["classes"] = completion_classes(chosen, dataset)
     return found
+
+
+def completion_classes(runs: Sequence[PowerRun], dataset: str) -> dict | None:
+    """What the kept completions were, over every run and dose (contaminate/harm.py ``classify``: empty, fence,
+    prose, code), in the prompt format the runs asked (plant.pass_at_1_format; before issue 68 always raw)."""
+    from omegaconf import OmegaConf
+
+    from contaminate.harm import CLASSES, classify, executable_problems
+    from detect.cli import CONF_DIR
+
+    texts = [(i, text) for run in runs for by_id in run.completions.get(dataset, {}).values()
+             for i, text in by_id.items()]
+    if not texts:
+        return None
+    problems = executable_problems(OmegaConf.load(CONF_DIR / "dataset" / f"{dataset}.yaml"), "test")
+    found = [classify(text, problems[i].program(text, "raw")) for i, text in texts]
+    return {"counts": {c: found.count(c) for c in CLASSES}, "n": len(found), "prompt_format": "raw"}
 
 
 def contrasts_of(experiment: Path = EXPERIMENT) -> tuple[list[dict], float]:
@@ -366,7 +421,8 @@ def analyse(runs: Sequence[PowerRun], specs: Sequence[dict], alpha: float) -> di
     one_precision(runs)
     datasets = sorted(runs[0].pools)
     found = {"runs": [r.name for r in runs], "n_runs": len(runs), "datasets": {}, "alpha": alpha,
-             "contrasts": contrasts(runs, specs, alpha), "cost": {r.name: r.cost for r in runs}}
+             "contrasts": contrasts(runs, specs, alpha), "cost": {r.name: r.cost for r in runs},
+             "backgrounds": backgrounds_note(runs)}
     for dataset in datasets:
         scores = [s for s in SCORES if all(s in r.pools[dataset]["x0"] for r in runs)]
         found["datasets"][dataset] = {
@@ -396,7 +452,10 @@ def _p(value: float | None) -> str:
 def report(found: dict) -> str:
     n = found["n_runs"]
     lines = [f"Power profile: {n} independent runs ({', '.join(found['runs'])}), each one model trained on its own "
-             f"member draw; intervals are 95% t-intervals over the runs.", ""]
+             f"member draw; intervals are 95% over the runs: Student's t, or the normal floor of the instance-level "
+             f"variance where that is wider (marked). {FLOOR_NOTE}", ""]
+    if found.get("backgrounds"):
+        lines += [found["backgrounds"], ""]
     lines += ["## Pre-registered contrasts", "",
               f"Each a paired AUC difference (a - b) over {n} runs, two-sided; Holm over these "
               f"{len(found['contrasts'])} only (alpha {found['alpha']:g}). Told: both tests survive Holm.", "",
@@ -418,8 +477,12 @@ def report(found: dict) -> str:
         lines += [f"| {labelled(s)} | " + " | ".join(interval(block['auc'][s][d]) for d in doses) + " |"
                   for s in block["auc"]]
         for fpr, scored in block["curve"].items():
+            count = block["x0"] + block["known"]
+            above = int(math.floor(float(fpr) * count + 1e-9))
             lines += ["", f"### The curve's TPR at {float(fpr):.0%} FPR (negatives: {negatives}; the threshold at "
-                      f"their own quantile, not a practitioner's)", "", *table(["score", *(f"x{d}" for d in doses)])]
+                      f"their own quantile, not a practitioner's: at most {above} of the {count} negatives above it, "
+                      f"so a realised FPR of {above / count:.3f} on them and about {(above + 1) / (count + 1):.3f} "
+                      f"expected on a new one)", "", *table(["score", *(f"x{d}" for d in doses)])]
             lines += [f"| {labelled(s)} | " + " | ".join(interval(scored[s][d]) for d in doses) + " |" for s in scored]
         lines += ["", f"### The practitioner's threshold: split conformal at {CONFORMAL_FPR:.0%} on the model's own "
                       f"known non-members, as drawn and rewritten (contaminate/shift.py)", "",
@@ -453,6 +516,13 @@ def report(found: dict) -> str:
                       "| gain over x0 | " + " | ".join(interval(h["gain"][d], 3) for d in sorted(h["gain"])) + " |",
                       "| problems passed, all runs | " + " | ".join(
                           f"{h['pass_at_1'][d]['k']}/{h['pass_at_1'][d]['n']}" for d in sorted(h["pass_at_1"])) + " |"]
+            if h.get("classes"):
+                counts = h["classes"]["counts"]
+                lines += ["", f"What the {h['classes']['n']} completions were (contaminate/harm.py `classify`; asked "
+                          f"with the prompt {h['classes']['prompt_format']}, its trailing newline kept): "
+                          + ", ".join(f"{k} {v}" for k, v in counts.items())
+                          + ". Where most are empty or a markdown fence, pass@1 measures the prompt format, not the "
+                          "model: results/pass_at_1_untouched reads the untouched model in each format."]
     lines += ["", "## Cost", "", *table(["run", "training tokens", "planted share", "steps", "train s",
                                          "planted run s", "shifted pool s"])]
     for name, cost in found["cost"].items():
@@ -468,18 +538,20 @@ def status(runs: Sequence[PowerRun]) -> str:
     comparison."""
     doses = sorted({d for r in runs for blocks in r.pass_at_1.values() for d in blocks})
     lines = [f"{len(runs)} run{'s' * (len(runs) != 1)} kept:", "",
-             *table(["run", "draw", "seed", "trained in", "training tokens", "planted share", "train s",
-                     "planted run s", "shifted pool s", "shifted pool", *(f"pass@1 x{d}" for d in doses)])]
+             *table(["run", "draw", "seed", "trained in", "background", "training tokens", "planted share",
+                     "train s", "planted run s", "shifted pool s", "shifted pool", *(f"pass@1 x{d}" for d in doses)])]
     for r in runs:
         c = r.cost
         shifted = "read" if any("shifted" in pools for pools in r.pools.values()) else "-"
         passed = next(iter(r.pass_at_1.values()), {})
-        lines.append(f"| {r.name} | {r.draw} | {r.seed} | {r.precision or '-'} | {c['training_tokens']:,} | "
+        lines.append(f"| {r.name} | {r.draw} | {r.seed} | {r.precision or '-'} | {r.background or '-'} | "
+                     f"{c['training_tokens']:,} | "
                      f"{c['planted_share']:.1%} | {c['train_s']} | {c['total_s']} | "
                      f"{c['shifted_s'] if c['shifted_s'] is not None else '-'} | "
                      f"{shifted} | " + " | ".join(f"{passed[d]['passed']}/{passed[d]['n']}" if d in passed else "-"
                                                   for d in doses) + " |")
-    return "\n".join(lines) + "\n"
+    note = backgrounds_note(runs)
+    return "\n".join(lines + ([] if note is None else ["", note])) + "\n"
 
 
 PLOTTED = ("loss_raw", "min_k_plus_raw", "reference_ratio_raw", "min_k_plus")  # bare text, and one oracle reading

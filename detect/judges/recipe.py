@@ -362,7 +362,7 @@ class RecipeJudge:
     name = "recipe"
 
     def __init__(self, known_non_members: str | None = None, budget: float = BUDGET, exact_share: float = EXACT_SHARE,
-                 score: str = "rouge_l") -> None:
+                 score: str = "rouge_l", precheck: str | bool = "auto") -> None:
         from pathlib import Path
 
         if known_non_members is None:
@@ -375,8 +375,14 @@ class RecipeJudge:
         if score not in ("rouge_l", "semantic"):
             raise InputError(f"judge.score={score}: the near-exact score is rouge_l or semantic")
         check_settings(budget, exact_share, 1)
+        if precheck not in ("auto", True, False):
+            raise InputError(f"judge.precheck={precheck}: use auto (where detect.reference_model gives a model that "
+                             f"saw neither pool), true or false")
         self.known_non_members, self.budget, self.exact_share, self.score = str(known_non_members), budget, \
             exact_share, score
+        # the A/A pre-check (detect/exchangeability.py): the known non-members against the judged split under a
+        # model that saw neither; auto runs it where detect.reference_model names one, true insists on it
+        self.precheck = precheck
         self.fit: dict | None = None
         # set by python -m detect from the run (detect.pipeline.recipe_known): Algorithm 2's rule, the partition's size
         self.rule, self.partition_size = PAPER_RULE, None
@@ -406,7 +412,7 @@ class RecipeJudge:
 
     def describe(self) -> dict:
         return {"name": self.name, "known_non_members": self.known_non_members, "budget": self.budget,
-                "exact_share": self.exact_share, "score": self.score, "fit": self.fit,
+                "exact_share": self.exact_share, "score": self.score, "precheck": self.precheck, "fit": self.fit,
                 "line": None if self.fit is None else fit_line(self.fit)}
 
     def label_row(self, row) -> str:
