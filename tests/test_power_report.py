@@ -130,6 +130,7 @@ def test_a_planted_run_is_collected_kept_and_loaded_back(tmp_path):
                   {"name": "x0_synth_nli", "exposures": 0, "n": 2}]
         plant = {"seed": 3, "draw": 3, "dataset": "humaneval", "groups": groups,
                  "stream": {"training_tokens": 100}, "timings": {"train_s": 5.0, "total_s": 9.0},
+                 "background": {"name": "package_docs", "documents": 3, "digest": "abcdef0123456789"},
                  "checkpoint": {"id": checkpoint, "steps": 4,
                                 "placement": {"device": "cpu", "weights": "float32", "autocast": None}},
                  "pass_at_1": {"contaminated": {"x0": {"pass_at_1": 0.0, "passed": 0, "n": 2},
@@ -155,8 +156,9 @@ def test_a_planted_run_is_collected_kept_and_loaded_back(tmp_path):
                                            1: {"pass_at_1": 0.5, "passed": 1, "n": 2}}}
     assert run.cost["training_tokens"] == 100 and run.cost["shifted_s"] == 9.0 and run.unit == (3, 3)
     assert run.precision == "cpu float32"
+    assert run.background == "package_docs abcdef012345"
     assert power.status([run]).splitlines()[4] == \
-        "| s3 | 3 | 3 | cpu float32 | 100 | 0.0% | 5.0 | 9.0 | 9.0 | read | 0/2 | 1/2 |"
+        "| s3 | 3 | 3 | cpu float32 | package_docs abcdef012345 | 100 | 0.0% | 5.0 | 9.0 | 9.0 | read | 0/2 | 1/2 |"
     write_run(tmp_path / "other", -4.0, checkpoint="c1")
     with pytest.raises(InputError, match="read another model than"):
         power.collect(tmp_path / "run", tmp_path / "other")
@@ -194,3 +196,18 @@ def test_the_figure_draws_the_auc_by_dose_and_the_thresholds_fpr_on_both_pools(t
     assert found["datasets"]["humaneval"]["practitioner"]["shifted"]["loss"]["fpr"]["k"] == 6  # 17 and 18.5 > 8
     power.plot(found, tmp_path / "power.png", scores=("loss", "min_k"))
     assert (tmp_path / "power.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_runs_on_different_backgrounds_are_flagged_beside_the_tables():
+    """Issue 68 item 5: runs of one design that trained on different backgrounds (package_docs follows the installed
+    packages) are named in the status and the tables; a digest where recorded, else the background's size."""
+    same = [_run(i, {1: [1]}, [0], [0]) for i in range(3)]
+    for run in same:
+        run.background = "package_docs abcdef012345"
+        run.cost = {"training_tokens": 100, "planted_share": 0.5, "train_s": 1.0, "total_s": 2.0, "shifted_s": None}
+    assert power.backgrounds_note(same) is None
+    same[2].background = power.background_of({"stream": {"documents": {"background": 79},
+                                                          "tokens": {"background": 42199}}})
+    note = power.backgrounds_note(same)
+    assert "more than one background" in note and "79 documents, 42,199 tokens" in note and "s0, s1:" in note
+    assert note in power.status(same)

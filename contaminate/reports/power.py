@@ -23,7 +23,9 @@ within one model, then summarised over runs:
    profile has 44: the table says so).
 4. **A/A rows**: x0 against the known non-members (exchangeable: AUC 0.5 by design), x0 against the rewritten ones
    (what the shift alone does), and labels reversed (x0 called members, the x1 members called non-members); each a
-   mean AUC over runs and the runs a one-sided Mann-Whitney test at 0.05 flags (k of n, Clopper-Pearson).
+   mean AUC over runs and the runs a one-sided Mann-Whitney test at 0.05 flags (k of n, Clopper-Pearson). Beside
+   them the pre-check a practitioner can run (``precheck_rows``): the same pools under the base model, which saw
+   neither.
 5. **Harm**: each HumanEval group's pass@1 with its own tests (contaminate/harm.py), by dose over runs, and the gain
    over the same run's x0 group (paired).
 """
@@ -367,6 +369,34 @@ def aa_rows(runs: Sequence[PowerRun], dataset: str, score: str, alpha: float = 0
     return found
 
 
+def precheck_rows(runs: Sequence[PowerRun], dataset: str) -> dict:
+    """The A/A pre-check a practitioner can run (detect/exchangeability.py): each known pool (as drawn, rewritten)
+    against x0 under the base model, which saw neither; its bare-text loss is the run's ``loss_raw`` less its
+    ``reference_ratio_raw`` (the reference model is the base model). Per pool: the AUC over runs (x0 above the
+    pool), and the runs the rule warns on (two-sided Mann-Whitney p <= 0.05; k of n, Clopper-Pearson)."""
+    from detect.exchangeability import departure, verdict
+
+    def base(pools: dict) -> np.ndarray | None:
+        if "loss_raw" not in pools or "reference_ratio_raw" not in pools:
+            return None
+        return pools["loss_raw"] - pools["reference_ratio_raw"]
+
+    found = {}
+    for pool in ("known", "shifted"):
+        chosen = [r for r in runs if pool in r.pools[dataset] and base(r.pools[dataset][pool]) is not None
+                  and base(r.pools[dataset]["x0"]) is not None]
+        if not chosen:
+            continue
+        units = {r.unit: [base(r.pools[dataset]["x0"]), base(r.pools[dataset][pool])] for r in chosen}
+        warned = sum(verdict({"loss": departure(units[r.unit][1], units[r.unit][0])})["warn"] for r in chosen)
+        # what the broken exchangeability costs before any fine-tune: the untouched model's 5% threshold fitted on
+        # this pool, applied to x0
+        flags = {u: x0 > conformal_threshold(known, CONFORMAL_FPR)["threshold"] for u, (x0, known) in units.items()}
+        found[pool] = {"auc": unit_interval(units, auc_matrix, floor=auc_floor),
+                       "warned": clopper_pearson(int(warned), len(chosen)), "fpr_untouched": share_interval(flags)}
+    return found
+
+
 def harm(runs: Sequence[PowerRun], dataset: str) -> dict:
     """pass@1 by dose over runs (a share of problems: never narrower than Clopper-Pearson on the problems pooled), and
     each dose's gain over the same run's x0 group (paired; its floor the two shares' sampling variances)."""
@@ -435,6 +465,7 @@ def analyse(runs: Sequence[PowerRun], specs: Sequence[dict], alpha: float) -> di
             "practitioner": {pool: {s: practitioner(runs, dataset, s, pool) for s in scores}
                              for pool in ("known", "shifted")},
             "aa": {s: aa_rows(runs, dataset, s) for s in scores},
+            "precheck": precheck_rows(runs, dataset),
             "harm": harm(runs, dataset)}
     return found
 
@@ -508,6 +539,15 @@ def report(found: dict) -> str:
         for s, rows in block["aa"].items():
             lines.append(f"| {labelled(s)} | " + " | ".join(f"{interval(r['auc'])} | {fraction(r['flagged'])}"
                                                             for r in rows.values()) + " |")
+        if block.get("precheck"):
+            lines += ["", "### The A/A pre-check a practitioner can run: each known pool against x0 under the base "
+                          "model, which saw neither (bare-text loss; detect/exchangeability.py: warn at a two-sided "
+                          "Mann-Whitney p <= 0.05)", "",
+                      *table(["known pool", "AUC, x0 above the pool", "runs warned [Clopper-Pearson]",
+                              f"the untouched model's {CONFORMAL_FPR:.0%} threshold on the pool: FPR on x0"])]
+            lines += [f"| {'as drawn' if pool == 'known' else 'rewritten'} | {interval(row['auc'])} | "
+                      f"{fraction(row['warned'])} | {_share(row['fpr_untouched'])} |"
+                      for pool, row in block["precheck"].items()]
         if block["harm"]:
             h = block["harm"]
             lines += ["", f"### Harm: pass@1 on each dose's {h['n']} problems (their own tests), and the gain over the "
