@@ -89,6 +89,20 @@ def test_overlap_is_a_shared_50_character_run_and_a_one_line_refusal():
     check_disjoint(short, benchmark, "detect.elicit")
 
 
+def test_overlap_is_also_a_shared_13_gram_as_gpt3_decontamination_reads_it():
+    """13 words shared, punctuation and case aside, but no 50-character run (the words are short): refused; 8 shared
+    words: counted as close, not refused."""
+    words = "a b c d e f g h i j k l m n o p".split()
+    benchmark = [Example(1, " ".join(words))]
+    thirteen = [Example("t", "Z, " + ", ".join(w.upper() for w in words[:13]) + " zz")]  # no 50-character run
+    eight = [Example("e", " ".join(words[:8]) + " x y z")]
+    assert overlapping(thirteen, benchmark) == []
+    with pytest.raises(InputError, match=r"1 elicitation example\(s\) share a 13-gram with the benchmark"):
+        check_disjoint(thirteen, benchmark, "detect.elicit")
+    assert check_disjoint(eight, benchmark, "detect.elicit") == {"examples": 1, "sharing_50_characters": 0,
+                                                                  "sharing_13_grams": 0, "sharing_8_grams": 1}
+
+
 @pytest.mark.parametrize("dataset, task", [("humaneval", "code"), ("synth_nli", "nli"),
                                            ("synth_news", "classification"), ("synth_xsum", "one_sentence_summary")])
 def test_the_stdlib_text_shares_no_run_with_the_labs_offline_benchmarks(dataset, task):
@@ -105,3 +119,6 @@ def test_the_stdlib_text_shares_no_run_with_the_labs_offline_benchmarks(dataset,
             [Example(i, " ".join(run)) for i, run in enumerate(stdlib_sentences())])
     assert len(pool) >= 50
     assert overlapping(pool, instances) == []
+    from detect.detectors.time_travel.elicit import word_overlaps
+
+    assert word_overlaps(pool, instances, 13) == []

@@ -144,10 +144,39 @@ def overlapping(elicitation: Sequence[Example], benchmark: Sequence[Example], *,
     return found
 
 
-def check_disjoint(elicitation: Sequence[Example], benchmark: Sequence[Example], where: str) -> None:
-    """One line where the elicitation text shares a 50-character run with an instance the detectors read."""
+def word_overlaps(elicitation: Sequence[Example], benchmark: Sequence[Example], n: int) -> list[tuple[str, str]]:
+    """(elicitation id, benchmark id) for every elicitation text sharing a word ``n``-gram with the benchmark, words
+    as GPT-3's decontamination reads them (lm-eval-harness's Janitor: lower case, punctuation dropped)."""
+    from detect.decontam.units import janitor_words
+
+    def grams(text: str) -> set[tuple[str, ...]]:
+        words = janitor_words(text)
+        return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+
+    index: dict[tuple[str, ...], str] = {}
+    for example in benchmark:
+        for gram in grams(example.full_text):
+            index.setdefault(gram, str(example.instance_id))
+    found = []
+    for example in elicitation:
+        hit = next((index[g] for g in grams(example.full_text) if g in index), None)
+        if hit is not None:
+            found.append((str(example.instance_id), hit))
+    return found
+
+
+def check_disjoint(elicitation: Sequence[Example], benchmark: Sequence[Example], where: str) -> dict:
+    """One line where the elicitation text shares a 50-character run or a 13-gram (GPT-3's decontamination rule) with
+    an instance the detectors read; else how close the disjoint texts came: how many share an 8-gram (Llama 3's n)."""
     shared = overlapping(elicitation, benchmark)
     if shared:
         raise InputError(f"{where}: {len(shared)} elicitation example(s) share a 50-character run with the benchmark "
                          f"(first: {shared[0][0]} with instance {shared[0][1]}); the stand-in must teach the task on "
                          f"text no benchmark holds: use another source or turn it off")
+    grams = word_overlaps(elicitation, benchmark, 13)
+    if grams:
+        raise InputError(f"{where}: {len(grams)} elicitation example(s) share a 13-gram with the benchmark (first: "
+                         f"{grams[0][0]} with instance {grams[0][1]}; GPT-3's decontamination would remove them); the "
+                         f"stand-in must teach the task on text no benchmark holds: use another source or turn it off")
+    return {"examples": len(elicitation), "sharing_50_characters": 0, "sharing_13_grams": 0,
+            "sharing_8_grams": len(word_overlaps(elicitation, benchmark, 8))}
