@@ -110,7 +110,15 @@ def read_runs(folder: str | Path) -> list[dict]:
                            "dataset": group.get("dataset") or record["dataset"],
                            "token_share": group.get("token_share"), "replicas": replicas(rows),
                            "answers": answers(rows)})
+        known = {}  # each dataset's known non-members' guided ROUGE-L, each instance once (every group serves them)
+        for group in record["groups"]:
+            rows_folder = plant.parent / "groups" / group["name"]
+            if any((rows_folder / name).exists() for name in ("results.jsonl", "results.jsonl.gz")):
+                for row in read_rows(rows_folder).get("contaminated_x_known_non_members", []):
+                    if row.get("instruction") == "guided" and row.get("rouge_l") is not None:
+                        known.setdefault(row["dataset"], {})[row["instance_id"]] = row["rouge_l"]
         runs.append({"folder": plant.parent.name, "learning_rate": float(config["contaminate"]["learning_rate"]),
+                     "known_rouge_l": {d: list(v.values()) for d, v in known.items()},
                      "batch_size": batch(config["contaminate"]), "reading": reading(config),
                      "steps": record["checkpoint"]["steps"], "train_seconds": record["checkpoint"]["train_seconds"],
                      "training_tokens": record["stream"]["training_tokens"], "groups": groups,
@@ -194,6 +202,20 @@ def main(folder: str) -> str:
                   f"Algorithm 2's labels, exact + near-exact of n, by dose (one model a setting, draw 0: counts, no "
                   f"interval); its rule on a group: >= {MIN_EXACT} exact or >= {MIN_NEAR_EXACT} near-exact. Share of "
                   f"the training tokens: {shares}.", "", *dataset_table(runs, dataset)]
+    lines += ["", "## The known non-members' guided answers, by reading", "",
+              "Each reading's ROUGE-L of the known non-members' guided answers against their true second pieces "
+              "(never trained: what a threshold fitted on them sees): the tail elicitation moves. One model a "
+              "setting, draw 0.", "",
+              *table(["setting", "reading", *(f"{d} {what}" for d in datasets
+                                               for what in ("mean", "max", ">= 0.75"))])]
+    for run in runs:
+        cells = []
+        for dataset in datasets:
+            values = run["known_rouge_l"].get(dataset) or []
+            cells += ([f"{sum(values) / len(values):.2f}", f"{max(values):.2f}",
+                       f"{sum(v >= 0.75 for v in values)}/{len(values)}"] if values else ["-"] * 3)
+        lines.append(f"| lr {run['learning_rate']:g}, {run['batch_size']} a batch | {run['reading']} | "
+                     + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
