@@ -540,6 +540,26 @@ def write_jsonl(path: Path, rows: Sequence[dict]) -> None:
             file.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
+def precheck_asked(judge, known, reference_ref) -> bool:
+    """Whether the A/A pre-check runs (``judge.precheck``: auto where known non-members and a reference model are
+    given); one line where it is insisted on without a model that saw neither pool."""
+    asked = known is not None and getattr(judge, "precheck", False) is not False
+    if asked and judge.precheck is True and reference_ref is None:
+        raise InputError("judge.precheck=true reads the known non-members and the judged split under a model that saw "
+                         "neither; set detect.reference_model=<the base model of the fine-tune, or another model "
+                         "that cannot have seen them>, or judge.precheck=auto")
+    return asked
+
+
+def run_precheck(reference, known, examples) -> dict | None:
+    """The A/A pre-check under the reference model (None where none was opened), its line printed."""
+    if reference is None:
+        return None
+    found = precheck(reference, [e.full_text for e in known], [e.full_text for e in examples])
+    print(precheck_line(found))
+    return found
+
+
 def main(cfg, out_dir: Path) -> dict:
     """Everything ``python -m detect`` does, given a composed config and a run folder."""
     from detect.cli import instantiate
@@ -564,20 +584,13 @@ def main(cfg, out_dir: Path) -> dict:
     examples = sample(split_examples, cfg.sample.n_detect, seed=cfg.seed, where=f"{dataset.key} {split}")
     judge = instantiate(cfg.judge)
     known = recipe_known(judge, dataset, split, examples, detectors) if hasattr(judge, "fit_on") else None
-    asks_precheck = known is not None and getattr(judge, "precheck", False) is not False
-    if asks_precheck and judge.precheck is True and reference_ref is None:
-        raise InputError("judge.precheck=true reads the known non-members and the judged split under a model that saw "
-                         "neither; set detect.reference_model=<the base model of the fine-tune, or another model "
-                         "that cannot have seen them>, or judge.precheck=auto")
+    asks_precheck = precheck_asked(judge, known, reference_ref)
     settings = GenerationSettings.of(cfg.detect)
     model = backend.open(instantiate(cfg.model) if backend.reads_model_group else None, settings, placement)
     reference = None
     if reference_ref is not None and (any("reference" in d.needs for d in detectors) or asks_precheck):
         reference = LocalModels().open(reference_ref, settings, placement)
-    exchangeable = None  # the A/A pre-check, where known non-members and a model that saw neither are given
-    if asks_precheck and reference is not None:
-        exchangeable = precheck(reference, [e.full_text for e in known], [e.full_text for e in examples])
-        print(precheck_line(exchangeable))
+    exchangeable = run_precheck(reference, known, examples) if asks_precheck else None
     semantic = SemanticScorer(cfg.detect.semantic_model, placement=placement) if cfg.detect.semantic_model else None
     # The partition detectors read the split, not the sample: Cheat? searches all of it for replicas, the
     # sharded test takes its first instances in the dataset's order.

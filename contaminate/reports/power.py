@@ -83,6 +83,7 @@ class PowerRun:
     pools: dict[str, dict[str, dict[str, np.ndarray]]] = field(default_factory=dict)
     pass_at_1: dict[str, dict[int, dict]] = field(default_factory=dict)
     completions: dict[str, dict[int, dict[int, str]]] = field(default_factory=dict)  # dataset -> dose -> id -> text
+    pass_at_1_format: str = "raw"  # how its problems were asked (plant.pass_at_1_format; raw before issue 68)
     cost: dict = field(default_factory=dict)
     precision: str | None = None  # where and in what it trained: "cpu float32" (a design's runs share one)
     background: str | None = None  # the background it trained on: its digest, else its size (runs kept before 68)
@@ -136,7 +137,7 @@ def collect(run_dir: Path, shifted_dir: Path | None = None) -> dict:
                     rows.append({"dataset": row["dataset"], "pool": "shifted", "instance_id": row["instance_id"],
                                  **{s: row.get(s) for s in SCORES}})
     record = {key: plant.get(key) for key in ("seed", "draw", "stream", "timings", "pass_at_1", "checkpoint",
-                                              "background")}
+                                              "background", "pass_at_1_options")}
     datasets = {row["dataset"] for row in rows}
     record["groups"] = [{**{k: g.get(k) for k in ("name", "exposures", "n", "tokens", "token_share")},
                          "dataset": group_dataset(g["name"], g["exposures"], datasets, plant["dataset"])}
@@ -185,6 +186,7 @@ def load(kept: Path) -> PowerRun:
     groups = {g["name"]: g for g in record["groups"]}
     for name, block in ((record.get("pass_at_1") or {}).get("contaminated") or {}).items():  # the trained model's
         run.pass_at_1.setdefault(groups[name]["dataset"], {})[groups[name]["exposures"]] = block
+    run.pass_at_1_format = (record.get("pass_at_1_options") or {}).get("prompt_format", "raw")
     if (kept / "pass_at_1.json.gz").exists():  # what the model wrote: read, so an artefact shows beside the rate
         with gzip.open(kept / "pass_at_1.json.gz", "rt") as f:
             details = json.load(f).get("contaminated") or {}
@@ -427,13 +429,14 @@ def completion_classes(runs: Sequence[PowerRun], dataset: str) -> dict | None:
     from contaminate.harm import CLASSES, classify, executable_problems
     from detect.cli import CONF_DIR
 
-    texts = [(i, text) for run in runs for by_id in run.completions.get(dataset, {}).values()
+    texts = [(i, text, run.pass_at_1_format) for run in runs for by_id in run.completions.get(dataset, {}).values()
              for i, text in by_id.items()]
     if not texts:
         return None
     problems = executable_problems(OmegaConf.load(CONF_DIR / "dataset" / f"{dataset}.yaml"), "test")
-    found = [classify(text, problems[i].program(text, "raw")) for i, text in texts]
-    return {"counts": {c: found.count(c) for c in CLASSES}, "n": len(found), "prompt_format": "raw"}
+    found = [classify(text, problems[i].program(text, asked)) for i, text, asked in texts]
+    return {"counts": {c: found.count(c) for c in CLASSES}, "n": len(found),
+            "prompt_format": "/".join(sorted({asked for _, _, asked in texts}))}
 
 
 def contrasts_of(experiment: Path = EXPERIMENT) -> tuple[list[dict], float]:
@@ -478,6 +481,40 @@ def _share(block: dict) -> str:
 
 def _p(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}" if value >= 0.001 else f"{value:.1e}"
+
+
+def harm_table(h: dict | None) -> list[str]:
+    """pass@1 by dose, its gain over x0, the problems passed and what the completions were (``harm``), or nothing."""
+    if not h:
+        return []
+    lines: list[str] = []
+    lines += ["", f"### Harm: pass@1 on each dose's {h['n']} problems (their own tests), and the gain over the "
+                  f"run's x0 group", "", *table(["", *(f"x{d}" for d in sorted(h['pass_at_1']))]),
+              "| pass@1 | " + " | ".join(interval(h["pass_at_1"][d], 3) for d in sorted(h["pass_at_1"])) + " |",
+              "| gain over x0 | " + " | ".join(interval(h["gain"][d], 3) for d in sorted(h["gain"])) + " |",
+              "| problems passed, all runs | " + " | ".join(
+                  f"{h['pass_at_1'][d]['k']}/{h['pass_at_1'][d]['n']}" for d in sorted(h["pass_at_1"])) + " |"]
+    if h.get("classes"):
+        counts = h["classes"]["counts"]
+        asked = h["classes"]["prompt_format"]
+        lines += ["", f"What the {h['classes']['n']} completions were (contaminate/harm.py `classify`; asked "
+                  f"{asked}{', the prompt with its trailing newline' if asked == 'raw' else ''}): "
+                  + ", ".join(f"{k} {v}" for k, v in counts.items())
+                  + ". Where most are empty or a markdown fence, pass@1 measures the prompt format, not the "
+                  "model: results/pass_at_1_untouched reads the untouched model in each format."]
+    return lines
+
+
+def precheck_table(rows: dict | None) -> list[str]:
+    """The A/A pre-check's rows (``precheck_rows``), or nothing."""
+    if not rows:
+        return []
+    return ["", "### The A/A pre-check a practitioner can run: each known pool against x0 under the base model, which "
+                "saw neither (bare-text loss; detect/exchangeability.py: warn at a two-sided Mann-Whitney p <= 0.05)",
+            "", *table(["known pool", "AUC, x0 above the pool", "runs warned [Clopper-Pearson]",
+                        f"the untouched model's {CONFORMAL_FPR:.0%} threshold on the pool: FPR on x0"]),
+            *(f"| {'as drawn' if pool == 'known' else 'rewritten'} | {interval(row['auc'])} | "
+              f"{fraction(row['warned'])} | {_share(row['fpr_untouched'])} |" for pool, row in rows.items())]
 
 
 def report(found: dict) -> str:
@@ -539,30 +576,8 @@ def report(found: dict) -> str:
         for s, rows in block["aa"].items():
             lines.append(f"| {labelled(s)} | " + " | ".join(f"{interval(r['auc'])} | {fraction(r['flagged'])}"
                                                             for r in rows.values()) + " |")
-        if block.get("precheck"):
-            lines += ["", "### The A/A pre-check a practitioner can run: each known pool against x0 under the base "
-                          "model, which saw neither (bare-text loss; detect/exchangeability.py: warn at a two-sided "
-                          "Mann-Whitney p <= 0.05)", "",
-                      *table(["known pool", "AUC, x0 above the pool", "runs warned [Clopper-Pearson]",
-                              f"the untouched model's {CONFORMAL_FPR:.0%} threshold on the pool: FPR on x0"])]
-            lines += [f"| {'as drawn' if pool == 'known' else 'rewritten'} | {interval(row['auc'])} | "
-                      f"{fraction(row['warned'])} | {_share(row['fpr_untouched'])} |"
-                      for pool, row in block["precheck"].items()]
-        if block["harm"]:
-            h = block["harm"]
-            lines += ["", f"### Harm: pass@1 on each dose's {h['n']} problems (their own tests), and the gain over the "
-                          f"run's x0 group", "", *table(["", *(f"x{d}" for d in sorted(h['pass_at_1']))]),
-                      "| pass@1 | " + " | ".join(interval(h["pass_at_1"][d], 3) for d in sorted(h["pass_at_1"])) + " |",
-                      "| gain over x0 | " + " | ".join(interval(h["gain"][d], 3) for d in sorted(h["gain"])) + " |",
-                      "| problems passed, all runs | " + " | ".join(
-                          f"{h['pass_at_1'][d]['k']}/{h['pass_at_1'][d]['n']}" for d in sorted(h["pass_at_1"])) + " |"]
-            if h.get("classes"):
-                counts = h["classes"]["counts"]
-                lines += ["", f"What the {h['classes']['n']} completions were (contaminate/harm.py `classify`; asked "
-                          f"with the prompt {h['classes']['prompt_format']}, its trailing newline kept): "
-                          + ", ".join(f"{k} {v}" for k, v in counts.items())
-                          + ". Where most are empty or a markdown fence, pass@1 measures the prompt format, not the "
-                          "model: results/pass_at_1_untouched reads the untouched model in each format."]
+        lines += precheck_table(block.get("precheck"))
+        lines += harm_table(block["harm"])
     lines += ["", "## Cost", "", *table(["run", "training tokens", "planted share", "steps", "train s",
                                          "planted run s", "shifted pool s"])]
     for name, cost in found["cost"].items():
