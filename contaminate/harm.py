@@ -351,6 +351,21 @@ def check_pass_at_1(datasets: Mapping[str, object], splits: Mapping[str, str], *
     check_sandbox(sandbox)
 
 
+@dataclass(frozen=True)
+class TemplateOf:
+    """What ``check_prompt_format`` asks of a model, read from its tokenizer before the model is built: its name and
+    whether it has a chat template."""
+    tokenizer: object
+
+    @property
+    def name(self) -> str:
+        return getattr(self.tokenizer, "name_or_path", None) or "the base model"
+
+    @property
+    def prompt_formats(self) -> tuple[str, ...]:
+        return ("chat", "raw") if getattr(self.tokenizer, "chat_template", None) else ("raw",)
+
+
 def check_prompt_format(prompt_format: str, model) -> None:
     """One line where pass@1's prompt format is unknown, or asks a chat template of a model that has none."""
     if prompt_format not in PROMPT_FORMATS:

@@ -40,7 +40,7 @@ from typing import Sequence
 from omegaconf import OmegaConf
 
 from contaminate.controls import Control, build_control
-from contaminate.harm import check_pass_at_1, executable_problems, group_pass_at_1
+from contaminate.harm import TemplateOf, check_pass_at_1, check_prompt_format, executable_problems, group_pass_at_1
 from contaminate.regime import Regime, background_documents, chat_renderer, check_fits, token_counter
 from contaminate.regime.plant import PlantedGroup, control_group, group_positions, plant_tail, planted_stream
 from contaminate.regime.stream import Document, build_stream, stream_counts
@@ -322,6 +322,8 @@ class PlantedStream:
         """The planted stream: each group's documents among the background, where they fell, the control's."""
         setup = run.setup
         cfg = self.cfg
+        if self.pass_at_1:  # pass@1 in chat asks the base model's template: one line before anything trains
+            check_prompt_format(self.harm_options["prompt_format"], TemplateOf(run.tokenizer))
         self.planted = plan_planted(cfg.plant, run.draw, self.groups, run.tokenizer, setup.background, setup.format,
                                     run.layouts, run.datasets, seed=cfg.seed,
                                     max_length=cfg.contaminate.get("max_length"))

@@ -152,6 +152,15 @@ def test_pass_at_1_without_the_boundary_or_through_a_missing_chat_template_is_on
     with pytest.raises(InputError, match="base-model, whose tokenizer has none") as error:
         harm.complete(NoTemplate(), problems, [0], prompt_format="chat")
     assert "\n" not in str(error.value)
+    # a planted run checks it on the base model's tokenizer before anything trains (PlantedStream.plan)
+    from types import SimpleNamespace
+
+    with pytest.raises(InputError, match="google/gemma-3-270m, whose tokenizer has none"):
+        harm.check_prompt_format("chat", harm.TemplateOf(SimpleNamespace(name_or_path="google/gemma-3-270m",
+                                                                         chat_template=None)))
+    harm.check_prompt_format("stripped", harm.TemplateOf(SimpleNamespace(name_or_path="x", chat_template=None)))
+    with pytest.raises(InputError, match="unknown pass@1 prompt format 'fenced'"):
+        harm.check_prompt_format("fenced", NoTemplate())
 
 
 def test_each_prompt_format_builds_the_program_the_field_runs(problems):
