@@ -43,3 +43,29 @@ def test_a_shifted_known_pool_shows_in_the_aa_row_as_models_flagged():
     found = aa_controls(models)["loss"]["non_members v known"]
     assert found["auc"]["estimate"] > 0.75 and found["flagged"]["k"] >= 5
     assert aa_controls([m for m in models if False]) == {}
+
+
+def test_the_precheck_reads_the_reference_models_loss_within_each_model():
+    """recipe.py ``precheck_models``: the reference model's bare-text loss is loss_raw - reference_ratio_raw; a known
+    pool shifted under it warns in most models, an exchangeable one in few; without the reference ratio, nothing."""
+    from contaminate.calibration.recipe import precheck_models
+
+    def pool(cell, base, suspect):  # the reference model's loss score `base`, the suspect's `suspect`
+        return [Instance("study", 0, "c", cell, False, {}, None, observation=f"{cell}{i}",
+                         scores={"loss_raw": float(s), "reference_ratio_raw": float(s - b)})
+                for i, (b, s) in enumerate(zip(base, suspect))]
+
+    def model(unit, judged, known) -> Model:
+        rng = np.random.default_rng(unit[0])
+        return Model(f"m{unit}", "contaminated", unit, [unit],
+                     known=pool("known", known, rng.normal(0, 1, len(known))),
+                     pools=[Pool(NON_MEMBERS, None, pool("contaminated_x_non_members", judged,
+                                                         rng.normal(0, 1, len(judged))))])
+
+    rng = np.random.default_rng(0)
+    shifted = [model((d, d), rng.normal(0, 1, 40), rng.normal(-1.5, 1, 40)) for d in range(6)]
+    found = precheck_models(shifted)
+    assert found["auc"]["estimate"] > 0.8 and found["warned"]["k"] >= 5 and found["warned"]["n"] == 6
+    drawn = [model((d, d), rng.normal(0, 1, 40), rng.normal(0, 1, 40)) for d in range(6)]
+    assert precheck_models(drawn)["warned"]["k"] <= 1
+    assert precheck_models([_model((0, 0), [1, 3], [2, 4], [0, 5])]) is None  # no reference ratio in its scores

@@ -271,6 +271,32 @@ def aa_controls(models: Sequence[Model], *, alpha: float = 0.05) -> dict:
     return found
 
 
+def precheck_models(models: Sequence[Model]) -> dict | None:
+    """The A/A pre-check a practitioner can run (detect/exchangeability.py), within each contaminated model: its own
+    non-members against its known non-members under the reference model, which saw neither (its bare-text loss is
+    ``loss_raw - reference_ratio_raw``); the AUC over draws and the models the rule warns on (k of n). None where the
+    scores lack the reference ratio."""
+    from detect.exchangeability import departure, verdict
+
+    def base(instances) -> np.ndarray | None:
+        if not instances or not all("loss_raw" in i.scores and "reference_ratio_raw" in i.scores for i in instances):
+            return None
+        return np.array([i.scores["loss_raw"] - i.scores["reference_ratio_raw"] for i in instances], float)
+
+    data, flags = {}, []
+    for model in (m for m in models if m.kind == "contaminated" and m.known and m.pools_of(NON_MEMBERS)):
+        judged = base([i for p in model.pools_of(NON_MEMBERS) for i in p.instances])
+        known = base(model.known)
+        if judged is None or known is None:
+            continue
+        data.setdefault(model.unit, []).extend([judged, known])
+        flags.append((model.unit, verdict({"loss": departure(known, judged)})["warn"]))
+    if not flags:
+        return None
+    return {"auc": unit_interval(data, pairs_mean(auc_matrix), floor=pairs_floor(auc_floor)),
+            "warned": over_draws(flags), "rule": verdict({})["rule"]}
+
+
 def validate_recipe(groups: dict[str, list[Model]], *, budget: float, exact_share: float, partition_size: int,
                     seed: int = 0) -> dict:
     """Per group (regime · dataset): every config's validation, and the logit scores' practitioner thresholds."""
@@ -287,7 +313,7 @@ def validate_recipe(groups: dict[str, list[Model]], *, budget: float, exact_shar
             "configs": [validate_config(models, score=score, rule=rule, budget=budget, exact_share=exact_share,
                                         partition_size=partition_size, size=size, seed=seed)
                         for score, rule, size in configs(sorted(scores))],
-            "logit": logit_practitioner(models), "aa": aa_controls(models)}
+            "logit": logit_practitioner(models), "aa": aa_controls(models), "precheck": precheck_models(models)}
     return found
 
 

@@ -64,7 +64,8 @@ def recipe_section(recipe: dict, budget: float) -> list[str]:
         if refusals:
             lines += ["", "Refused (the recipe's own one-line answer where n is too small):", "",
                       *(f"- {r}" for r in refusals)]
-        lines += ["", *logit_lines(block["logit"]), "", *aa_lines(block.get("aa") or {}), ""]
+        lines += ["", *logit_lines(block["logit"]), "", *aa_lines(block.get("aa") or {}), "",
+                  *precheck_lines(block.get("precheck"))]
     return lines
 
 
@@ -118,6 +119,16 @@ def aa_lines(aa: dict) -> list[str]:
             f"{interval(blocks[row]['auc'])} | {fraction(blocks[row]['flagged'])}" if row in blocks else "- | -"
             for row in rows) + " |")
     return lines
+
+
+def precheck_lines(found: dict | None) -> list[str]:
+    """The A/A pre-check a practitioner can run before trusting the thresholds (recipe.py ``precheck_models``)."""
+    if not found:
+        return []
+    return [f"The A/A pre-check a practitioner can run (detect/exchangeability.py): within each contaminated model, "
+            f"its non-members against its known non-members under the reference model, which saw neither (bare-text "
+            f"loss); {found['rule']}. AUC {interval(found['auc'])} over draws; models warned "
+            f"{fraction(found['warned'])}.", ""]
 
 
 def card_section(cards: dict) -> list[str]:
