@@ -281,8 +281,9 @@ def test_a_completion_stops_generating_at_the_functions_end():
 
 @pytest.mark.slow
 def test_the_committed_untouched_completions_execute_to_their_committed_outcomes(problems):
-    """results/pass_at_1_untouched: every kept completion, executed again behind the boundary in its format, gives the
-    outcome kept beside it, and the passed counts are table.md's."""
+    """results/pass_at_1_untouched: the chosen format's kept completions (chat, all 164) and every other format's
+    passing ones, executed again behind the boundary, give the outcomes kept beside them; the passed counts are
+    table.md's."""
     import gzip
     import json
 
@@ -291,9 +292,13 @@ def test_the_committed_untouched_completions_execute_to_their_committed_outcomes
         kept = json.load(handle)
     table = (folder / "table.md").read_text()
     for prompt_format, rows in kept.items():
+        if prompt_format != "chat":  # the others' passes only (the suite's time): their failures are chat's kind
+            rows = {i: row for i, row in rows.items() if row["outcome"] == "passed"}
+            assert f"| {prompt_format} | " in table and f"| {len(rows)}/164 |" in table
         found = pass_at_1(problems, {int(i): row["completion"] for i, row in rows.items()},
                           prompt_format=prompt_format)
         assert {str(i): r == "passed" for i, r in found["results"].items()} == \
             {i: row["outcome"] == "passed" for i, row in rows.items()}, prompt_format
         assert {str(i): c for i, c in found["classes"].items()} == {i: row["class"] for i, row in rows.items()}
-        assert f"| {prompt_format} | " in table and f"| {found['passed']}/{found['n']} |" in table
+        if prompt_format == "chat":
+            assert f"| {found['passed']}/{found['n']} |" in table
