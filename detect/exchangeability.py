@@ -28,6 +28,18 @@ PRECHECK_SCORES = ("loss", "zlib", "min_k_plus")  # read under the reference mod
 RULE_SCORE = "loss"
 
 
+def rule_text(alpha: float = PRECHECK_ALPHA) -> str:
+    return (f"warn where the {RULE_SCORE} under a model that saw neither pool departs at a two-sided Mann-Whitney "
+            f"p <= {alpha:g}")
+
+
+def reference_loss(loss, reference_ratio):
+    """The reference model's loss score of a text from a run's own scores, where the reference saw neither pool:
+    ``loss`` is -nll and ``reference_ratio`` is nll_ref - nll (detect/detectors/membership.py), so their difference
+    is -nll_ref. Arrays or floats."""
+    return loss - reference_ratio
+
+
 def departure(known: Sequence[float], judged: Sequence[float]) -> dict:
     """AUC (judged above known; higher = more familiar, as the lab's scores point) and the two-sided Mann-Whitney p."""
     known, judged = np.asarray(known, float), np.asarray(judged, float)
@@ -42,9 +54,7 @@ def verdict(found: dict, alpha: float = PRECHECK_ALPHA) -> dict:
     """The rule on a ``departure`` per score: warn where the loss departs at p <= alpha."""
     rule = found.get(RULE_SCORE) or {}
     warn = rule.get("p") is not None and rule["p"] <= alpha
-    return {"warn": bool(warn), "alpha": alpha, "score": RULE_SCORE,
-            "rule": f"warn where the {RULE_SCORE} under a model that saw neither pool departs at a two-sided "
-                    f"Mann-Whitney p <= {alpha:g}"}
+    return {"warn": bool(warn), "alpha": alpha, "score": RULE_SCORE, "rule": rule_text(alpha)}
 
 
 def precheck(reference, known_texts: Sequence[str], judged_texts: Sequence[str], *,

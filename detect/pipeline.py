@@ -494,7 +494,7 @@ def write_report(path: Path, summary: dict, rows: Sequence[dict]) -> None:
                                                               f"verdicts below are their rules' outcomes on answers "
                                                               f"that mostly do not answer, not evidence of a clean "
                                                               f"model." if uninformative(summary) else ""), ""]
-    if "precheck" in summary and summary["precheck"] is not None or summary.get("judge", {}).get("name") == "recipe":
+    if summary.get("judge", {}).get("name") == "recipe":  # the pre-check runs beside the recipe alone
         lines += [precheck_line(summary.get("precheck")), ""]
     lines += answers_table(summary)
     for cls, block in read_back(summary):  # each detector's own section, in the order they ran
@@ -621,7 +621,7 @@ def main(cfg, out_dir: Path) -> dict:
         dataset=dataset.key, split=split, model=model.name, model_path=model.path, generation=backend.name,
         prompt_format=model.prompt_format, seed=cfg.seed, judge=judge.describe(),
         instruction_format={"setting": instruction_setting(cfg.detect), **choice},
-        precheck=exchangeable if known is not None else None,
+        precheck=exchangeable,
         runtime={"resolved": placement.describe(), "models": {k: v for k, v in placements.items() if v}},
         instance_ids=[example.instance_id for example in examples],
         timings={"load_s": round(loaded - started, 2), "detect_s": round(time.time() - loaded, 2)},

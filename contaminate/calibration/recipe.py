@@ -276,12 +276,12 @@ def precheck_models(models: Sequence[Model]) -> dict | None:
     non-members against its known non-members under the reference model, which saw neither (its bare-text loss is
     ``loss_raw - reference_ratio_raw``); the AUC over draws and the models the rule warns on (k of n). None where the
     scores lack the reference ratio."""
-    from detect.exchangeability import departure, verdict
+    from detect.exchangeability import departure, reference_loss, rule_text, verdict
 
     def base(instances) -> np.ndarray | None:
         if not instances or not all("loss_raw" in i.scores and "reference_ratio_raw" in i.scores for i in instances):
             return None
-        return np.array([i.scores["loss_raw"] - i.scores["reference_ratio_raw"] for i in instances], float)
+        return np.array([reference_loss(i.scores["loss_raw"], i.scores["reference_ratio_raw"]) for i in instances])
 
     data, flags = {}, []
     for model in (m for m in models if m.kind == "contaminated" and m.known and m.pools_of(NON_MEMBERS)):
@@ -294,7 +294,7 @@ def precheck_models(models: Sequence[Model]) -> dict | None:
     if not flags:
         return None
     return {"auc": unit_interval(data, pairs_mean(auc_matrix), floor=pairs_floor(auc_floor)),
-            "warned": over_draws(flags), "rule": verdict({})["rule"]}
+            "warned": over_draws(flags), "rule": rule_text()}
 
 
 def validate_recipe(groups: dict[str, list[Model]], *, budget: float, exact_share: float, partition_size: int,

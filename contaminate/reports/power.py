@@ -376,26 +376,29 @@ def precheck_rows(runs: Sequence[PowerRun], dataset: str) -> dict:
     against x0 under the base model, which saw neither; its bare-text loss is the run's ``loss_raw`` less its
     ``reference_ratio_raw`` (the reference model is the base model). Per pool: the AUC over runs (x0 above the
     pool), and the runs the rule warns on (two-sided Mann-Whitney p <= 0.05; k of n, Clopper-Pearson)."""
-    from detect.exchangeability import departure, verdict
+    from detect.exchangeability import departure, reference_loss, verdict
 
     def base(pools: dict) -> np.ndarray | None:
         if "loss_raw" not in pools or "reference_ratio_raw" not in pools:
             return None
-        return pools["loss_raw"] - pools["reference_ratio_raw"]
+        return reference_loss(pools["loss_raw"], pools["reference_ratio_raw"])
 
     found = {}
     for pool in ("known", "shifted"):
-        chosen = [r for r in runs if pool in r.pools[dataset] and base(r.pools[dataset][pool]) is not None
-                  and base(r.pools[dataset]["x0"]) is not None]
-        if not chosen:
+        units = {}  # run -> [x0, the pool], the base model's loss of each
+        for run in runs:
+            pools = run.pools[dataset]
+            read = [base(pools["x0"]), base(pools[pool]) if pool in pools else None]
+            if all(r is not None for r in read):
+                units[run.unit] = read
+        if not units:
             continue
-        units = {r.unit: [base(r.pools[dataset]["x0"]), base(r.pools[dataset][pool])] for r in chosen}
-        warned = sum(verdict({"loss": departure(units[r.unit][1], units[r.unit][0])})["warn"] for r in chosen)
+        warned = sum(verdict({"loss": departure(known, x0)})["warn"] for x0, known in units.values())
         # what the broken exchangeability costs before any fine-tune: the untouched model's 5% threshold fitted on
         # this pool, applied to x0
         flags = {u: x0 > conformal_threshold(known, CONFORMAL_FPR)["threshold"] for u, (x0, known) in units.items()}
         found[pool] = {"auc": unit_interval(units, auc_matrix, floor=auc_floor),
-                       "warned": clopper_pearson(int(warned), len(chosen)), "fpr_untouched": share_interval(flags)}
+                       "warned": clopper_pearson(int(warned), len(units)), "fpr_untouched": share_interval(flags)}
     return found
 
 

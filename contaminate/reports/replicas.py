@@ -101,6 +101,7 @@ def read_runs(folder: str | Path) -> list[dict]:
         config = yaml.safe_load((plant.parent / "config.yaml").read_text())
         record = json.loads(plant.read_text())
         groups = []
+        known = {}  # each dataset's known non-members' guided ROUGE-L, each instance once (every group serves them)
         for group in record["groups"]:
             rows_folder = plant.parent / "groups" / group["name"]
             # the never-planted group has no folder of its own: it is every planted group's non-members
@@ -110,13 +111,9 @@ def read_runs(folder: str | Path) -> list[dict]:
                            "dataset": group.get("dataset") or record["dataset"],
                            "token_share": group.get("token_share"), "replicas": replicas(rows),
                            "answers": answers(rows)})
-        known = {}  # each dataset's known non-members' guided ROUGE-L, each instance once (every group serves them)
-        for group in record["groups"]:
-            rows_folder = plant.parent / "groups" / group["name"]
-            if any((rows_folder / name).exists() for name in ("results.jsonl", "results.jsonl.gz")):
-                for row in read_rows(rows_folder).get("contaminated_x_known_non_members", []):
-                    if row.get("instruction") == "guided" and row.get("rouge_l") is not None:
-                        known.setdefault(row["dataset"], {})[row["instance_id"]] = row["rouge_l"]
+            for row in rows.get("contaminated_x_known_non_members", []):
+                if row.get("instruction") == "guided" and row.get("rouge_l") is not None:
+                    known.setdefault(row["dataset"], {})[row["instance_id"]] = row["rouge_l"]
         runs.append({"folder": plant.parent.name, "learning_rate": float(config["contaminate"]["learning_rate"]),
                      "known_rouge_l": {d: list(v.values()) for d, v in known.items()},
                      "batch_size": batch(config["contaminate"]), "reading": reading(config),

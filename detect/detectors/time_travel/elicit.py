@@ -29,7 +29,7 @@ import random
 import re
 import sysconfig
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from detect.datasets import Example
 from detect.errors import InputError
@@ -129,19 +129,25 @@ def _shingles(text: str, width: int) -> set[str]:
     return {flat[i:i + width] for i in range(max(len(flat) - width + 1, 0))}
 
 
-def overlapping(elicitation: Sequence[Example], benchmark: Sequence[Example], *,
-                width: int = 50) -> list[tuple[str, str]]:
-    """(elicitation id, benchmark id) for every pair sharing a ``width``-character run, white space collapsed."""
-    index: dict[str, str] = {}
+def _first_hits(elicitation: Sequence[Example], benchmark: Sequence[Example],
+                shingles: Callable[[str], set]) -> list[tuple[str, str]]:
+    """(elicitation id, benchmark id) for every elicitation text sharing a shingle with the benchmark (its first)."""
+    index: dict = {}
     for example in benchmark:
-        for shingle in _shingles(example.full_text, width):
+        for shingle in shingles(example.full_text):
             index.setdefault(shingle, str(example.instance_id))
     found = []
     for example in elicitation:
-        hit = next((index[s] for s in _shingles(example.full_text, width) if s in index), None)
+        hit = next((index[s] for s in shingles(example.full_text) if s in index), None)
         if hit is not None:
             found.append((str(example.instance_id), hit))
     return found
+
+
+def overlapping(elicitation: Sequence[Example], benchmark: Sequence[Example], *,
+                width: int = 50) -> list[tuple[str, str]]:
+    """(elicitation id, benchmark id) for every pair sharing a ``width``-character run, white space collapsed."""
+    return _first_hits(elicitation, benchmark, lambda text: _shingles(text, width))
 
 
 def word_overlaps(elicitation: Sequence[Example], benchmark: Sequence[Example], n: int) -> list[tuple[str, str]]:
@@ -153,16 +159,7 @@ def word_overlaps(elicitation: Sequence[Example], benchmark: Sequence[Example], 
         words = janitor_words(text)
         return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
 
-    index: dict[tuple[str, ...], str] = {}
-    for example in benchmark:
-        for gram in grams(example.full_text):
-            index.setdefault(gram, str(example.instance_id))
-    found = []
-    for example in elicitation:
-        hit = next((index[g] for g in grams(example.full_text) if g in index), None)
-        if hit is not None:
-            found.append((str(example.instance_id), hit))
-    return found
+    return _first_hits(elicitation, benchmark, grams)
 
 
 def check_disjoint(elicitation: Sequence[Example], benchmark: Sequence[Example], where: str) -> dict:
