@@ -26,19 +26,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.pass_at_1 import cpu_name  # noqa: E402  (the CPU as every bench names it)
 from contaminate.calibration.statistics import conformal_threshold  # noqa: E402
 from detect.exchangeability import departure, verdict  # noqa: E402
 from detect.markdown import table  # noqa: E402
 
 ARMS = ("as drawn", "rename", "reword", "rewrite")
 SCORES = ("loss", "zlib", "min_k", "min_k_plus")
-
-
-def cpu_name() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown CPU"
 
 
 def main() -> None:
