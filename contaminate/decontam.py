@@ -37,13 +37,13 @@ def key_of(dataset: str, instance_id: int) -> str:
 def score_auc(scores: dict, positives: Sequence[str], negatives: Sequence[str]) -> float | None:
     """AUC of a detector's score, ``positives`` against ``negatives`` (ties count half); None where either side has
     no readable instance."""
-    from sklearn.metrics import roc_auc_score
+    from contaminate.calibration.statistics import auc
 
     pos = [scores[key] for key in positives if key in scores]
     neg = [scores[key] for key in negatives if key in scores]
     if not pos or not neg:
         return None
-    return round(float(roc_auc_score([1] * len(pos) + [0] * len(neg), pos + neg)), 4)
+    return round(auc(pos, neg), 4)
 
 
 def stream_check(cfg, draw, groups: Sequence[PlantedGroup], stream, datasets: dict, formats: dict[str, str], *,

@@ -437,7 +437,7 @@ def within_model_auc(rows: dict[str, list[dict]], model: str = "contaminated") -
     the leak reading's (``*_leak``, an oracle reading) where they were generated. ``model="clean"``: the same groups
     under the run's clean model (the untouched base model with plant.control=base), how far apart they are without
     the leak: with 8 against 8 an AUC of 0.62 is within chance (results/pilot_cpu's base row)."""
-    from sklearn.metrics import roc_auc_score
+    from contaminate.calibration.statistics import auc
 
     def guided(cell: str) -> list[dict]:
         return [r for r in rows.get(cell, []) if r.get("instruction") == "guided"]
@@ -448,7 +448,7 @@ def within_model_auc(rows: dict[str, list[dict]], model: str = "contaminated") -
         pos = [r[name] for r in members if r.get(name) is not None]
         neg = [r[name] for r in non_members if r.get(name) is not None]
         if pos and neg and len(pos) == len(members) and len(neg) == len(non_members):
-            found[name] = round(float(roc_auc_score([1] * len(pos) + [0] * len(neg), pos + neg)), 4)
+            found[name] = round(auc(pos, neg), 4)
     return found
 
 

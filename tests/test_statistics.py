@@ -8,6 +8,7 @@ from scipy.stats import binom, norm, ttest_rel
 from scipy.stats import t as student_t
 
 from contaminate.calibration.statistics import (
+    auc,
     auc_floor,
     auc_matrix,
     brier,
@@ -18,6 +19,7 @@ from contaminate.calibration.statistics import (
     paired_comparisons,
     platt,
     share_floor,
+    t_interval,
     tpr_at_fpr_matrix,
     unit_interval,
     units_text,
@@ -223,3 +225,24 @@ def test_a_share_of_instances_is_never_narrower_than_clopper_pearson_on_the_pool
     spread = share_interval({(0, 0): np.ones(8), (1, 1): np.zeros(8), (2, 2): np.ones(8)})
     assert spread["high"] == 1.0 and spread["low"] < clopper_pearson(16, 24)["low"]
     assert share_interval({(0, 0): np.ones(4)})["low"] is None  # one unit: no interval, as unit_interval
+
+
+def test_auc_by_hand_and_as_sklearns_with_ties():
+    # pairs (1, 0) > , (1, 2) < , (2, 0) > , (2, 2) tie: (1 + 0 + 1 + 0.5) / 4
+    assert auc([1, 2], [0, 2]) == 0.625
+    assert math.isnan(auc([], [1.0]))
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(3)
+    positives, negatives = rng.integers(0, 5, 40).astype(float), rng.integers(0, 4, 60).astype(float)  # many ties
+    expected = roc_auc_score([1] * 40 + [0] * 60, np.concatenate([positives, negatives]))
+    assert auc(positives, negatives) == pytest.approx(expected, abs=1e-12)
+    assert auc(positives, negatives) == pytest.approx(float(auc_matrix(positives[None], negatives[None])[0]), abs=1e-12)
+
+
+def test_t_interval_by_hand():
+    # 1, 2, 3: mean 2, s 1, t(0.975, 2) = 4.3027: half-width 4.3027 / sqrt(3) = 2.4841
+    block = t_interval([1.0, 2.0, 3.0])
+    assert block["estimate"] == 2.0 and block["method"] == "t" and block["n"] == 3
+    assert block["low"] == pytest.approx(2 - 2.48414, abs=1e-4) and block["high"] == pytest.approx(2 + 2.48414, abs=1e-4)
+    assert t_interval([0.4])["low"] is None  # one unit: no interval

@@ -18,7 +18,7 @@ import numpy as np
 
 from contaminate.calibration.partition_level import pools_of
 from contaminate.calibration.result import Calibration
-from contaminate.calibration.statistics import Unit, share_floor, unit_interval, unit_label, units_text
+from contaminate.calibration.statistics import Unit, auc, share_floor, unit_interval, unit_label, units_text
 from contaminate.reports.calibration_product import product_sections
 from contaminate.reports.calibration_regimes import error_bars, regime_details, regime_headline
 from detect.detectors import labelled
@@ -77,8 +77,6 @@ def varying(conditions: dict[str, dict]) -> list[str]:
 
 def dose_response_rows(result: Calibration) -> list[dict]:
     """One row per condition: settings that vary, instance AUCs, and every detector's TPR and FPR."""
-    from sklearn.metrics import roc_auc_score
-
     instances, conditions = result.instances, result.conditions
     columns = varying(conditions)
     by_condition = defaultdict(list)
@@ -98,7 +96,8 @@ def dose_response_rows(result: Calibration) -> list[dict]:
         labels = [i.positive for i in members]
         for score in result.instance:
             if 0 < sum(labels) < len(labels):
-                row[f"auc_{score}"] = float(roc_auc_score(labels, [i.scores[score] for i in members]))
+                row[f"auc_{score}"] = auc([i.scores[score] for i in members if i.positive],
+                                         [i.scores[score] for i in members if not i.positive])
         for name, per_pool in rates.items():
             tpr = [rate for pool, rate in per_pool.items() if pool[0] == key and pool in positive]
             fpr = [rate for pool, rate in per_pool.items() if pool[0] == key and pool not in positive]

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from contaminate.calibration.statistics import auc
 from detect import markdown
 
 K = 0.2
@@ -118,14 +119,13 @@ DETECTORS = (("loss", "loss", "loss"), ("zlib", "zlib_summed", "zlib"), ("Min-K%
 
 
 def table(out: Path) -> str:
-    from sklearn.metrics import roc_auc_score
-
     rows = [json.loads(line) for line in (out / "scores.jsonl").read_text().splitlines()]
     formats = list(dict.fromkeys(row["format"] for row in rows))
 
     def auc(fmt: str, reading: str, name: str) -> str:
         chosen = [r for r in rows if r["format"] == fmt and r["reading"] == reading]
-        return f"{roc_auc_score([r['role'] == 'member' for r in chosen], [r[name] for r in chosen]):.3f}"
+        members = [r[name] for r in chosen if r["role"] == "member"]
+        return f"{auc(members, [r[name] for r in chosen if r['role'] != 'member']):.3f}"
 
     lines = markdown.table(["detector", *(f"{fmt}: {reading}" for fmt in formats
                                   for reading in ("before", "fixed", "fixed, read as the leak"))])
@@ -201,8 +201,6 @@ def studies_table(out: Path) -> str:
     """Each committed study (``out/studies/<format>/``, a study folder's results.jsonl and summary.json): every
     instance score's within-model AUC (the contaminated model's 10 members against its 10 non-members) and every
     partition-level verdict (p-value) per cell."""
-    from sklearn.metrics import roc_auc_score
-
     folders = sorted((out / "studies").glob("*/summary.json"))
     if not folders:
         return ""
@@ -214,8 +212,9 @@ def studies_table(out: Path) -> str:
                   and r["cell"] in ("contaminated_x_members", "contaminated_x_non_members")]
         for name in STUDY_SCORES:
             values = [r.get(name) for r in guided]
+            member = [r["cell"] == "contaminated_x_members" for r in guided]
             found[summary_path.parent.name, name] = "-" if any(v is None for v in values) else \
-                f"{roc_auc_score([r['cell'] == 'contaminated_x_members' for r in guided], values):.2f}"
+                f"{auc([v for v, m in zip(values, member) if m], [v for v, m in zip(values, member) if not m]):.2f}"
     for name in STUDY_SCORES:
         lines.append(f"| {name} | " + " | ".join(found[f.parent.name, name] for f in folders) + " |")
     lines += ["", *markdown.table(["cell", *(f"{f.parent.name}: " + ", ".join(PARTITION) for f in folders)])]

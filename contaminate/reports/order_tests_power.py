@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
+from contaminate.calibration.statistics import clopper_pearson
 from detect import markdown
 from detect.detectors.sharded import permutation_test, sharded_test, shards_of
 
@@ -53,8 +54,8 @@ def oren_population_p(differences: list[float]) -> float:
 
 
 def rate(rejections: int, total: int) -> dict:
-    interval = stats.binomtest(rejections, total).proportion_ci(method="exact")
-    return {"rate": rejections / total, "low": interval.low, "high": interval.high, "n": total}
+    interval = clopper_pearson(rejections, total)
+    return {"rate": interval["rate"], "low": interval["low"], "high": interval["high"], "n": total}
 
 
 def run(replications: int, seed: int) -> list[dict]:

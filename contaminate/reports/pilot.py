@@ -51,7 +51,7 @@ def keep(runs_folder: str | Path, out: str | Path) -> list[str]:
 
 def base_aucs(folder: Path) -> dict[str, float]:
     """Each group's loss AUC under the untouched base model (its members against the never-planted group)."""
-    from sklearn.metrics import roc_auc_score
+    from contaminate.calibration.statistics import auc
 
     path = folder / "base_scores.jsonl.gz"
     if not path.is_file():
@@ -62,7 +62,7 @@ def base_aucs(folder: Path) -> dict[str, float]:
         pos = [r["loss"] for r in rows if r["group"] == group and r["cell"] == "clean_x_members"]
         neg = [r["loss"] for r in rows if r["group"] == group and r["cell"] == "clean_x_non_members"]
         if pos and neg:
-            found[group] = round(float(roc_auc_score([1] * len(pos) + [0] * len(neg), pos + neg)), 4)
+            found[group] = round(auc(pos, neg), 4)
     return found
 
 
@@ -98,13 +98,13 @@ def planted(run: dict) -> list[dict]:
     return sorted((g for g in run["groups"] if g["exposures"]), key=lambda g: g["exposures"])
 
 
-def auc(group: dict, score: str = "loss") -> float | None:
+def group_auc(group: dict, score: str = "loss") -> float | None:
     return (group.get("within_model_auc") or {}).get(score)
 
 
 def meets_rule(run: dict) -> bool:
     groups = planted(run)
-    low, top = auc(groups[0]), auc(groups[-1])
+    low, top = group_auc(groups[0]), group_auc(groups[-1])
     return (groups[0]["exposures"] == 1 and low is not None and top is not None
             and low <= X1_AT_MOST and top >= TOP_AT_LEAST)
 
@@ -114,7 +114,8 @@ def chosen(runs: list[dict]) -> dict | None:
     qualifying = [r for r in runs if meets_rule(r)]
     if not qualifying:
         return None
-    return min(qualifying, key=lambda r: (-round(auc(planted(r)[-1]) - auc(planted(r)[0]), 4), r["learning_rate"],
+    return min(qualifying, key=lambda r: (-round(group_auc(planted(r)[-1]) - group_auc(planted(r)[0]), 4),
+                                          r["learning_rate"],
                                           r["batch_size"]))
 
 
@@ -132,7 +133,7 @@ def settings_table(runs: list[dict]) -> list[str]:
                    "rule"])
     for run in runs:
         checkpoint = run["checkpoint"]
-        aucs = " | ".join(_f(auc(g)) for g in planted(run))
+        aucs = " | ".join(_f(group_auc(g)) for g in planted(run))
         lines.append(f"| {setting(run)} | {checkpoint['steps']} | {run['stream']['training_tokens']:,} | "
                      f"{checkpoint['train_seconds']:.0f} | {_f(checkpoint.get('final_loss'))} | {aucs} | "
                      f"{'meets' if meets_rule(run) else '-'} |")
@@ -168,8 +169,8 @@ def scores_table(run: dict) -> list[str]:
     doses = [g["name"] for g in planted(run)]
     lines = table(["score", *doses])
     for score in (*SCORES, "rouge_l", "rouge_l_leak"):
-        if any(auc(g, score) is not None for g in planted(run)):
-            lines.append(f"| {score} | " + " | ".join(_f(auc(g, score)) for g in planted(run)) + " |")
+        if any(group_auc(g, score) is not None for g in planted(run)):
+            lines.append(f"| {score} | " + " | ".join(_f(group_auc(g, score)) for g in planted(run)) + " |")
     return lines
 
 
@@ -191,8 +192,9 @@ def main(folder: str) -> str:
     elif best is None:
         lines += [f"No setting meets the rule (loss AUC x1 <= {X1_AT_MOST} and top dose >= {TOP_AT_LEAST}).", ""]
     else:
-        lines += [f"Chosen: **{setting(best)}** (loss AUC x1 {auc(planted(best)[0]):.2f}, "
-                  f"{planted(best)[-1]['name']} {auc(planted(best)[-1]):.2f}; the rule: x1 <= {X1_AT_MOST}, top dose "
+        top = planted(best)[-1]
+        lines += [f"Chosen: **{setting(best)}** (loss AUC x1 {group_auc(planted(best)[0]):.2f}, "
+                  f"{top['name']} {group_auc(top):.2f}; the rule: x1 <= {X1_AT_MOST}, top dose "
                   f">= {TOP_AT_LEAST}, then the widest span, then the lower learning rate).", "",
                   "### Every score of the chosen setting (within-model AUC by dose)", "", *scores_table(best), ""]
     replicas = replicas_table(runs)

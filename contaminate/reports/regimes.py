@@ -20,15 +20,17 @@ from detect.markdown import table
 def instance_aucs(folder: Path) -> dict[str, float]:
     """Each logit score's AUC of the members against the non-members under the contaminated model (its guided rows:
     sample.n_detect instances each, so a coarse number)."""
-    from sklearn.metrics import roc_auc_score
-
+    from contaminate.calibration.statistics import auc
     from detect.detectors import instance_scores
 
     rows = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
     guided = [r for r in rows if r["instruction"] == "guided" and r["checkpoint"] == "contaminated"
               and r["cell"] in ("contaminated_x_members", "contaminated_x_non_members")]
-    truth = [r["cell"] == "contaminated_x_members" for r in guided]
-    return {score: roc_auc_score(truth, [r[score] for r in guided]) for score in instance_scores()
+    def side(cell: str, score: str) -> list[float]:
+        return [r[score] for r in guided if r["cell"] == cell]
+
+    return {score: auc(side("contaminated_x_members", score), side("contaminated_x_non_members", score))
+            for score in instance_scores()
             if all(r.get(score) is not None for r in guided)}
 
 

@@ -26,8 +26,8 @@ import json
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
+from contaminate.calibration.statistics import t_interval
 from contaminate.reports.calibration_product import aa_lines
 from contaminate.reports.headline import SCORES, rate_with_count, rate_with_labelled
 from detect.detectors import labelled
@@ -73,14 +73,8 @@ def _arrow(a: float | None, b: float | None, fmt: str = "{:.2f}") -> str:
 
 
 def move(before: list[float], after: list[float]) -> dict:
-    """The mean paired move ``after - before`` with a 95% t-interval over units (none from fewer than 2)."""
-    diff = np.asarray(after, float) - np.asarray(before, float)
-    n = len(diff)
-    mean = float(diff.mean())
-    if n < 2:
-        return {"estimate": mean, "low": None, "high": None, "n": n}
-    half = float(stats.t.ppf(0.975, n - 1) * diff.std(ddof=1) / np.sqrt(n))
-    return {"estimate": mean, "low": mean - half, "high": mean + half, "n": n}
+    """The mean paired move ``after - before`` with its 95% t-interval over units (none from fewer than 2)."""
+    return t_interval(np.asarray(after, float) - np.asarray(before, float))
 
 
 def _move_text(m: dict) -> str:
