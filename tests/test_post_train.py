@@ -254,6 +254,9 @@ def test_elicit_post_trains_both_models_alike_on_the_same_examples(study):
     post = manifest["post_train"]
     assert post["kind"] == "elicit" and post["data"]["dataset"] == "Python standard library"
     assert post["data"]["split"] == "source" and len(post["data"]["ids"]) == 8
+    disjoint = post["data"]["disjoint"]  # how close the disjoint texts came, in the manifest (issue 68 item 4)
+    assert disjoint["examples"] == 8 and disjoint["sharing_50_characters"] == disjoint["sharing_13_grams"] == 0
+    assert 0 <= disjoint["sharing_8_grams"] <= 8
     assert post["parents"]["contaminated"]["id"] == plain["checkpoint"]["id"]
     assert post["parents"]["control"] == {"base": plain["base_model"]}
     leak, control = post["checkpoints"]["contaminated"], post["checkpoints"]["control"]

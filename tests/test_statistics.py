@@ -244,5 +244,6 @@ def test_t_interval_by_hand():
     # 1, 2, 3: mean 2, s 1, t(0.975, 2) = 4.3027: half-width 4.3027 / sqrt(3) = 2.4841
     block = t_interval([1.0, 2.0, 3.0])
     assert block["estimate"] == 2.0 and block["method"] == "t" and block["n"] == 3
-    assert block["low"] == pytest.approx(2 - 2.48414, abs=1e-4) and block["high"] == pytest.approx(2 + 2.48414, abs=1e-4)
+    assert block["low"] == pytest.approx(2 - 2.48414, abs=1e-4)
+    assert block["high"] == pytest.approx(2 + 2.48414, abs=1e-4)
     assert t_interval([0.4])["low"] is None  # one unit: no interval

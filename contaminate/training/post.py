@@ -119,6 +119,7 @@ class PostTrain:
         self.arguments: dict = {}  # post_train.trainer, checked against the TRL config class's fields
         self.backend = "full"      # the study's training method: full, or the adapter's (lora)
         self.peft: dict | None = None  # contaminate.peft: the adapter's PEFT config (with its _target_), or None
+        self.data_checks: dict = {}  # what ``check`` found of the data, recorded in the manifest (elicit: disjointness)
         self.run: FollowedRun | None = None  # what it reads of the run it follows (``check``)
 
     def check(self, cfg, trainer) -> "PostTrain":
@@ -184,7 +185,7 @@ class PostTrain:
         source, split = self.source(sampled)
         block = {"kind": self.kind, "settings": self.settings,
                  "data": {"dataset": source, "split": split, "n": len(data),
-                          "ids": [e.instance_id for e in data], "digest": _content(data)},
+                          "ids": [e.instance_id for e in data], "digest": _content(data), **self.data_checks},
                  "steps": {}, "parents": {}, "checkpoints": {}}
         same = contaminated.control is not None and contaminated.record["id"] == contaminated.control.record["id"]
         new_control = contaminated.control
@@ -316,7 +317,8 @@ class ElicitPostTrain(SFTPostTrain):
 
     def check(self, cfg, trainer) -> "ElicitPostTrain":
         super().check(cfg, trainer)
-        elicitation_examples(self.run, self.node.n)  # disjoint from every benchmark instance, before any training
+        # disjoint from every benchmark instance, before any training; how close they came goes into the manifest
+        self.data_checks = {"disjoint": elicitation_examples(self.run, self.node.n)[1]}
         return self
 
     def data(self, sampled, tokenizer) -> tuple[list[Example], list[Turn], None]:
@@ -336,10 +338,10 @@ def study_datasets(cfg) -> list:
     return list(found.values())
 
 
-def elicitation_examples(run: FollowedRun, n: int) -> list[tuple[str, Example]]:
+def elicitation_examples(run: FollowedRun, n: int) -> tuple[list[tuple[str, Example]], dict]:
     """(task shape, example): ``n`` guided-task examples on standard-library text, shared among the task shapes of
     the datasets the study reads (drawn with ``sample.draw``), checked disjoint from every instance of those datasets'
-    splits (one line where not)."""
+    splits (one line where not); with them how close the disjoint ones came (``check_disjoint``'s counts)."""
     from detect.detectors.time_travel.elicit import check_disjoint, task_examples
 
     datasets = run.datasets
@@ -351,8 +353,7 @@ def elicitation_examples(run: FollowedRun, n: int) -> list[tuple[str, Example]]:
                          if e.label is not None})
         drawn += [(task, e) for e in task_examples(task, n // len(tasks) + (i < n % len(tasks)),
                                                    seed=run.draw, labels=labels)]
-    check_disjoint([e for _, e in drawn], benchmark, "post_train=elicit")
-    return drawn
+    return drawn, check_disjoint([e for _, e in drawn], benchmark, "post_train=elicit")
 
 
 def elicitation_data(run: FollowedRun, n: int, tokenizer) -> tuple[list[Example], list[Turn]]:
@@ -363,7 +364,7 @@ def elicitation_data(run: FollowedRun, n: int, tokenizer) -> tuple[list[Example]
     from detect.detectors.time_travel.prompts import build_prompt
     from detect.detectors.time_travel.split import cut_unit, split_instance
 
-    drawn = elicitation_examples(run, n)
+    drawn, _ = elicitation_examples(run, n)
     data = [e for _, e in drawn]
     chat = chat_renderer(tokenizer, "post_train=elicit") if getattr(tokenizer, "chat_template", None) else None
     turns = []
