@@ -171,12 +171,12 @@ def test_the_committed_calibration_recomputes_from_its_committed_studies(tmp_pat
 
 def test_the_shifted_pools_table_is_the_scripts_output():
     """results/replicas_recipe_humaneval_shift/shift.md (included in its README, quoted in docs/findings.md and
-    docs/calibration.md) as contaminate/reports/shift.py prints it from the two committed calibrations."""
-    from contaminate.reports import shift
+    docs/calibration.md) as contaminate/reports/paired.py prints it from the two committed calibrations."""
+    from contaminate.reports import paired
 
-    command = ("python -m contaminate.reports.shift results/replicas_recipe_humaneval_shift/as_drawn "
+    command = ("python -m contaminate.reports.paired results/replicas_recipe_humaneval_shift/as_drawn "
                "results/replicas_recipe_humaneval_shift > results/replicas_recipe_humaneval_shift/shift.md")
-    assert shift.report(SHIFT / "as_drawn", SHIFT) == (SHIFT / "shift.md").read_text(), command
+    assert paired.report(SHIFT / "as_drawn", SHIFT) == (SHIFT / "shift.md").read_text(), command
 
 
 def test_the_recipe_needs_table_is_the_scripts_output():
