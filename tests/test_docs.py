@@ -144,6 +144,7 @@ UNITS = ROOT / "results" / "units_cpu"
 RECIPE = ROOT / "results" / "replicas_recipe_cpu"   # issue 45 item 5: the recipe where members replay, six draws
 RECIPE_CODE = ROOT / "results" / "replicas_recipe_humaneval_cpu"  # the same on HumanEval, elicited, partitions of 6
 SHIFT = ROOT / "results" / "replicas_recipe_humaneval_shift"  # issue 47 item 4: that design on a rewritten known pool
+ARMS = ROOT / "results" / "elicit_arms_humaneval"  # issue 68 item 4: that design as left and elicited, new draws
 
 
 @pytest.mark.slow
@@ -151,9 +152,12 @@ SHIFT = ROOT / "results" / "replicas_recipe_humaneval_shift"  # issue 47 item 4:
     (UNITS, [UNITS], ["--transfer"]), (PLANTED, [PLANTED], []), (TRANSFER, [PLANTED, TRANSFER], []),
     (HEADLINE / "humaneval", [HEADLINE / "humaneval"], []), (HEADLINE / "synth_nli", [HEADLINE / "synth_nli"], []),
     (RECIPE, [RECIPE], []), (RECIPE_CODE, [RECIPE_CODE], ["--partition-size", "6"]),
-    (SHIFT, [SHIFT], ["--partition-size", "6"]), (SHIFT / "as_drawn", [SHIFT / "as_drawn"], ["--partition-size", "6"])],
+    (SHIFT, [SHIFT], ["--partition-size", "6"]), (SHIFT / "as_drawn", [SHIFT / "as_drawn"], ["--partition-size", "6"]),
+    (ARMS / "none", [ARMS / "none"], ["--partition-size", "6"]),
+    (ARMS / "elicit", [ARMS / "elicit"], ["--partition-size", "6"])],
     ids=["units", "planted", "transfer", "profile_humaneval", "profile_synth_nli", "replicas_recipe",
-         "replicas_recipe_humaneval", "recipe_shift_rewritten", "recipe_shift_as_drawn"])
+         "replicas_recipe_humaneval", "recipe_shift_rewritten", "recipe_shift_as_drawn", "elicit_arms_as_left",
+         "elicit_arms_elicited"])
 def test_the_committed_calibration_recomputes_from_its_committed_studies(tmp_path, folder, studies, options):
     from contaminate.calibrate import main
 
@@ -177,6 +181,18 @@ def test_the_shifted_pools_table_is_the_scripts_output():
     command = ("python -m contaminate.reports.paired results/replicas_recipe_humaneval_shift/as_drawn "
                "results/replicas_recipe_humaneval_shift > results/replicas_recipe_humaneval_shift/shift.md")
     assert paired.report(SHIFT / "as_drawn", SHIFT) == (SHIFT / "shift.md").read_text(), command
+
+
+def test_the_elicitation_arms_table_is_the_scripts_output():
+    """results/elicit_arms_humaneval/arms.md (included in its README) as contaminate/reports/paired.py prints it from
+    the two committed calibrations of the same draws, as the leak left them and elicited."""
+    from contaminate.reports import paired
+
+    command = ("python -m contaminate.reports.paired results/elicit_arms_humaneval/none "
+               "results/elicit_arms_humaneval/elicit --labels 'as left' elicited "
+               "> results/elicit_arms_humaneval/arms.md")
+    assert paired.report(ARMS / "none", ARMS / "elicit", ("as left", "elicited")) == (ARMS / "arms.md").read_text(), \
+        command
 
 
 def test_the_recipe_needs_table_is_the_scripts_output():
@@ -480,19 +496,23 @@ def test_every_interval_the_power_findings_quote_is_in_the_profiles_tables():
     tables += shifted + "\n".join(sorted(falls))
     tables += "".join((ROOT / "results" / name / "tables.md").read_text()  # the recipe's unshifted rates beside them
                       for name in ("replicas_recipe_cpu", "replicas_recipe_humaneval_cpu"))
+    tables += (ARMS / "arms.md").read_text()  # the recipe as left and elicited (issue 68 item 4)
     quoted = re.compile(r"[+-]?\d\.\d{2,3} \[[+-]?\d\.\d{2,3}, [+-]?\d\.\d{2,3}\]|\b\d+/\d{3}\b")
     regions = [("results/power_cpu/README.md", "## Findings", "## Runs"), ("README.md", "## Headline", "## Read more"),
                ("docs/findings.md", "## The power profile", "## The profile:"),
                ("docs/findings.md", "## The recipe under shift", "## The profile's tables"),
                ("docs/calibration.md", "Every study reads its known non-members", "The calibration fits the recipe"),
-               ("results/replicas_recipe_humaneval_shift/README.md", "## What it shows", "## The two fits")]
+               ("results/replicas_recipe_humaneval_shift/README.md", "## What it shows", "## The two fits"),
+               ("docs/findings.md", "## Elicited and not", "## The recipe under shift"),
+               ("results/elicit_arms_humaneval/README.md", "## What it shows", "## The two readings")]
     missing = []
     for name, start, end in regions:
         text = (ROOT / name).read_text()
         region = text[text.index(start):text.index(end)]
         if name == "README.md":  # only the headline's power profile bullets and the recipe's sentence on shift
             region = "\n".join(part for part in re.split(r"\n(?=- )|\n\n", region)
-                               if "power_cpu" in part or "replicas_recipe_humaneval_shift" in part)
+                               if any(name in part for name in ("power_cpu", "replicas_recipe_humaneval_shift",
+                                                                "elicit_arms_humaneval")))
         found = quoted.findall(region)
         assert found, f"{name} quotes no interval of the power profile or the shifted recipe"
         missing += [f"{name}: {q}" for q in found if q not in tables]

@@ -122,7 +122,7 @@ def table(out: Path) -> str:
     rows = [json.loads(line) for line in (out / "scores.jsonl").read_text().splitlines()]
     formats = list(dict.fromkeys(row["format"] for row in rows))
 
-    def auc(fmt: str, reading: str, name: str) -> str:
+    def cell(fmt: str, reading: str, name: str) -> str:
         chosen = [r for r in rows if r["format"] == fmt and r["reading"] == reading]
         members = [r[name] for r in chosen if r["role"] == "member"]
         return f"{auc(members, [r[name] for r in chosen if r['role'] != 'member']):.3f}"
@@ -130,7 +130,7 @@ def table(out: Path) -> str:
     lines = markdown.table(["detector", *(f"{fmt}: {reading}" for fmt in formats
                                   for reading in ("before", "fixed", "fixed, read as the leak"))])
     for label, before, fixed in DETECTORS:
-        cells = [f"{auc(fmt, 'raw', before)} | {auc(fmt, 'raw', fixed)} | {auc(fmt, 'leak', fixed)}"
+        cells = [f"{cell(fmt, 'raw', before)} | {cell(fmt, 'raw', fixed)} | {cell(fmt, 'leak', fixed)}"
                  for fmt in formats]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     counts = {fmt: (sum(r["format"] == fmt and r["reading"] == "raw" and r["role"] == "member" for r in rows),

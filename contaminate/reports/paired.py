@@ -60,7 +60,8 @@ def _paired_groups(first: dict, second: dict, labels: tuple[str, str]) -> list[t
     """The recipe's groups present under both readings, by name (one group each: paired whatever their names)."""
     a, b = first["recipe"], second["recipe"]
     if len(a) == 1 and len(b) == 1:
-        return [(next(iter(b)), next(iter(a.values())), next(iter(b.values())))]
+        names = list(dict.fromkeys([*a, *b]))  # one name where both readings call the group alike
+        return [(" | ".join(names), next(iter(a.values())), next(iter(b.values())))]
     shared = [g for g in b if g in a]
     if not shared:
         raise SystemExit(f"no recipe group in both calibrations ({labels[0]}: {', '.join(a)}; {labels[1]}: "
@@ -90,8 +91,8 @@ def move(before: list[float], after: list[float]) -> dict:
 
 
 def _move_text(m: dict) -> str:
-    if m["low"] is None:
-        return f"{m['estimate']:+.3f} (no interval: {m['n']} draw)"
+    if m["n"] < MIN_UNITS:  # as every table of the lab: no interval over fewer draws (t on 2 spans +-12.7 SE)
+        return f"{m['estimate']:+.3f} (no interval: {m['n']} draw{'s' * (m['n'] != 1)})"
     return f"{m['estimate']:+.3f} [{m['low']:+.3f}, {m['high']:+.3f}]"
 
 
@@ -132,7 +133,7 @@ def recipe_lines(group: str, first: dict, second: dict, labels: tuple[str, str] 
             lines.append(f"| {c['rule_text']} | {label} | {bound} | {rate_with_labelled(c['fpr'])} | "
                          + " | ".join(rate_with_labelled(c["tpr_by_dose"].get(d)) for d in doses) + " |")
     lines += ["", f"How far the fitted thresholds move ({lb} minus {la}, within each model; mean and 95% "
-                  f"t-interval over {len(units)} draws):", "",
+                  f"t-interval over {len(units)} draws, from {MIN_UNITS}):", "",
               *table(["rule", "exact >=", "near-exact >="])]
     for a, b in pairs:
         cells = []
