@@ -196,7 +196,8 @@ def _tail(block: dict | None) -> str:
 
 def answer_lines(first_folder: Path, second_folder: Path, labels: tuple[str, str]) -> list[str]:
     first, second = known_answers(first_folder), known_answers(second_folder)
-    units = sorted(set(first) & set(second), key=lambda u: (len(u), u))
+    units = sorted((u for u in set(first) & set(second) if first[u]["rouge_l"] and second[u]["rouge_l"]),
+                   key=lambda u: (len(u), u))  # draws whose kept rows hold guided answers under both readings
     if not units:
         return []
     lines = ["The known non-members' guided answers by draw (never trained: what the fitted thresholds see), each "
