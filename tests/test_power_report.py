@@ -144,6 +144,9 @@ def test_a_planted_run_is_collected_kept_and_loaded_back(tmp_path):
         rows += [{"cell": "contaminated_x_known_non_members", "dataset": "humaneval", "instance_id": i,
                   "instruction": "guided", "loss": known_loss} for i in (9, 10, 11)]
         (folder / "groups" / "x1" / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        outcomes = {"5": {"completion": "    return 1", "outcome": "passed", "class": "code"},
+                    "6": {"completion": "", "outcome": "failed: ", "class": "empty"}}
+        (folder / "pass_at_1.json").write_text(json.dumps({"contaminated": {"x1": outcomes}}))
 
     write_run(tmp_path / "run", -3.0)
     write_run(tmp_path / "shifted", -4.0)
@@ -155,6 +158,7 @@ def test_a_planted_run_is_collected_kept_and_loaded_back(tmp_path):
     assert run.pass_at_1 == {"humaneval": {0: {"pass_at_1": 0.0, "passed": 0, "n": 2},
                                            1: {"pass_at_1": 0.5, "passed": 1, "n": 2}}}
     assert run.cost["training_tokens"] == 100 and run.cost["shifted_s"] == 9.0 and run.unit == (3, 3)
+    assert run.passed == {"humaneval": {1: {5: True, 6: False}}} and list(run.ids["humaneval"]["x1"]) == [5, 6]
     assert run.precision == "cpu float32"
     assert run.background == "package_docs abcdef012345"
     assert power.status([run]).splitlines()[4] == \
@@ -211,3 +215,54 @@ def test_runs_on_different_backgrounds_are_flagged_beside_the_tables():
     note = power.backgrounds_note(same)
     assert "more than one background" in note and "79 documents, 42,199 tokens" in note and "s0, s1:" in note
     assert note in power.status(same)
+
+
+def _with_outcomes(run: PowerRun, outcomes: dict[int, dict[int, bool]]) -> PowerRun:
+    """``run`` with its members' instance ids (x{d}: 10d, 10d + 1, ...) and each one's pass@1 outcome."""
+    run.ids = {"humaneval": {pool: 10 * int(pool[1:]) + np.arange(len(v["loss"])) if pool.startswith("x")
+                             else np.arange(len(v["loss"])) + 900 for pool, v in run.pools["humaneval"].items()}}
+    run.passed = {"humaneval": {d: {int(i): flag for i, flag in zip(run.ids["humaneval"][f"x{d}"], flags)}
+                                for d, flags in outcomes.items()}}
+    return run
+
+
+def test_harm_beside_detection_reads_each_member_detected_or_not_and_exploited_or_not():
+    # 19 known non-members 0..18: the 5% threshold is 18 (strict >). Members x1 [30, 5]: the first detected.
+    # The untouched model passes problem 10 (x1's first) and 0 (x0's), fails 11. Each run's x1: [passed, passed]:
+    # problem 10 passed but not exploited (the untouched model passed it too), problem 11 exploited.
+    known = list(range(19))
+    untouched = {0: True, 1: False, 10: True, 11: False}
+    runs = [_with_outcomes(_run(i, {1: [30, 5]}, [0, 0], known), {0: [True, False], 1: [True, True]})
+            for i in range(3)]
+    found = power.harm_beside_detection(runs, "humaneval", untouched)
+    block = found["doses"][1]
+    assert block["pass_at_1"]["estimate"] == 1.0 and (block["pass_at_1"]["k"], block["pass_at_1"]["n"]) == (6, 6)
+    assert block["gain_untouched"]["estimate"] == pytest.approx(0.5)  # 1.0 against the untouched model's 0.5
+    assert block["gain_x0"]["estimate"] == pytest.approx(0.5)  # against x0's 1 of 2
+    assert block["tpr"]["loss"]["estimate"] == pytest.approx(0.5) and block["tpr"]["min_k"]["estimate"] == 0.0
+    # loss: problem 10 detected, not exploited; 11 exploited, not detected; three runs
+    assert block["table"]["loss"] == {"detected_exploited": 0, "detected_only": 3, "exploited_only": 3, "neither": 0}
+    assert found["untouched"] == {"passed": 2, "n": 4} and found["runs"] == 3
+    text = "\n".join(power.harm_detection_table(found))
+    assert "The untouched model passes 2/4 problems" in text and "| loss (leak's rendering: oracle) | x1 | 0 | 3 | 3 | 0 |" in text
+    with pytest.raises(InputError, match=r"lack problems \[11\]"):
+        power.harm_beside_detection(runs, "humaneval", {0: True, 1: False, 10: True})
+    few = [_with_outcomes(_run(i, {1: [30, 5]}, [0, 0], list(range(10))), {0: [True, False], 1: [True, True]})
+           for i in range(2)]
+    assert power.harm_beside_detection(few, "humaneval", untouched) == \
+        {"refused": "10 known non-members: a split-conformal threshold at 0.05 needs 19"}
+
+
+def test_the_untouched_outcomes_are_read_in_the_runs_format_or_refused_in_one_line(tmp_path):
+    import gzip
+
+    path = tmp_path / "completions.json.gz"
+    with gzip.open(path, "wt") as f:
+        json.dump({"stripped": {"0": {"completion": "", "outcome": "passed", "class": "code"},
+                                "1": {"completion": "", "outcome": "failed: ", "class": "empty"}}}, f)
+    assert power.untouched_outcomes(path, "stripped") == {0: True, 1: False}
+    with pytest.raises(InputError, match="asked stripped, the runs asked raw"):
+        power.untouched_outcomes(path, "raw")
+    (tmp_path / "bad.json.gz").write_text("not gzip")
+    with pytest.raises(InputError, match="not bench/pass_at_1.py's completions.json.gz"):
+        power.untouched_outcomes(tmp_path / "bad.json.gz", "raw")

@@ -28,6 +28,11 @@ within one model, then summarised over runs:
    neither.
 5. **Harm**: each HumanEval group's pass@1 with its own tests (contaminate/harm.py), by dose over runs, and the gain
    over the same run's x0 group (paired).
+6. **Harm beside detection** (``--untouched``: the untouched model's greedy outcome on every problem, as
+   bench/pass_at_1.py keeps it): per dose, each score's TPR at the practitioner's threshold beside the exploitation
+   gain (pass@1 of the members against the same problems under the untouched model, paired by problem, and against
+   x0), and the 2x2 of members: detected by the threshold or not, exploited (passes where the untouched model
+   failed) or not.
 """
 
 from __future__ import annotations
@@ -83,6 +88,8 @@ class PowerRun:
     pools: dict[str, dict[str, dict[str, np.ndarray]]] = field(default_factory=dict)
     pass_at_1: dict[str, dict[int, dict]] = field(default_factory=dict)
     completions: dict[str, dict[int, dict[int, str]]] = field(default_factory=dict)  # dataset -> dose -> id -> text
+    passed: dict[str, dict[int, dict[int, bool]]] = field(default_factory=dict)  # dataset -> dose -> id -> passed
+    ids: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # dataset -> pool -> instance ids, in order
     pass_at_1_format: str = "raw"  # how its problems were asked (plant.pass_at_1_format; raw before issue 68)
     cost: dict = field(default_factory=dict)
     precision: str | None = None  # where and in what it trained: "cpu float32" (a design's runs share one)
@@ -183,6 +190,7 @@ def load(kept: Path) -> PowerRun:
                             key=lambda r: r["instance_id"])
             run.pools.setdefault(dataset, {})[pool] = {
                 s: np.array([r[s] for r in chosen], float) for s in SCORES if all(r.get(s) is not None for r in chosen)}
+            run.ids.setdefault(dataset, {})[pool] = np.array([r["instance_id"] for r in chosen])
     groups = {g["name"]: g for g in record["groups"]}
     for name, block in ((record.get("pass_at_1") or {}).get("contaminated") or {}).items():  # the trained model's
         run.pass_at_1.setdefault(groups[name]["dataset"], {})[groups[name]["exposures"]] = block
@@ -193,6 +201,8 @@ def load(kept: Path) -> PowerRun:
         for name, rows in details.items():
             run.completions.setdefault(groups[name]["dataset"], {})[groups[name]["exposures"]] = {
                 int(i): row["completion"] for i, row in rows.items()}
+            run.passed.setdefault(groups[name]["dataset"], {})[groups[name]["exposures"]] = {
+                int(i): row["outcome"] == "passed" for i, row in rows.items()}
     timings = record.get("timings") or {}
     stream = record.get("stream") or {}
     run.cost = {"training_tokens": stream.get("training_tokens"),
@@ -442,6 +452,76 @@ def completion_classes(runs: Sequence[PowerRun], dataset: str) -> dict | None:
             "prompt_format": "/".join(sorted({asked for _, _, asked in texts}))}
 
 
+def untouched_outcomes(path: Path, prompt_format: str) -> dict[int, bool]:
+    """The untouched model's greedy outcome on each problem, asked in ``prompt_format``: bench/pass_at_1.py's
+    completions.json.gz (format -> problem id -> its completion, outcome and class)."""
+    try:
+        with gzip.open(path, "rt") as f:
+            kept = json.load(f)
+    except (OSError, ValueError) as error:
+        raise InputError(f"--untouched {path}: not bench/pass_at_1.py's completions.json.gz ({error}); run "
+                         f"python bench/pass_at_1.py --model <name> --out <folder>") from None
+    if prompt_format not in kept:
+        raise InputError(f"--untouched {path} has the untouched model asked {', '.join(sorted(kept))}, the runs "
+                         f"asked {prompt_format}; read it in the runs' format (bench/pass_at_1.py --formats)")
+    return {int(i): row["outcome"] == "passed" for i, row in kept[prompt_format].items()}
+
+
+def harm_beside_detection(runs: Sequence[PowerRun], dataset: str, untouched: dict[int, bool],
+                          fpr: float = CONFORMAL_FPR) -> dict:
+    """Per dose, over runs: each score's TPR at the split-conformal threshold fitted on the run's own known
+    non-members; pass@1 of the members, its gain over the same problems under the untouched model (paired by
+    problem) and over the run's x0 group; and, per score, the 2x2 of members pooled over runs: detected (above the
+    threshold) or not, exploited (passes where the untouched model failed) or not. {} where no run kept outcomes."""
+    chosen = [r for r in runs if r.passed.get(dataset) and "known" in r.pools[dataset]]
+    if not chosen:
+        return {}
+    missing = sorted({i for r in chosen for by_id in r.passed[dataset].values() for i in by_id} - set(untouched))
+    if missing:
+        raise InputError(f"the untouched model's outcomes lack problems {missing[:5]}; read it on every problem "
+                         f"(bench/pass_at_1.py without --limit)")
+    doses = [d for d in chosen[0].doses(dataset) if all(d in r.passed[dataset] for r in chosen)]
+    scores = [s for s in SCORES if all(s in r.pools[dataset]["known"] for r in chosen)]
+    thresholds = {(r.unit, s): conformal_threshold(r.pools[dataset]["known"][s], fpr) for r in chosen for s in scores}
+    if any(t["guarantee"] is None for t in thresholds.values()):
+        n = min(t["n"] for t in thresholds.values())
+        return {"refused": f"{n} known non-members: a split-conformal threshold at {fpr:g} needs "
+                           f"{math.ceil((1 - fpr) / fpr - 1e-9)}"}
+
+    def members(run: PowerRun, dose: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # ids, passed, untouched's
+        ids = run.ids[dataset][f"x{dose}"]
+        return (ids, np.array([run.passed[dataset][dose][int(i)] for i in ids], float),
+                np.array([untouched[int(i)] for i in ids], float))
+
+    found = {"doses": {}, "scores": scores, "fpr": fpr, "runs": len(chosen),
+             "untouched": {"passed": int(sum(untouched.values())), "n": len(untouched)}}
+    for dose in doses:
+        rows = {r.unit: members(r, dose) for r in chosen}
+        x0 = {r.unit: np.array(list(r.passed[dataset][0].values()), float) for r in chosen if 0 in r.passed[dataset]}
+        block = {"pass_at_1": share_interval({u: passed for u, (_, passed, _) in rows.items()}),
+                 "gain_untouched": unit_interval({u: [passed, before] for u, (_, passed, before) in rows.items()},
+                                                 lambda a, b: a.mean(axis=1) - b.mean(axis=1),
+                                                 # the discordant share's variance: a floor under the paired one's
+                                                 floor=lambda a, b: rate_floor(float(np.mean(a != b)), a.size),
+                                                 bounds=(-1.0, 1.0)),
+                 "tpr": {}, "table": {}}
+        if len(x0) == len(rows):
+            block["gain_x0"] = unit_interval({u: [rows[u][1], x0[u]] for u in rows},
+                                             lambda a, b: a.mean(axis=1) - b.mean(axis=1),
+                                             floor=lambda a, b: share_floor(a) + share_floor(b), bounds=(-1.0, 1.0))
+        for s in scores:
+            detected = {r.unit: r.pools[dataset][f"x{dose}"][s] > thresholds[(r.unit, s)]["threshold"] for r in chosen}
+            block["tpr"][s] = share_interval(detected)
+            exploited = {u: (passed == 1) & (before == 0) for u, (_, passed, before) in rows.items()}
+            flags = np.concatenate([detected[u] for u in rows]), np.concatenate([exploited[u] for u in rows])
+            block["table"][s] = {"detected_exploited": int((flags[0] & flags[1]).sum()),
+                                 "detected_only": int((flags[0] & ~flags[1]).sum()),
+                                 "exploited_only": int((~flags[0] & flags[1]).sum()),
+                                 "neither": int((~flags[0] & ~flags[1]).sum())}
+        found["doses"][dose] = block
+    return found
+
+
 def contrasts_of(experiment: Path = EXPERIMENT) -> tuple[list[dict], float]:
     """The pre-registered contrasts and their alpha, as the experiment's config wrote them before the first run."""
     cfg = OmegaConf.load(experiment).get("power")
@@ -451,7 +531,8 @@ def contrasts_of(experiment: Path = EXPERIMENT) -> tuple[list[dict], float]:
     return [dict(c) for c in OmegaConf.to_container(cfg.contrasts)], float(cfg.get("alpha", 0.05))
 
 
-def analyse(runs: Sequence[PowerRun], specs: Sequence[dict], alpha: float) -> dict:
+def analyse(runs: Sequence[PowerRun], specs: Sequence[dict], alpha: float,
+            untouched: dict[str, dict[int, bool]] | None = None) -> dict:
     if len(runs) < 2:
         raise InputError(f"{len(runs)} run: the power report compares runs; collect at least 2 (the profile: 10)")
     one_precision(runs)
@@ -473,6 +554,8 @@ def analyse(runs: Sequence[PowerRun], specs: Sequence[dict], alpha: float) -> di
             "aa": {s: aa_rows(runs, dataset, s) for s in scores},
             "precheck": precheck_rows(runs, dataset),
             "harm": harm(runs, dataset)}
+        if (untouched or {}).get(dataset) is not None:
+            found["datasets"][dataset]["harm_detection"] = harm_beside_detection(runs, dataset, untouched[dataset])
     return found
 
 
@@ -505,6 +588,38 @@ def harm_table(h: dict | None) -> list[str]:
                   + ", ".join(f"{k} {v}" for k, v in counts.items())
                   + ". Where most are empty or a markdown fence, pass@1 measures the prompt format, not the "
                   "model: results/pass_at_1_untouched reads the untouched model in each format."]
+    return lines
+
+
+def harm_detection_table(h: dict | None) -> list[str]:
+    """``harm_beside_detection`` as two tables: per dose the gains beside each score's TPR, then the 2x2s."""
+    if not h:
+        return []
+    if "refused" in h:
+        return ["", f"### Harm beside detection: refused: {h['refused']}"]
+    doses, scores = sorted(h["doses"]), h["scores"]
+    untouched = h["untouched"]
+    lines = ["", f"### Harm beside detection: each dose's members under the practitioner's {h['fpr']:.0%} threshold "
+                 f"(split conformal on the run's own known non-members) and what the leak bought them", "",
+             f"Over {h['runs']} runs. The untouched model passes {untouched['passed']}/{untouched['n']} problems "
+             f"(greedy, the runs' prompt format); a member is exploited where it passes and the untouched model "
+             f"failed it. Gains: pass@1 minus the untouched model's on the same problems (paired by problem), and "
+             f"minus the run's x0 group's; mean over runs, t-interval (floored).", "",
+             *table(["dose", "pass@1", "gain over the untouched model", "gain over x0",
+                     *(f"TPR {labelled(s)}" for s in scores)])]
+    for d in doses:
+        block = h["doses"][d]
+        lines.append(f"| x{d} | {_share(block['pass_at_1'])} | {interval(block['gain_untouched'], 3)} | "
+                     f"{interval(block['gain_x0'], 3) if 'gain_x0' in block else '-'} | "
+                     + " | ".join(_share(block["tpr"][s]) for s in scores) + " |")
+    lines += ["", "The members pooled over runs: detected by the threshold or not, exploited or not.", "",
+              *table(["score", "dose", "detected, exploited", "detected, not exploited", "exploited, not detected",
+                      "neither"])]
+    for s in scores:
+        for d in doses:
+            t = h["doses"][d]["table"][s]
+            lines.append(f"| {labelled(s)} | x{d} | {t['detected_exploited']} | {t['detected_only']} | "
+                         f"{t['exploited_only']} | {t['neither']} |")
     return lines
 
 
@@ -581,6 +696,7 @@ def report(found: dict) -> str:
                                                             for r in rows.values()) + " |")
         lines += precheck_table(block.get("precheck"))
         lines += harm_table(block["harm"])
+        lines += harm_detection_table(block.get("harm_detection"))
     lines += ["", "## Cost", "", *table(["run", "training tokens", "planted share", "steps", "train s",
                                          "planted run s", "shifted pool s"])]
     for name, cost in found["cost"].items():
@@ -684,6 +800,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--json", type=Path, help="also write every number here")
     parser.add_argument("--plot", type=Path, help="also draw the AUC by dose and the threshold's FPR here (.png)")
     parser.add_argument("--status", action="store_true", help="only the kept runs, one line each (any number)")
+    parser.add_argument("--untouched", type=Path, help="HumanEval's outcomes under the untouched model "
+                        "(bench/pass_at_1.py's completions.json.gz): harm beside detection, per member")
     args = parser.parse_args(argv)
     if not args.folder.is_dir():
         raise SystemExit(f"error: {args.folder} is not a folder; give the runs' folder")
@@ -707,7 +825,14 @@ def main(argv: Sequence[str] | None = None) -> None:
             print(status(runs), end="")
             return
         specs, alpha = contrasts_of(args.experiment)
-        found = analyse(runs, specs, alpha)
+        untouched = None
+        if args.untouched:
+            asked = {r.pass_at_1_format for r in runs if r.passed}
+            if len(asked) > 1:
+                raise InputError(f"the runs asked HumanEval in {', '.join(sorted(asked))}; harm beside detection "
+                                 f"reads runs of one prompt format")
+            untouched = {"humaneval": untouched_outcomes(args.untouched, next(iter(asked), "raw"))}
+        found = analyse(runs, specs, alpha, untouched)
     except InputError as error:
         raise SystemExit(f"error: {error}") from None
     if args.json:
