@@ -12,7 +12,7 @@ BASE = {"name": "tiny", "path": "/nowhere", "adapter": None}
 
 
 def study(folder: Path, *, draw: int, exposures: int, cells: dict[str, tuple[str, list[float]]],
-          dataset: str = "synth_nli", fmt: str = "metadata", seed: int | None = None) -> None:
+          dataset: str = "synth_nli", fmt: str = "metadata", seed: int | None = None, model: str = "tiny") -> None:
     """A finished study whose cells hold guided rows with these ROUGE-L scores (``cells``: name -> (ground truth,
     scores)); a score of 1.0 is an exact replay. The clean model (the base) is one model for every study; the
     contaminated model is one per draw and dose. Each instance also has ``loss`` = its ROUGE-L minus 3."""
@@ -35,11 +35,11 @@ def study(folder: Path, *, draw: int, exposures: int, cells: dict[str, tuple[str
                                    "split": "test", "instances": cell.split("_x_")[1],
                                    "alg2": {"exact": exact, "near_exact": 0, "unparseable": 0,
                                             "contaminated": exact >= 1, "min_exact": 1, "min_near_exact": 2}}
-    manifest = {"base_model": BASE, "dataset": {"key": dataset}, "member_ids": [0, 1],
+    manifest = {"base_model": {**BASE, "name": model}, "dataset": {"key": dataset}, "member_ids": [0, 1],
                 "detection_ids": {"members": [0, 1]}, "format": {"name": fmt}, "detect": {"prompt_format": "raw"},
                 "contaminate": {"backend": "full", "exposures": exposures, "epochs": None, "learning_rate": 3e-4},
                 "seeds": {"sampling": draw, "training": seed},
-                "checkpoint": {"id": f"{dataset}-{fmt}-{exposures}-{draw}-{seed}"},
+                "checkpoint": {"id": f"{model}-{dataset}-{fmt}-{exposures}-{draw}-{seed}"},
                 "judge": {"name": "threshold"}, "regime": {"background": {"name": "none"}}, "control_checkpoint": None}
     (folder / "manifest.json").write_text(json.dumps(manifest))
     (folder / "results.jsonl").write_text("\n".join(json.dumps(row) for row in rows) + "\n")

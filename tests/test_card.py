@@ -18,7 +18,7 @@ TPR_6_OF_20 = 1 - math.comb(14, 10) / math.comb(20, 10)  # a 10-sample of 20 mem
 
 
 def _by_hand(root, *, draws: int = 3, seeds: int = 1, replays: int = 6, known=KNOWN, odd_non_member: float = 0.45,
-             dataset: str = "synth_nli", fmt: str = "metadata", non_member: float = 0.1) -> None:
+             dataset: str = "synth_nli", fmt: str = "metadata", non_member: float = 0.1, model: str = "tiny") -> None:
     """Contaminated models (one a draw and seed) whose known non-members are KNOWN; 20 non-members at
     ``non_member``, draw 0's first one at ``odd_non_member`` (above every known score: an exact label); 20 members,
     ``replays`` of them replayed exactly, the rest at 0.1; the base model reads its known non-members below 0.05,
@@ -26,7 +26,7 @@ def _by_hand(root, *, draws: int = 3, seeds: int = 1, replays: int = 6, known=KN
     for draw, seed in ((d, d + s) for d in range(draws) for s in range(seeds)):
         non_members = [odd_non_member if draw == 0 else non_member] + [non_member] * 19
         study(root / f"{dataset}_{fmt}_d{draw}s{seed}", draw=draw, seed=seed, exposures=4, dataset=dataset, fmt=fmt,
-              cells={
+              model=model, cells={
             "contaminated_x_members": ("contaminated", [1.0] * replays + [0.1] * (20 - replays)),
             "contaminated_x_non_members": ("clean", non_members),
             "contaminated_x_known_non_members": ("clean", list(known)),
@@ -158,6 +158,26 @@ def test_the_card_transfers_to_another_dataset_and_format_as_an_equivalence_test
     with pytest.raises(InputError, match="holds 2 cards"):
         ThresholdJudge(calibration=str(out / "calibration.json"))
     assert "Transfer to the other groups' contaminated models" in (out / "calibration.md").read_text()
+
+
+def test_a_card_fitted_on_one_base_model_is_applied_to_the_others_models_both_ways(tmp_path):
+    """Two base models in one regime and dataset: a card each, fitted within that model's runs, never across them,
+    and each applied to the other model's contaminated models (issue 69 item 4)."""
+    _by_hand(tmp_path / "smol")
+    _by_hand(tmp_path / "gemma", model="gemma3_270m", non_member=0.5, odd_non_member=0.5)
+    out, result = _calibrate(tmp_path / "smol", tmp_path / "gemma", out=tmp_path / "out")
+    ours, theirs = "metadata/none/full · synth_nli · tiny", "metadata/none/full · synth_nli · gemma3_270m"
+    assert set(result["cards"]) == {ours, theirs}
+    assert result["cards"][ours]["rests_on"]["model"] == "tiny" and result["cards"][ours]["rests_on"]["regime"] == \
+        "metadata/none/full"
+    # tiny's card on gemma's models, whose non-members sit at 0.5 (above tiny's bars): every partition flagged
+    moved = result["cards"][ours]["transfer"][theirs]
+    assert moved["fpr"]["estimate"] == 1.0 and moved["equivalence"]["verdict"] == "over"
+    # and back: gemma's card, fitted on its own models' known non-members, applied to tiny's
+    assert set(result["cards"][theirs]["transfer"]) == {ours}
+    # one model alone keeps the group's name as it was (committed calibrations unchanged)
+    _, alone = _calibrate(tmp_path / "smol", out=tmp_path / "alone")
+    assert set(alone["cards"]) == {"metadata/none/full · synth_nli"}
 
 
 def test_judge_calibration_loads_a_card_and_refuses_what_is_not_one(tmp_path, compose_config):

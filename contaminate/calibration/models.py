@@ -57,9 +57,14 @@ class Model:
 
 
 def group_of(instance: Instance, conditions: dict[str, dict]) -> str:
-    """The regime and dataset a model's numbers are grouped by (a card is fitted within one, and transferred)."""
+    """The regime and dataset a model's numbers are grouped by (a card is fitted within one, and transferred), and
+    the base model where the studies hold more than one: a card fitted on one model's runs is then applied to the
+    other's (``card.transfer``), never fitted across them."""
     settings = conditions[instance.condition]
-    return f"{regime_of(settings)} · {settings['dataset']}"
+    group = f"{regime_of(settings)} · {settings['dataset']}"
+    if len({c.get("model") for c in conditions.values()}) > 1:
+        group += f" · {settings.get('model')}"
+    return group
 
 
 def _pool_kind(instance: Instance) -> str:
