@@ -3,13 +3,15 @@ raw, zero-shot or with worked examples on standard-library text (detect.elicit.s
 planted in it (issue 45).
 
     python bench/follow_rates.py --n 40 --out results/follow_untouched     # the untouched embedded model
+    python bench/follow_rates.py --n 40 --model gemma3_270m --out results/follow_untouched/gemma3_270m
 
 For each dataset, ``--n`` instances (seed 0) of its default split are asked under the guided instruction in every
 reading; each answer is classed (detect/detectors/time_travel/follow.py) and judged by the default threshold judge
 (ROUGE-L >= 0.95 exact, >= 0.75 near-exact). On synth_nli (novel text) an exact or near-exact label is a false positive
 by construction; on HumanEval the untouched model may have met the problems in pretraining (no ground truth), so its
 labels are a reading, not an error rate. One model, one draw of instances: shares with Clopper-Pearson intervals over
-instances, which is all one model allows.
+instances, which is all one model allows. A model without a chat template (a pretrained base model: Gemma 3 270M) is
+read raw only, zero-shot and with the worked examples.
 """
 
 from __future__ import annotations
@@ -39,12 +41,14 @@ def measure(n: int, model_path: str | None = None) -> tuple[str, float]:
     from detect.cli import CONF_DIR
     from detect.datasets import load_split, sample
     from detect.judges.threshold import ThresholdJudge
-    from detect.models import GenerationSettings, embedded_smollm2, hub
+    from detect.models import GenerationSettings, embedded, hub
     from detect.models.hf import LocalModels
+    from detect.models.loading import EMBEDDED
     from detect.pipeline import detect_partition
 
     detect_cfg = OmegaConf.load(CONF_DIR / "detect" / "default.yaml")
-    ref = hub(model_path) if model_path else embedded_smollm2()
+    model_path = model_path or "smollm2_135m"
+    ref = embedded(model_path) if model_path in EMBEDDED else hub(model_path)
     model = LocalModels().open(ref, GenerationSettings(prompt_format="raw", max_new_tokens=256, progress=False))
     judge = ThresholdJudge()
     started = time.time()
@@ -59,7 +63,7 @@ def measure(n: int, model_path: str | None = None) -> tuple[str, float]:
         lines += [f"#### {key} ({split})", "", "| reading | shots | follow rate | " +
                   " | ".join(c.replace("_", " ") for c in CLASSES) + " | exact | near-exact |",
                   "|---|---|---|" + "---|" * len(CLASSES) + "---|---|"]
-        for prompt_format, shots in READINGS:
+        for prompt_format, shots in (r for r in READINGS if r[0] in model.prompt_formats):
             rows = detect_partition(examples, dataset=dataset, split=split, model=model, judge=judge, seed=0,
                                     stop=detect_cfg.stop, instructions=("guided",), prompt_format=prompt_format,
                                     shots=shots)
@@ -75,7 +79,8 @@ def measure(n: int, model_path: str | None = None) -> tuple[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=40, help="instances a dataset")
-    parser.add_argument("--model", default=None, help="a model folder or hub id (default: the embedded SmolLM2)")
+    parser.add_argument("--model", default=None, help="an embedded model's name (smollm2_135m, the default; "
+                        "gemma3_270m), a model folder or hub id")
     parser.add_argument("--out", default=None, help="a folder: table.md written there")
     args = parser.parse_args()
     table, seconds = measure(args.n, args.model)

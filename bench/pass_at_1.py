@@ -1,11 +1,13 @@
 """The untouched model's HumanEval pass@1 by prompt format, each completion classed, behind the boundary (issue 68).
 
     python bench/pass_at_1.py --out results/pass_at_1_untouched          # the embedded SmolLM2-135M-Instruct
+    python bench/pass_at_1.py --model gemma3_270m --out results/pass_at_1_untouched/gemma3_270m   # a base model
 
 For each format of contaminate/harm.py (stripped: bigcode-evaluation-harness's prompt; raw: the prompt's trailing
 newline kept, as the power runs asked it; chat: EvalPlus's instruction through the model's chat template, the code
 taken from its first fenced block), greedy completions of all 164 problems, executed with their tests behind
-bubblewrap; pass@1 with its Clopper-Pearson interval over problems (one model: problems are the only units there
+bubblewrap (a model without a chat template, the pretrained Gemma 3 270M, in the formats it takes: stripped and
+raw); pass@1 with its Clopper-Pearson interval over problems (one model: problems are the only units there
 are), and each completion's class (empty, fence, prose, code) beside it, so that an artefact shows itself. The
 format a design asks HumanEval in is chosen here, on the untouched model, never on members.
 
@@ -56,6 +58,7 @@ def boundary_cost(problems, canonical: dict[int, str]) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--formats", nargs="+", default=list(PROMPT_FORMATS), choices=PROMPT_FORMATS)
+    parser.add_argument("--model", default="smollm2_135m", help="an embedded model's name (detect/models/loading.py)")
     parser.add_argument("--limit", type=int, default=None, help="the first N problems only (a smoke run)")
     parser.add_argument("--out", required=True, help="a folder: table.md and completions.json.gz written there")
     parser.add_argument("--cost-only", action="store_true", help="the boundary's cost alone (cost.md), no model")
@@ -65,7 +68,7 @@ def main() -> None:
 
     from detect.cli import CONF_DIR
     from detect.datasets import load_raw
-    from detect.models import GenerationSettings, embedded_smollm2
+    from detect.models import GenerationSettings, embedded
     from detect.models.hf import LocalModels
 
     dataset = OmegaConf.load(CONF_DIR / "dataset" / "humaneval.yaml")
@@ -80,14 +83,15 @@ def main() -> None:
         (out / "cost.md").write_text(f"{cpu_name()}, {len(canonical)} canonical solutions, three repeats:\n\n{text}\n")
         print(text)
         return
-    ref = embedded_smollm2()
-    model = LocalModels().open(ref, GenerationSettings(prompt_format="chat", max_new_tokens=384, progress=False))
+    ref = embedded(args.model)
+    model = LocalModels().open(ref, GenerationSettings(max_new_tokens=384, progress=False))
+    formats = [f for f in args.formats if f != "chat" or "chat" in model.prompt_formats]
     lines = [f"Model: {ref.name}, untouched, greedy; HumanEval test, {len(ids)} problems; {cpu_name()}. pass@1 with "
              f"its Clopper-Pearson 95% interval over problems (one model); each completion's class (contaminate/"
              f"harm.py `classify`). Programs run behind bubblewrap.", "",
              *table(["format", "pass@1 [Clopper-Pearson]", "passed", *CLASSES, "generation s"])]
     kept = {}
-    for prompt_format in args.formats:
+    for prompt_format in formats:
         started = time.perf_counter()
         completions = complete(model, problems, ids, prompt_format=prompt_format)
         generated = time.perf_counter() - started

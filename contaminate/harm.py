@@ -374,7 +374,7 @@ def check_prompt_format(prompt_format: str, model) -> None:
         raise InputError(f"unknown pass@1 prompt format '{prompt_format}'; use one of {', '.join(PROMPT_FORMATS)}")
     if prompt_format == "chat" and "chat" not in getattr(model, "prompt_formats", ("chat",)):
         raise InputError(f"pass@1 through a chat template was asked of {getattr(model, 'name', 'a model')}, whose "
-                         f"tokenizer has none; use prompt_format=stripped (a base model continues the prompt)")
+                         f"tokenizer has none; use plant.pass_at_1_format=stripped (a base model continues the prompt)")
 
 
 def complete(model, problems: Mapping[int, Problem], ids: Sequence[int], *, prompt_format: str = "raw",

@@ -244,7 +244,8 @@ def test_harm_beside_detection_reads_each_member_detected_or_not_and_exploited_o
     assert block["table"]["loss"] == {"detected_exploited": 0, "detected_only": 3, "exploited_only": 3, "neither": 0}
     assert found["untouched"] == {"passed": 2, "n": 4} and found["runs"] == 3
     text = "\n".join(power.harm_detection_table(found))
-    assert "The untouched model passes 2/4 problems" in text and "| loss (leak's rendering: oracle) | x1 | 0 | 3 | 3 | 0 |" in text
+    assert "The untouched model passes 2/4 problems" in text
+    assert "| loss (leak's rendering: oracle) | x1 | 0 | 3 | 3 | 0 |" in text
     with pytest.raises(InputError, match=r"lack problems \[11\]"):
         power.harm_beside_detection(runs, "humaneval", {0: True, 1: False, 10: True})
     few = [_with_outcomes(_run(i, {1: [30, 5]}, [0, 0], list(range(10))), {0: [True, False], 1: [True, True]})

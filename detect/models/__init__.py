@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from detect.cache import cache_dir, digest
 from detect.errors import InputError
 from detect.models.base import LanguageModel
-from detect.models.loading import ModelRef, embedded_smollm2, hub, load, tiny_random
+from detect.models.loading import ModelRef, embedded, embedded_smollm2, hub, load, tiny_random
 
 __all__ = ["LanguageModel", "ModelRef", "GenerationSettings", "build_backend", "check_backend", "cache_dir", "digest",
-           "embedded_smollm2", "hub", "load", "tiny_random"]
+           "embedded", "embedded_smollm2", "hub", "load", "tiny_random"]
 
 
 @dataclass(frozen=True)

