@@ -59,3 +59,15 @@ def test_recipe_experiments_hold_the_known_non_members_the_recipe_needs(experime
     assert cfg.plant.n == cfg.sample.n_detect and cfg.sample.n_heldout >= needs
     assert len(cfg.plant.groups) * cfg.plant.n + cfg.sample.n_heldout <= split_size
     assert cfg.hydra.mode.name == "MULTIRUN" and len(cfg.hydra.sweeper.params["seed"].split(",")) >= 6
+
+
+def test_the_power_design_on_the_second_model_is_power_cpus_on_the_same_draws():
+    """conf/experiment/power_gemma_cpu.yaml: power_cpu's design and primary contrasts, its runs' seeds (draw N pairs
+    with power_cpu's run N), on Gemma 3 270M in bf16 with pass@1 stripped; nothing else moved."""
+    gemma, smol = _compose(["+experiment=power_gemma_cpu"]), _compose(["+experiment=power_cpu"])
+    params, base = dict(gemma.hydra.sweeper.params), dict(smol.hydra.sweeper.params)
+    assert params.pop("model") == "gemma3_270m" and params == base and params["seed"] == "0,1,2,3,4,5,6,7,8,9"
+    assert gemma.power == smol.power and gemma.plant.groups == smol.plant.groups
+    assert (gemma.runtime.dtype, smol.runtime.dtype) == ("bf16", "fp32")
+    assert (gemma.plant.pass_at_1_format, smol.plant.pass_at_1_format) == ("stripped", "raw")
+    assert gemma.hydra.sweep.dir == "runs/power_gemma_cpu"
