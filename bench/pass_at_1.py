@@ -55,6 +55,24 @@ def boundary_cost(problems, canonical: dict[int, str]) -> list[str]:
                   ["bwrap", f"{seconds['bwrap']:.3f}", f"{seconds['bwrap'] / seconds['none']:.2f}"]])
 
 
+def outcome_table(kept: Path) -> str:
+    """How each format's kept completions ended: passed, or the exception their program raised (AssertionError: the
+    program ran and answered wrong; SyntaxError / IndentationError: it did not compile, often a repetition cut at the
+    token cap), counts of problems."""
+    import re
+    from collections import Counter
+
+    with gzip.open(kept, "rt") as handle:
+        completions = json.load(handle)
+    counts = {fmt: Counter("passed" if row["outcome"] == "passed" else
+                           (re.match(r"failed: (\w+)", row["outcome"]) or [None, row["outcome"][:20]])[1]
+                           for row in rows.values()) for fmt, rows in completions.items()}
+    total = sum(counts.values(), Counter())
+    kinds = sorted(total, key=lambda k: (k != "passed", -total[k], k))
+    rows = [[fmt, *(str(c[k]) for k in kinds)] for fmt, c in counts.items()]
+    return "\n".join(table(["format", *kinds], rows)) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--formats", nargs="+", default=list(PROMPT_FORMATS), choices=PROMPT_FORMATS)
@@ -62,6 +80,8 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None, help="the first N problems only (a smoke run)")
     parser.add_argument("--out", required=True, help="a folder: table.md and completions.json.gz written there")
     parser.add_argument("--cost-only", action="store_true", help="the boundary's cost alone (cost.md), no model")
+    parser.add_argument("--outcomes-only", action="store_true",
+                        help="how the kept completions failed (outcomes.md), read from --out's completions.json.gz")
     args = parser.parse_args()
 
     from omegaconf import OmegaConf
@@ -77,6 +97,11 @@ def main() -> None:
     canonical = {i: row["canonical_solution"] for i, row in enumerate(load_raw(dataset, "test")) if i in set(ids)}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.outcomes_only:
+        text = outcome_table(out / "completions.json.gz")
+        (out / "outcomes.md").write_text(text)
+        print(text, end="")
+        return
     if args.cost_only:
         repeats = [boundary_cost(problems, canonical) for _ in range(3)]
         text = "\n\n".join("\n".join(table) for table in repeats)

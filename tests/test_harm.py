@@ -302,3 +302,21 @@ def test_the_committed_untouched_completions_execute_to_their_committed_outcomes
         assert {str(i): c for i, c in found["classes"].items()} == {i: row["class"] for i, row in rows.items()}
         if prompt_format == "chat":
             assert f"| {found['passed']}/{found['n']} |" in table
+
+
+@pytest.mark.slow
+def test_the_second_models_untouched_passes_execute_again_to_its_committed_counts(problems):
+    """results/pass_at_1_untouched/gemma3_270m (the pretrained Gemma 3 270M, issue 69): each format's passing
+    completions, executed again behind the boundary, pass, and their counts are its table.md's."""
+    import gzip
+    import json
+
+    folder = Path(__file__).resolve().parents[1] / "results" / "pass_at_1_untouched" / "gemma3_270m"
+    with gzip.open(folder / "completions.json.gz", "rt") as handle:
+        kept = json.load(handle)
+    table = (folder / "table.md").read_text()
+    assert set(kept) == {"stripped", "raw"}  # no chat template: chat is not asked
+    for prompt_format, rows in kept.items():
+        passing = {int(i): row["completion"] for i, row in rows.items() if row["outcome"] == "passed"}
+        assert f"| {prompt_format} | " in table and f"| {len(passing)}/164 |" in table
+        assert pass_at_1(problems, passing, prompt_format=prompt_format)["passed"] == len(passing)
