@@ -37,9 +37,8 @@ def member_texts() -> list[str]:
 
 def time_steps(backend: str, padding_free: bool, placement, steps: int) -> tuple[float, list[float]]:
     import torch
-    from transformers import TrainerCallback
 
-    from contaminate.training.local import build_trainer, tokenize_documents
+    from contaminate.training.local import tokenize_documents
     from detect.models import embedded_smollm2, load
     from detect.runtime import Placement
 
@@ -51,6 +50,20 @@ def time_steps(backend: str, padding_free: bool, placement, steps: int) -> tuple
     cfg.trainer.padding_free = padding_free
     model, tokenizer = load(embedded_smollm2(), Placement(placement.device, "float32"))
     documents = tokenize_documents(member_texts(), tokenizer, cfg.max_length)
+    times, losses, _ = timed_steps(model, tokenizer, documents, cfg, placement, steps)
+    timed = times[2:] if len(times) > 2 else times
+    del model
+    torch.cuda.empty_cache() if torch.cuda.is_available() else None
+    return sum(timed) / len(timed), losses
+
+
+def timed_steps(model, tokenizer, documents, cfg, placement, steps: int) -> tuple[list[float], list[float], int]:
+    """``steps`` steps of the lab's trainer (``build_trainer``) on ``documents`` (token ids): each step's seconds,
+    the logged losses, and how many weights it trained (counted after PEFT wraps the model)."""
+    from transformers import TrainerCallback
+
+    from contaminate.training.local import build_trainer
+
     times: list[float] = []
 
     class Timer(TrainerCallback):
@@ -64,12 +77,9 @@ def time_steps(backend: str, padding_free: bool, placement, steps: int) -> tuple
         trainer = build_trainer(model, tokenizer, documents, cfg, Path(scratch), seed=0, placement=placement,
                                 max_steps=steps, disable_tqdm=True)
         trainer.add_callback(Timer())
+        trainable = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
         trainer.train()
-    losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
-    timed = times[2:] if len(times) > 2 else times
-    del model, trainer
-    torch.cuda.empty_cache() if torch.cuda.is_available() else None
-    return sum(timed) / len(timed), losses
+    return times, [entry["loss"] for entry in trainer.state.log_history if "loss" in entry], trainable
 
 
 def main() -> None:

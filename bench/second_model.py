@@ -69,10 +69,10 @@ def convert(name: str) -> dict:
 
 
 def train(name: str, how: str, learning_rate: str, steps: int) -> dict:
+    from bench_train import timed_steps  # this folder's: python bench/second_model.py puts it on the path
     from hydra import compose, initialize_config_dir
-    from transformers import TrainerCallback
 
-    from contaminate.training.local import build_trainer, tokenize_documents
+    from contaminate.training.local import tokenize_documents
     from detect.models import embedded, load
     from detect.runtime import resolve_placement
 
@@ -88,22 +88,7 @@ def train(name: str, how: str, learning_rate: str, steps: int) -> dict:
         model.get_input_embeddings().weight.requires_grad_(False)
     texts, _ = documents(4)
     ids = tokenize_documents(texts * steps, tokenizer, cfg.max_length)  # the same four each step: comparable losses
-    times: list[float] = []
-
-    class Timer(TrainerCallback):
-        def on_step_begin(self, *a, **k):
-            self.started = time.perf_counter()
-
-        def on_step_end(self, *a, **k):
-            times.append(time.perf_counter() - self.started)
-
-    with tempfile.TemporaryDirectory() as scratch:
-        trainer = build_trainer(model, tokenizer, ids, cfg, Path(scratch), seed=0, placement=placement,
-                                max_steps=steps, disable_tqdm=True)
-        trainer.add_callback(Timer())
-        trainable = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)  # after PEFT wraps it
-        trainer.train()
-    losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
+    times, losses, trainable = timed_steps(model, tokenizer, ids, cfg, placement, steps)
     timed = times[2:] if len(times) > 2 else times
     tokens_a_step = sum(len(row) for row in ids) / steps  # padding-free: every token trained, none padded
     return {"tokens_per_s": tokens_a_step / (sum(timed) / len(timed)), "s_per_step": sum(timed) / len(timed),

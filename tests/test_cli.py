@@ -19,7 +19,8 @@ def test_missing_dataset():
 
 
 def test_unknown_model_and_hub_ids():
-    with pytest.raises(InputError, match="unknown model 'gpt5'; use one of hub, smollm2_135m, tiny_random, a hub id"):
+    with pytest.raises(InputError, match="unknown model 'gpt5'; use one of gemma3_270m, hub, smollm2_135m, "
+                                         "tiny_random, a hub id"):
         check_overrides(["prog", "+dataset=rte", "model=gpt5"])
     argv = check_overrides(["prog", "+dataset=rte", "model=HuggingFaceTB/SmolLM2-360M-Instruct"])
     assert argv == ["prog", "+dataset=rte", "model=hub", "model.name_or_path=HuggingFaceTB/SmolLM2-360M-Instruct"]

@@ -136,11 +136,11 @@ def test_gemma_trains_a_step_scores_through_the_split_head_and_generates(gemma, 
 @pytest.mark.slow
 def test_a_small_planted_run_on_gemma_reads_every_stage_raw_and_its_pass_at_1(tmp_path):
     """HumanEval planted in one training stream of the pretrained model (a never-planted group and one at x4, a
-    small background, the untouched model as the clean one): the leak trains and is read (the planted problems'
-    reference ratio above the never-planted ones': 1.20-1.28 against 0.08-0.76 at 3 a group, measured), every lean
-    detector reads both models, the guided instruction is asked raw (no chat template) with its follow rate, and
-    pass@1 runs in bigcode's stripped format on what the model wrote (code: it writes function bodies). About 3 min
-    on 2 cores."""
+    small background; the contaminated model alone read, as the power design reads it): the leak trains and is read
+    (the planted problems' reference ratio, against the base model, above the never-planted ones': 1.20-1.28 against
+    0.08-0.76 at 3 a group, measured), the lean detectors run, the guided instruction is asked raw (no chat template)
+    with its follow rate, and pass@1 runs in bigcode's stripped format on what the model wrote (code: it writes
+    function bodies)."""
     import json
     import subprocess
     import sys
@@ -149,7 +149,7 @@ def test_a_small_planted_run_on_gemma_reads_every_stage_raw_and_its_pass_at_1(tm
 
     result = subprocess.run(
         [sys.executable, "-m", "contaminate", "+dataset=humaneval", "model=gemma3_270m", "plant=dose_ladder",
-         "plant.n=2", "plant.groups=[{exposures:0},{exposures:4}]", "plant.control=base", "plant.pass_at_1=true",
+         "plant.n=2", "plant.groups=[{exposures:0},{exposures:4}]", "plant.control=none", "plant.pass_at_1=true",
          "plant.pass_at_1_format=stripped", "background=offline", "background.max_tokens=600",
          "contaminate.learning_rate=3e-5", "contaminate.max_length=320", "sample.n_detect=2", "sample.n_heldout=4",
          "detect.max_new_tokens=16", "detect.semantic_model=null", *lean()[1:], *NO_EMBEDDING,
@@ -162,16 +162,16 @@ def test_a_small_planted_run_on_gemma_reads_every_stage_raw_and_its_pass_at_1(tm
     assert manifest["base_model"]["name"] == "gemma3_270m" and manifest["checkpoint"]["steps"] >= 1
     rows = [json.loads(line) for line in (folder / "groups" / "x4" / "results.jsonl").read_text().splitlines()]
     guided = [r for r in rows if r["instruction"] == "guided"]
-    assert {r["cell"] for r in guided} >= {"contaminated_x_members", "contaminated_x_non_members", "clean_x_members"}
+    assert {r["cell"] for r in guided} == {"contaminated_x_members", "contaminated_x_non_members",
+                                           "contaminated_x_known_non_members"}
     assert all(r.get("loss") is not None and r["answer_class"] for r in guided)
     ratio = {cell: [r["reference_ratio"] for r in guided if r["cell"] == cell]
              for cell in ("contaminated_x_members", "contaminated_x_non_members")}
     assert min(ratio["contaminated_x_members"]) > max(ratio["contaminated_x_non_members"]), ratio
-    # no chat template: the instructions are asked raw, and each model's follow rate says how far it answered them
-    for model in ("contaminated", "clean"):
-        follow = summary["follow"][model]
-        assert follow["prompt_format"] == "raw" and set(follow["by_format"]) == {"raw"} and follow["n"] == 4
+    # no chat template: the instructions are asked raw, and the follow rate says how far the model answered them
+    follow = summary["follow"]["contaminated"]
+    assert follow["prompt_format"] == "raw" and set(follow["by_format"]) == {"raw"} and follow["n"] == 4
     assert plant["pass_at_1_options"] == {"sandbox": "bwrap", "prompt_format": "stripped"}
-    assert set(plant["pass_at_1"]["contaminated"]) == set(plant["pass_at_1"]["clean"]) == {"x0", "x4"}
+    assert set(plant["pass_at_1"]) == {"contaminated"} and set(plant["pass_at_1"]["contaminated"]) == {"x0", "x4"}
     written = json.loads((folder / "pass_at_1.json").read_text())["contaminated"]["x4"]
     assert len(written) == 2 and all(row["class"] in ("code", "prose", "empty") for row in written.values())
