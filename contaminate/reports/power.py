@@ -306,6 +306,15 @@ def curve_tpr(runs: Sequence[PowerRun], dataset: str, score: str, fpr: float) ->
     return found
 
 
+def conformal_refusal(thresholds: dict, fpr: float) -> dict | None:
+    """``{"refused": why}`` where some run's pool is too small for a split-conformal threshold at ``fpr``, else None."""
+    if all(t["guarantee"] is not None for t in thresholds.values()):
+        return None
+    n = min(t["n"] for t in thresholds.values())
+    return {"refused": f"{n} known non-members: a split-conformal threshold at {fpr:g} needs "
+                       f"{math.ceil((1 - fpr) / fpr - 1e-9)}"}
+
+
 def practitioner(runs: Sequence[PowerRun], dataset: str, score: str, pool: str, fpr: float = CONFORMAL_FPR) -> dict:
     """The split-conformal threshold at ``fpr`` fitted on each model's own ``pool`` ("known" or "shifted"): the FPR
     it realises on x0 and its TPR by dose, over runs. None where no run has the pool."""
@@ -313,10 +322,9 @@ def practitioner(runs: Sequence[PowerRun], dataset: str, score: str, pool: str, 
     if not fitted:
         return {}
     thresholds = {r.unit: conformal_threshold(r.pools[dataset][pool][score], fpr) for r in fitted}
-    if any(t["guarantee"] is None for t in thresholds.values()):
-        n = min(t["n"] for t in thresholds.values())
-        return {"refused": f"{n} known non-members: a split-conformal threshold at {fpr:g} needs "
-                           f"{math.ceil((1 - fpr) / fpr - 1e-9)}"}
+    refused = conformal_refusal(thresholds, fpr)
+    if refused:
+        return refused
 
     def flagged(pool_of) -> dict:  # the share above each run's own threshold, over runs (and pooled: k of n)
         return share_interval({r.unit: pool_of(r)[score] > thresholds[r.unit]["threshold"] for r in fitted})
@@ -483,41 +491,40 @@ def harm_beside_detection(runs: Sequence[PowerRun], dataset: str, untouched: dic
     doses = [d for d in chosen[0].doses(dataset) if all(d in r.passed[dataset] for r in chosen)]
     scores = [s for s in SCORES if all(s in r.pools[dataset]["known"] for r in chosen)]
     thresholds = {(r.unit, s): conformal_threshold(r.pools[dataset]["known"][s], fpr) for r in chosen for s in scores}
-    if any(t["guarantee"] is None for t in thresholds.values()):
-        n = min(t["n"] for t in thresholds.values())
-        return {"refused": f"{n} known non-members: a split-conformal threshold at {fpr:g} needs "
-                           f"{math.ceil((1 - fpr) / fpr - 1e-9)}"}
+    refused = conformal_refusal(thresholds, fpr)
+    if refused:
+        return refused
 
-    def members(run: PowerRun, dose: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # ids, passed, untouched's
+    def members(run: PowerRun, dose: int) -> tuple[np.ndarray, np.ndarray]:  # passed, the untouched model's
         ids = run.ids[dataset][f"x{dose}"]
-        return (ids, np.array([run.passed[dataset][dose][int(i)] for i in ids], float),
+        return (np.array([run.passed[dataset][dose][int(i)] for i in ids], float),
                 np.array([untouched[int(i)] for i in ids], float))
 
     found = {"doses": {}, "scores": scores, "fpr": fpr, "runs": len(chosen),
              "untouched": {"passed": int(sum(untouched.values())), "n": len(untouched)}}
+    x0 = {r.unit: np.array(list(r.passed[dataset][0].values()), float) for r in chosen if 0 in r.passed[dataset]}
     for dose in doses:
         rows = {r.unit: members(r, dose) for r in chosen}
-        x0 = {r.unit: np.array(list(r.passed[dataset][0].values()), float) for r in chosen if 0 in r.passed[dataset]}
-        block = {"pass_at_1": share_interval({u: passed for u, (_, passed, _) in rows.items()}),
-                 "gain_untouched": unit_interval({u: [passed, before] for u, (_, passed, before) in rows.items()},
+        exploited = np.concatenate([(passed == 1) & (before == 0) for passed, before in rows.values()])
+        block = {"pass_at_1": share_interval({u: passed for u, (passed, _) in rows.items()}),
+                 "gain_untouched": unit_interval({u: [passed, before] for u, (passed, before) in rows.items()},
                                                  lambda a, b: a.mean(axis=1) - b.mean(axis=1),
                                                  # the discordant share's variance: a floor under the paired one's
                                                  floor=lambda a, b: rate_floor(float(np.mean(a != b)), a.size),
                                                  bounds=(-1.0, 1.0)),
                  "tpr": {}, "table": {}}
         if len(x0) == len(rows):
-            block["gain_x0"] = unit_interval({u: [rows[u][1], x0[u]] for u in rows},
+            block["gain_x0"] = unit_interval({u: [rows[u][0], x0[u]] for u in rows},
                                              lambda a, b: a.mean(axis=1) - b.mean(axis=1),
                                              floor=lambda a, b: share_floor(a) + share_floor(b), bounds=(-1.0, 1.0))
         for s in scores:
             detected = {r.unit: r.pools[dataset][f"x{dose}"][s] > thresholds[(r.unit, s)]["threshold"] for r in chosen}
             block["tpr"][s] = share_interval(detected)
-            exploited = {u: (passed == 1) & (before == 0) for u, (_, passed, before) in rows.items()}
-            flags = np.concatenate([detected[u] for u in rows]), np.concatenate([exploited[u] for u in rows])
-            block["table"][s] = {"detected_exploited": int((flags[0] & flags[1]).sum()),
-                                 "detected_only": int((flags[0] & ~flags[1]).sum()),
-                                 "exploited_only": int((~flags[0] & flags[1]).sum()),
-                                 "neither": int((~flags[0] & ~flags[1]).sum())}
+            flagged = np.concatenate([detected[u] for u in rows])  # the members in the order ``exploited`` holds
+            block["table"][s] = {"detected_exploited": int((flagged & exploited).sum()),
+                                 "detected_only": int((flagged & ~exploited).sum()),
+                                 "exploited_only": int((~flagged & exploited).sum()),
+                                 "neither": int((~flagged & ~exploited).sum())}
         found["doses"][dose] = block
     return found
 
