@@ -30,7 +30,7 @@ from detect.detectors.time_travel import SCORES  # the generation scores (public
 from detect.detectors.time_travel.elicit import demonstrations
 from detect.detectors.time_travel.follow import UNINFORMATIVE, answer_classes, classify_row, follow_block, follow_text
 from detect.detectors.time_travel.leak import locate
-from detect.detectors.time_travel.prompts import INSTRUCTIONS, build_prompt, clean_completion
+from detect.detectors.time_travel.prompts import INSTRUCTIONS, PAPER, build_prompt, check_wording, clean_completion
 from detect.detectors.time_travel.scores import rouge_l
 from detect.detectors.time_travel.split import cut_unit, split_instance
 from detect.detectors.time_travel.stopping import AnswerShape
@@ -77,7 +77,8 @@ def run_partition(evidence: Evidence, detectors: Sequence[Detector], *, judge, d
                             judge=judge, semantic=semantic, membership=instance_scorer(running, evidence),
                             seed=evidence.seed, cut_low=detect_cfg.cut.low, cut_high=detect_cfg.cut.high,
                             stop=detect_cfg.stop, instructions=instructions, reader=evidence.reader,
-                            prompt_format=prompt_format, shots=elicit_shots(detect_cfg))
+                            prompt_format=prompt_format, shots=elicit_shots(detect_cfg),
+                            wording=instruction_wording(detect_cfg))
     timing["instances_s"] = round(time.time() - started, 2)
     started = time.time()
     rows += partition_rows(running, evidence)
@@ -102,7 +103,7 @@ def completions_read(detectors: Sequence[Detector], allowed: Sequence[str] = REA
 def detect_partition(
     examples: Sequence[Example], *, dataset, split: str, model, judge, semantic=None, membership=None,
     seed: int = 0, cut_low: float = 0.4, cut_high: float = 0.7, stop=None, instructions: Sequence[str] = INSTRUCTIONS,
-    reader=None, prompt_format: str | None = None, shots: int = 0,
+    reader=None, prompt_format: str | None = None, shots: int = 0, wording: str = PAPER,
 ) -> list[dict]:
     """Guided and general completions for each instance, scored and judged: one row per (instance, instruction).
     Every instance has its guided row, which carries its instance scores; with ``instructions`` empty nothing is
@@ -118,7 +119,9 @@ def detect_partition(
     continued as raw text; ``detect/detectors/time_travel/leak.py``), cleaned, scored and judged as the guided ones;
     ``prompt_format``: how the guided and general prompts are put to the model (chat or raw), else as it is prompted;
     ``shots``: worked examples of the same instruction on standard-library text before each guided and general prompt
-    (``detect.elicit.shots``, ``detect/detectors/time_travel/elicit.py``: a stand-in for a model that follows it).
+    (``detect.elicit.shots``, ``detect/detectors/time_travel/elicit.py``: a stand-in for a model that follows it);
+    ``wording``: which wording of the guided and general instructions asks (``detect.wording``: the paper's, or one of
+    the rewordings in ``detect/detectors/time_travel/prompts.py``; the worked examples are asked in it too).
     """
     unit = cut_unit(dataset.task)  # code at line boundaries
     cuts = [split_instance(example, seed=seed, low=cut_low, high=cut_high, unit=unit) for example in examples]
@@ -127,13 +130,13 @@ def detect_partition(
     for instruction in ("guided", *(i for i in instructions if i not in ("guided", LEAK))):
         for example, cut in zip(examples, cuts):
             prompt = build_prompt(instruction, dataset.task, first_piece=cut.first, label=example.label,
-                                  dataset_name=dataset.title, split_name=split)
+                                  dataset_name=dataset.title, split_name=split, wording=wording)
             if shots:  # the demonstrations' label line shows the query's own label: the task is to copy
                 key = (instruction, example.label)
                 if key not in demos:
                     demos[key] = demonstrations(instruction, dataset.task, shots, seed=seed,
                                                 labels=[example.label] if example.label else (),
-                                                cut_low=cut_low, cut_high=cut_high)
+                                                cut_low=cut_low, cut_high=cut_high, wording=wording)
                 prompt = demos[key] + prompt
             rows.append(_row(dataset, split, example, cut, instruction, prompt))
     generated = [row for row in rows if row["instruction"] in instructions]
@@ -312,7 +315,8 @@ def fit_recipe_judge(judge, known: Sequence[Example], evidence: Evidence, *, det
     found = {name: detect_partition(known, dataset=evidence.dataset, split=evidence.split, model=evidence.model,
                                     judge=unjudged, semantic=semantic, seed=evidence.seed,
                                     cut_low=detect_cfg.cut.low, cut_high=detect_cfg.cut.high, stop=detect_cfg.stop,
-                                    instructions=("guided",), prompt_format=name, shots=elicit_shots(detect_cfg))
+                                    instructions=("guided",), prompt_format=name, shots=elicit_shots(detect_cfg),
+                                    wording=instruction_wording(detect_cfg))
              for name in instruction_formats(evidence.model, instruction_setting(detect_cfg))}
     choice = choose_format(found, follow_bar(detect_cfg))
     rows = found[choice["chosen"]]
@@ -323,6 +327,11 @@ def fit_recipe_judge(judge, known: Sequence[Example], evidence: Evidence, *, det
 def elicit_shots(detect_cfg) -> int:
     """``detect.elicit.shots``: worked examples of the instruction on standard-library text before each prompt."""
     return int((detect_cfg.get("elicit") or {}).get("shots", 0) or 0)
+
+
+def instruction_wording(detect_cfg) -> str:
+    """``detect.wording``: the wording of the guided and general instructions (the paper's by default)."""
+    return str(detect_cfg.get("wording") or PAPER)
 
 
 def follow_bar(detect_cfg) -> float:
@@ -350,6 +359,7 @@ def check_detection(cfg) -> list:
     shots = (detect.get("elicit") or {}).get("shots", 0)
     count(shots, "detect.elicit.shots", minimum=0, hint=" (worked examples of the instruction on standard-library "
                                                           "text before each prompt; 0: off)")
+    check_wording(instruction_wording(detect))
     bar = (detect.get("follow") or {}).get("min_rate", FOLLOW_BAR)
     if isinstance(bar, bool) or not isinstance(bar, (int, float)) or not 0 <= bar <= 1:
         raise InputError(f"detect.follow.min_rate={bar}: the share of answers that must be continuations for "

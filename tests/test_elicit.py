@@ -7,6 +7,7 @@ from omegaconf import OmegaConf
 from detect.datasets import Example
 from detect.detectors.time_travel.elicit import (
     SEPARATOR,
+    SOURCE_SPLIT,
     SOURCE_TITLE,
     check_disjoint,
     demonstrations,
@@ -74,6 +75,18 @@ def test_few_shot_prompts_put_the_demonstrations_before_the_papers_prompt():
     assert {r["raw_completion"] for r in rows} == {"an answer\n"} and {r["completion"] for r in rows} == {"an answer"}
     guided = [r["prompt"] for r in rows if r["instruction"] == "guided"]
     assert guided[0].split(SEPARATOR)[:2] == guided[1].split(SEPARATOR)[:2]  # the same demonstrations each instance
+    # another wording (detect.wording) asks the query and its worked examples in it
+    terse = detect_partition(examples, dataset=dataset, split="test", model=Model(), judge=lambda r: ["none"] * len(r),
+                             instructions=("guided", "general"), shots=2, wording="terse")
+    for row in terse:
+        plain = build_prompt(row["instruction"], "nli", first_piece=row["first_piece"], label="0 (entailment)",
+                             dataset_name="SynthNLI", split_name="test", wording="terse")
+        assert row["prompt"].endswith(SEPARATOR + plain) and plain != build_prompt(
+            row["instruction"], "nli", first_piece=row["first_piece"], label="0 (entailment)",
+            dataset_name="SynthNLI", split_name="test")
+        asked = build_prompt(row["instruction"], "nli", first_piece="", label="", dataset_name=SOURCE_TITLE,
+                             split_name=SOURCE_SPLIT, wording="terse").split("SENTENCE 1:")[0]
+        assert all(demo.startswith(asked) for demo in row["prompt"].split(SEPARATOR)[:2])
 
 
 def test_overlap_is_a_shared_50_character_run_and_a_one_line_refusal():

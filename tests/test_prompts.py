@@ -130,3 +130,32 @@ def test_an_echoed_first_piece_is_stripped():
     # only a whole-word echo of the entire first piece counts
     assert clean_completion("Ivan sold boatsmen a lot", "x", "Ivan sold boats") == "Ivan sold boatsmen a lot"
     assert clean_completion("Ivan sold", "x", "Ivan sold boats") == "Ivan sold"
+
+
+def test_every_wording_reaches_the_prompt_in_the_papers_frame():
+    """Each of the five wordings asks in its own words, in the paper's frame (the slots the answer follows): guided
+    names the dataset and split, general names neither, for every task shape."""
+    import pytest
+
+    from detect.detectors.time_travel.prompts import PAPER, WORDINGS
+    from detect.errors import InputError
+
+    assert len(WORDINGS) >= 5 and next(iter(WORDINGS)) == PAPER
+    shapes = [("nli", "0 (entailment)"), ("classification", "1 (Sports)"), ("code", None), ("summary", None)]
+    for task, label in shapes:
+        args = dict(first_piece="def f(x):", label=label, dataset_name="HumanEval", split_name="test")
+        for instruction in ("guided", "general"):
+            prompts = {w: build_prompt(instruction, task, wording=w, **args) for w in WORDINGS}
+            assert len(set(prompts.values())) == len(WORDINGS)  # five different prompts
+            slot = "SENTENCE 2:\n" if task == "nli" else "SECOND PIECE:\n"
+            opening = "SENTENCE 1:\ndef f(x):" if task == "nli" else "FIRST PIECE:\ndef f(x):"
+            for wording, prompt in prompts.items():
+                assert prompt.startswith("INSTRUCTION:\n") and prompt.endswith(slot) and opening in prompt
+                assert (f"LABEL: {label}" in prompt) == (label is not None)
+                named = "HumanEval" in prompt and "test" in prompt.split(opening)[0]
+                assert named == (instruction == "guided"), (wording, task, instruction)
+                assert "{" not in prompt.replace("def f(x):", "")  # every field filled
+        assert build_prompt("guided", task, **args) == build_prompt("guided", task, wording=PAPER, **args)
+    with pytest.raises(InputError, match="detect.wording=plain: no such wording .* use one of paper, reworded"):
+        build_prompt("guided", "nli", wording="plain", first_piece="A.", label="0", dataset_name="RTE",
+                     split_name="test")

@@ -21,6 +21,8 @@ STUDY = ["+dataset=synth_nli"]
     ("sample.n_detect=20", "sample.n_detect=20 is more than sample.n_members=10"),
     ("detect.max_new_tokens=0", "detect.max_new_tokens=0: give a whole number >= 1"),
     ("detect.cut.low=0.9", "give 0 < low <= high < 1"),
+    ("detect.wording=plain", "detect.wording=plain: no such wording of the guided and general instructions; use one "
+                             "of paper, reworded"),
     ("contaminate.epochs=0", "contaminate.epochs=0"),
     ("++contaminate.trainer.lerning_rate=1", "contaminate.trainer.lerning_rate is not an SFTConfig field"),
     ("++contaminate.trainer.bf16=true", "contaminate.trainer.bf16 is set by the lab from runtime.dtype"),

@@ -109,9 +109,10 @@ def task_examples(task: str, n: int, *, seed: int = 0, labels: Sequence[str] = (
 
 
 def demonstrations(instruction: str, task: str, shots: int, *, seed: int = 0, labels: Sequence[str] = (),
-                   cut_low: float = 0.4, cut_high: float = 0.7) -> str:
-    """``shots`` worked examples of ``instruction`` (guided or general) on stdlib text, each its prompt and true
-    second piece, ending in ``SEPARATOR``: the prefix a few-shot prompt puts before the query ("" for 0 shots)."""
+                   cut_low: float = 0.4, cut_high: float = 0.7, wording: str = "paper") -> str:
+    """``shots`` worked examples of ``instruction`` (guided or general, in ``wording``) on stdlib text, each its prompt
+    and true second piece, ending in ``SEPARATOR``: the prefix a few-shot prompt puts before the query ("" for 0
+    shots)."""
     from detect.detectors.time_travel.prompts import build_prompt
     from detect.detectors.time_travel.split import cut_unit, split_instance
 
@@ -119,7 +120,7 @@ def demonstrations(instruction: str, task: str, shots: int, *, seed: int = 0, la
     for example in task_examples(task, shots, seed=seed, labels=labels):
         cut = split_instance(example, seed=seed, low=cut_low, high=cut_high, unit=cut_unit(task))
         prompt = build_prompt(instruction, task, first_piece=cut.first, label=example.label,
-                              dataset_name=SOURCE_TITLE, split_name=SOURCE_SPLIT)
+                              dataset_name=SOURCE_TITLE, split_name=SOURCE_SPLIT, wording=wording)
         parts.append(prompt + cut.second.strip("\n") + SEPARATOR)
     return "".join(parts)
 
