@@ -267,3 +267,25 @@ def test_the_untouched_outcomes_are_read_in_the_runs_format_or_refused_in_one_li
     (tmp_path / "bad.json.gz").write_text("not gzip")
     with pytest.raises(InputError, match="not bench/pass_at_1.py's completions.json.gz"):
         power.untouched_outcomes(tmp_path / "bad.json.gz", "raw")
+
+
+def test_a_threshold_fitted_on_one_models_known_non_members_is_read_on_the_other_models_pools():
+    """Issue 69 item 4: model A's conformal threshold (known 0..18: the 19th smallest, 18) applied to model B's runs
+    of the same draws, whose scores sit 10 higher: B's x0 [27, 3, 5, 6] has one above 18 (FPR 0.25), where B's own
+    threshold (28) flags none; B's members [25, 40]: both above A's 18, one above B's own 28."""
+    a = [_run(i, {1: [18, 30]}, [17, 18.5, 19, 3], list(range(19))) for i in range(3)]
+    b = [_run(i, {1: [25, 40]}, [27, 3, 5, 6], [v + 10 for v in range(19)]) for i in range(3)]
+    moved = power.transfer(a, b, "humaneval", "loss")
+    assert moved["runs"] == 3 and moved["threshold"] == {"fitted": 18.0, "own": 28.0}
+    assert (moved["fpr"]["k"], moved["fpr"]["n"]) == (3, 12) and moved["fpr"]["estimate"] == pytest.approx(0.25)
+    assert moved["tpr"][1]["estimate"] == 1.0 and moved["own"]["tpr"][1]["estimate"] == 0.5
+    assert moved["own"]["fpr"]["k"] == 0
+    back = power.transfer(b, a, "humaneval", "loss")  # B's 28 on A: x0 none above, members one of two (30)
+    assert back["fpr"]["k"] == 0 and back["tpr"][1]["estimate"] == 0.5
+    assert power.transfer(a, [_run(7, {1: [1]}, [0], [0])], "humaneval", "loss") == {}  # no run of the same draw
+    lines = power.transfer_table(a, b, ("SmolLM2", "Gemma"))
+    assert "### humaneval: fitted on SmolLM2's known non-members, applied to Gemma's pools (3 paired runs)" in lines
+    assert "### humaneval: fitted on Gemma's known non-members, applied to SmolLM2's pools (3 paired runs)" in lines
+    row = next(line for line in lines if line.startswith("| loss ("))
+    assert row.startswith("| loss (leak's rendering: oracle) | 18.000 / 28.000 | 0.25 [0.00, 0.57] (3/12) | 0.00 ")
+    assert row.endswith("| 1.00 [0.54, 1.00] (6/6) v 0.50 [0.10, 0.90]† (3/6) |")

@@ -33,6 +33,12 @@ within one model, then summarised over runs:
    gain (pass@1 of the members against the same problems under the untouched model, paired by problem, and against
    x0), and the 2x2 of members: detected by the threshold or not, exploited (passes where the untouched model
    failed) or not.
+7. **Thresholds across models** (``--transfer`` another model's kept runs of the same draws; issue 69 item 4): each
+   model's conformal threshold fitted on its own known non-members and applied to the other model's x0 and members,
+   both directions, beside the other model's own threshold on the same runs:
+
+    python -m contaminate.reports.power results/power_cpu/studies --transfer results/power_gemma_cpu/studies \
+        --names SmolLM2-135M-Instruct,"Gemma 3 270M"
 """
 
 from __future__ import annotations
@@ -74,6 +80,10 @@ CELLS = {"contaminated_x_members": "members", "contaminated_x_non_members": "x0"
          "contaminated_x_known_non_members": "known"}
 CURVE_FPRS = (0.01, 0.05)
 CONFORMAL_FPR = 0.05
+TRANSFER_NOTE = ("Each model's split-conformal threshold at 5% fitted on its known non-members, applied to the other "
+                 "model trained on the same member draw (each pair of runs one unit), beside that model's own "
+                 "threshold on the same runs: a mean over runs of the share flagged (k of n instances pooled), a "
+                 "t-interval never narrower than Clopper-Pearson on the pooled count; below three runs, no interval.")
 EXPERIMENT = Path(__file__).resolve().parents[2] / "conf" / "experiment" / "power_cpu.yaml"
 
 
@@ -333,6 +343,59 @@ def practitioner(runs: Sequence[PowerRun], dataset: str, score: str, pool: str, 
              "tpr": {d: flagged(lambda r, d=d: r.pools[dataset][f"x{d}"]) for d in fitted[0].doses(dataset)},
              "n_fitted": min(t["n"] for t in thresholds.values()), "runs": len(fitted)}
     return found
+
+
+def transfer(fitted_on: Sequence[PowerRun], applied_to: Sequence[PowerRun], dataset: str, score: str,
+             fpr: float = CONFORMAL_FPR) -> dict:
+    """Thresholds across models (issue 69 item 4): the split-conformal threshold at ``fpr`` fitted on one model's
+    known non-members, applied to another model trained on the same member draw (the runs paired by unit: seed and
+    draw): the FPR it realises on that model's x0 and its TPR by dose, beside that model's own threshold on the same
+    units. A score whose scale follows the model (the loss) moves with it; one read against the model's own base (the
+    reference ratio) may not. Empty where no unit is paired or a pool lacks the score."""
+    source = {r.unit: r for r in fitted_on}
+    pairs = [(source[r.unit], r) for r in applied_to if r.unit in source
+             and score in source[r.unit].pools.get(dataset, {}).get("known", {})
+             and score in r.pools.get(dataset, {}).get("x0", {})]
+    if not pairs:
+        return {}
+    thresholds = {b.unit: conformal_threshold(a.pools[dataset]["known"][score], fpr) for a, b in pairs}
+    refused = conformal_refusal(thresholds, fpr)
+    if refused:
+        return refused
+    applied = [b for _, b in pairs]
+
+    def flagged(pool: str) -> dict:
+        return share_interval({b.unit: b.pools[dataset][pool][score] > thresholds[b.unit]["threshold"]
+                               for b in applied})
+
+    return {"fpr": flagged("x0"), "tpr": {d: flagged(f"x{d}") for d in applied[0].doses(dataset)},
+            "own": practitioner(applied, dataset, score, "known", fpr), "runs": len(pairs),
+            "threshold": {"fitted": float(np.mean([t["threshold"] for t in thresholds.values()])),
+                          "own": float(np.mean([conformal_threshold(b.pools[dataset]["known"][score], fpr)["threshold"]
+                                                for b in applied]))}}
+
+
+def transfer_table(fitted_on: Sequence[PowerRun], applied_to: Sequence[PowerRun], names: tuple[str, str]) -> list[str]:
+    """Both directions of ``transfer`` for every dataset and score the two sets of runs share, one table each."""
+    lines = []
+    for first, second, (a, b) in ((fitted_on, applied_to, names), (applied_to, fitted_on, names[::-1])):
+        for dataset in sorted(set(first[0].pools) & set(second[0].pools)):
+            doses = second[0].doses(dataset)
+            rows, paired = [], 0
+            for score in (s for s in SCORES if s in first[0].pools[dataset].get("known", {})):
+                got = transfer(first, second, dataset, score)
+                if not got or "refused" in got:
+                    continue
+                own, paired = got["own"], got["runs"]
+                rows.append([labelled(score), f"{got['threshold']['fitted']:.3f} / {got['threshold']['own']:.3f}",
+                             _share(got["fpr"]), _share(own["fpr"]),
+                             *(f"{_share(got['tpr'][d])} v {_share(own['tpr'][d])}" for d in doses)])
+            if rows:
+                lines += ["", f"### {dataset}: fitted on {a}'s known non-members, applied to {b}'s pools "
+                              f"({paired} paired run{'s' * (paired != 1)})", "",
+                          *table(["score", "threshold: fitted / own (mean)", f"FPR on {b}'s x0", "own FPR",
+                                  *(f"TPR x{d}: fitted v own" for d in doses)], rows)]
+    return lines
 
 
 def contrast(runs: Sequence[PowerRun], spec: dict) -> dict:
@@ -807,6 +870,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--json", type=Path, help="also write every number here")
     parser.add_argument("--plot", type=Path, help="also draw the AUC by dose and the threshold's FPR here (.png)")
     parser.add_argument("--status", action="store_true", help="only the kept runs, one line each (any number)")
+    parser.add_argument("--transfer", type=Path, help="another model's kept runs of the same draws: only the "
+                        "thresholds across models, fitted on each model's known non-members and applied to the other's")
+    parser.add_argument("--names", default="this model,the other model", help="with --transfer: the two models' "
+                        "names, comma-separated (FOLDER's first)")
     parser.add_argument("--untouched", type=Path, help="HumanEval's outcomes under the untouched model "
                         "(bench/pass_at_1.py's completions.json.gz): harm beside detection, per member")
     args = parser.parse_args(argv)
@@ -830,6 +897,18 @@ def main(argv: Sequence[str] | None = None) -> None:
         runs = [load(p) for p in sorted(args.folder.iterdir(), key=lambda p: p.name) if (p / "run.json").exists()]
         if args.status:
             print(status(runs), end="")
+            return
+        if args.transfer:
+            other = [load(p) for p in sorted(args.transfer.iterdir(), key=lambda p: p.name)
+                     if (p / "run.json").exists()]
+            names = tuple(n.strip() for n in args.names.split(","))
+            if len(names) != 2:
+                raise InputError(f"--names {args.names}: give the two models' names, comma-separated")
+            lines = transfer_table(runs, other, names)
+            if not lines:
+                raise InputError(f"{args.folder} and {args.transfer} share no run of the same seed and draw; "
+                                 f"thresholds across models pair each model's run of one member draw")
+            print("\n".join(["## Thresholds across models", "", TRANSFER_NOTE, *lines, "", FLOOR_NOTE]))
             return
         specs, alpha = contrasts_of(args.experiment)
         untouched = None
