@@ -1,6 +1,7 @@
 """Which part of the lab's rewrite breaks exchangeability, read by the untouched model (issue 68 item 3).
 
     python bench/shift_arms.py --out results/shift_arms_untouched
+    python bench/shift_arms.py --model gemma3_270m --out results/shift_arms_untouched/gemma3_270m   # a base model
 
 HumanEval's 164 problems (prompt and canonical solution, the text the lab plants) are split at random into a judged
 half, as drawn, and a known half, written by each arm of contaminate/shift.py: as drawn, ``rename`` (identifiers
@@ -38,6 +39,7 @@ SCORES = ("loss", "zlib", "min_k", "min_k_plus")
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--splits", type=int, default=10)
+    parser.add_argument("--model", default="smollm2_135m", help="an embedded model's name (detect/models/loading.py)")
     parser.add_argument("--out", required=True, help="a folder: table.md written there")
     args = parser.parse_args()
 
@@ -47,13 +49,13 @@ def main() -> None:
     from detect.cli import CONF_DIR
     from detect.datasets import load_split
     from detect.detectors.membership import membership_scores
-    from detect.models import GenerationSettings, embedded_smollm2
+    from detect.models import GenerationSettings, embedded
     from detect.models.hf import LocalModels
 
     started = time.perf_counter()
     dataset = OmegaConf.load(CONF_DIR / "dataset" / "humaneval.yaml")
     examples = load_split(dataset, "test")
-    model = LocalModels().open(embedded_smollm2(), GenerationSettings(progress=False))
+    model = LocalModels().open(embedded(args.model), GenerationSettings(progress=False))
     scores = {}  # arm -> score -> array over problems (instance order)
     for arm in ARMS:
         pool = examples if arm == "as drawn" else shift_pool(dataset, "test", examples, arm)
@@ -76,7 +78,7 @@ def main() -> None:
     def spread(values) -> str:
         return f"{np.mean(values):.2f} ({min(values):.2f}-{max(values):.2f})"
 
-    lines = [f"Untouched smollm2_135m; HumanEval test, {len(examples)} problems split {args.splits} times at random "
+    lines = [f"Untouched {args.model}; HumanEval test, {len(examples)} problems split {args.splits} times at random "
              f"into a judged half (as drawn) and a known half (by arm); {cpu_name()}. Mean over splits (range); splits "
              f"of one pool are not independent units: no interval.", "",
              *table(["arm", "score", "AUC, judged above known", "splits warned (p <= 0.05)",
