@@ -32,13 +32,15 @@ DATASETS = ("humaneval", "synth_nli")
 
 def run_groups(results: Path, n: int) -> dict[str, dict[str, list[tuple[str, int]]]]:
     """dataset -> group -> [(split, instance id)] of a run's results.jsonl: each member cell's and never-planted cell's
-    guided rows (the known non-members' cells left out: the never-planted group is the run's own non-member
-    reading), the first ``n`` of each in the file's order; a group is named by its cell."""
+    instances (the known non-members' cells left out: the never-planted group is the run's own non-member reading),
+    the first ``n`` of each in the file's order; a group is named by its cell."""
     groups: dict[str, dict[str, list[tuple[str, int]]]] = {}
     for line in results.read_text().splitlines():
         row = json.loads(line)
         cell = row.get("cell") or ""
-        if row.get("instruction") != "guided" or cell.endswith("known_non_members") or not cell.endswith("members"):
+        # a run that generated nothing (the power design) keeps one row an instance, with no instruction
+        if row.get("instruction") not in (None, "guided") or row.get("instance_id") is None or \
+                cell.endswith("known_non_members") or not cell.endswith("members"):
             continue
         chosen = groups.setdefault(row["dataset"], {}).setdefault(cell, [])
         if len(chosen) < n:
