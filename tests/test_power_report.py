@@ -168,9 +168,17 @@ def test_a_planted_run_is_collected_kept_and_loaded_back(tmp_path):
         power.collect(tmp_path / "run", tmp_path / "other")
 
 
-def test_fewer_than_two_runs_or_no_contrasts_is_one_line(tmp_path):
-    with pytest.raises(InputError, match="1 run: the power report compares runs; collect at least 2"):
-        power.analyse([_run(0, {1: [1]}, [0], [0])], [], 0.05)
+def test_no_run_or_no_contrasts_is_one_line_and_one_run_reads_without_intervals(tmp_path):
+    with pytest.raises(InputError, match="no run kept: collect the design's runs first"):
+        power.analyse([], [], 0.05)
+    run = _run(0, {1: [3, 1]}, [0, 2], [0.5, 4])
+    run.cost = {"training_tokens": 100, "planted_share": 0.5, "steps": 2, "train_s": 1, "total_s": 2, "shifted_s": None}
+    one = power.analyse([run], [{"dataset": "humaneval", "dose": 1, "a": "loss", "b": "min_k"}], 0.05)
+    assert one["datasets"]["humaneval"]["auc"]["loss"][1]["estimate"] == 0.625  # 3 above 3 of 4, 1 above 2 of 4
+    assert one["datasets"]["humaneval"]["auc"]["loss"][1]["low"] is None and not one["contrasts"][0]["told"]
+    text = power.report(one)
+    assert text.startswith("Power profile: 1 independent run (s0)") and "**1 run, fewer than 3: every number below " \
+        "is an estimate over that one model, with no interval over runs and no contrast told" in text
     (tmp_path / "e.yaml").write_text("plant: {n: 4}\n")
     with pytest.raises(InputError, match="has no power.contrasts; write the primary contrasts"):
         power.contrasts_of(tmp_path / "e.yaml")

@@ -58,6 +58,7 @@ from omegaconf import OmegaConf
 from scipy.stats import mannwhitneyu, ttest_1samp
 
 from contaminate.calibration.statistics import (
+    MIN_UNITS,
     auc_floor,
     auc_matrix,
     clopper_pearson,
@@ -593,8 +594,13 @@ def harm_beside_detection(runs: Sequence[PowerRun], dataset: str, untouched: dic
 
 
 def contrasts_of(experiment: Path = EXPERIMENT) -> tuple[list[dict], float]:
-    """The pre-registered contrasts and their alpha, as the experiment's config wrote them before the first run."""
-    cfg = OmegaConf.load(experiment).get("power")
+    """The pre-registered contrasts and their alpha, as the experiment's config wrote them before the first run (or the
+    experiment it extends: power_gemma_cpu's are power_cpu's, through its defaults list)."""
+    loaded = OmegaConf.load(experiment)
+    cfg = loaded.get("power")
+    extended = [e for e in (loaded.get("defaults") or []) if isinstance(e, str) and e != "_self_"]
+    if (not cfg or not cfg.get("contrasts")) and extended and (experiment.parent / f"{extended[0]}.yaml").is_file():
+        return contrasts_of(experiment.parent / f"{extended[0]}.yaml")
     if not cfg or not cfg.get("contrasts"):
         raise InputError(f"{experiment} has no power.contrasts; write the primary contrasts into the experiment's "
                          f"config before running it")
@@ -603,8 +609,9 @@ def contrasts_of(experiment: Path = EXPERIMENT) -> tuple[list[dict], float]:
 
 def analyse(runs: Sequence[PowerRun], specs: Sequence[dict], alpha: float,
             untouched: dict[str, dict[int, bool]] | None = None) -> dict:
-    if len(runs) < 2:
-        raise InputError(f"{len(runs)} run: the power report compares runs; collect at least 2 (the profile: 10)")
+    if not runs:
+        raise InputError("no run kept: collect the design's runs first (python -m contaminate.reports.power RUNS "
+                         "--collect --out KEPT)")
     one_precision(runs)
     datasets = sorted(runs[0].pools)
     found = {"runs": [r.name for r in runs], "n_runs": len(runs), "datasets": {}, "alpha": alpha,
@@ -707,9 +714,13 @@ def precheck_table(rows: dict | None) -> list[str]:
 
 def report(found: dict) -> str:
     n = found["n_runs"]
-    lines = [f"Power profile: {n} independent runs ({', '.join(found['runs'])}), each one model trained on its own "
-             f"member draw; intervals are 95% over the runs: Student's t, or the normal floor of the instance-level "
-             f"variance where that is wider (marked). {FLOOR_NOTE}", ""]
+    lines = [f"Power profile: {n} independent run{'s' * (n != 1)} ({', '.join(found['runs'])}), each one "
+             f"model trained on its own member draw; intervals are 95% over the runs: Student's t, or the normal "
+             f"floor of the instance-level variance where that is wider (marked). {FLOOR_NOTE}", ""]
+    if n < MIN_UNITS:  # a design read before its runs are in: what fewer can tell (no interval, no told contrast)
+        lines += [f"**{n} run{'s' * (n != 1)}, fewer than {MIN_UNITS}: every number below is an estimate over "
+                  f"{'that one model' if n == 1 else 'these models'}, with no interval over runs and no contrast "
+                  f"told; the design's runs are still to come.**", ""]
     if found.get("backgrounds"):
         lines += [found["backgrounds"], ""]
     lines += ["## Pre-registered contrasts", "",
