@@ -62,6 +62,8 @@ def measure(model_name: str, n: int, wordings: list[str], prompt_format: str, re
     from detect.pipeline import detect_partition
 
     detect_cfg = OmegaConf.load(CONF_DIR / "detect" / "default.yaml")
+    if (Path(model_name) / "lab_checkpoint.json").is_file():  # a run's checkpoint (groups/<g>/checkpoint): its model
+        model_name = str(Path(model_name) / "model")
     ref = embedded(model_name) if model_name in EMBEDDED else hub(model_name)
     model = LocalModels().open(ref, GenerationSettings(prompt_format=prompt_format, max_new_tokens=256,
                                                        progress=False))
