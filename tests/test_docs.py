@@ -497,10 +497,14 @@ def test_every_interval_the_power_findings_quote_is_in_the_profiles_tables():
     tables += "".join((ROOT / "results" / name / "tables.md").read_text()  # the recipe's unshifted rates beside them
                       for name in ("replicas_recipe_cpu", "replicas_recipe_humaneval_cpu"))
     tables += (ARMS / "arms.md").read_text()  # the recipe as left and elicited (issue 68 item 4)
+    # the second model's run, its thresholds across models and its untouched pass@1 (issue 69)
+    tables += "".join((ROOT / "results" / path).read_text() for path in (
+        "power_gemma_cpu/tables.md", "power_gemma_cpu/transfer.md", "pass_at_1_untouched/gemma3_270m/table.md"))
     quoted = re.compile(r"[+-]?\d\.\d{2,3} \[[+-]?\d\.\d{2,3}, [+-]?\d\.\d{2,3}\]|\b\d+/\d{3}\b")
     regions = [("results/power_cpu/README.md", "## Findings", "## Runs"), ("README.md", "## Headline", "## Read more"),
                ("docs/findings.md", "## The power profile", "## The profile:"),
-               ("docs/findings.md", "## The recipe under shift", "## The profile's tables"),
+               ("docs/findings.md", "## The recipe under shift", "## The second model"),
+               ("docs/findings.md", "## The second model", "## The profile's tables"),
                ("docs/calibration.md", "Every study reads its known non-members", "The calibration fits the recipe"),
                ("results/replicas_recipe_humaneval_shift/README.md", "## What it shows", "## The two fits"),
                ("docs/findings.md", "## Elicited and not", "## The recipe under shift"),
