@@ -23,16 +23,26 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from contaminate.calibration.statistics import clopper_pearson  # noqa: E402
+from contaminate.reports.template_spread import rate  # noqa: E402  (a share with its Clopper-Pearson interval)
 from detect.detectors.time_travel.follow import CLASSES, FOLLOWED  # noqa: E402
 
 DATASETS = ("humaneval", "synth_nli")
 READINGS = (("chat", 0), ("raw", 0), ("chat", 3), ("raw", 3))
 
 
-def rate(k: int, n: int) -> str:
-    ci = clopper_pearson(k, n)
-    return f"{k / n:.2f} [{ci['low']:.2f}, {ci['high']:.2f}]"
+def open_model(name: str, prompt_format: str = "raw"):
+    """(ref, model) for a bench that asks the guided instruction: ``name`` an embedded model's (smollm2_135m,
+    gemma3_270m), a run's checkpoint folder (groups/<g>/checkpoint: its model/ inside), a model folder or a hub id;
+    greedy, 256 new tokens, asked ``prompt_format``."""
+    from detect.models import GenerationSettings, embedded, hub
+    from detect.models.hf import LocalModels
+    from detect.models.loading import EMBEDDED
+
+    if (Path(name) / "lab_checkpoint.json").is_file():
+        name = str(Path(name) / "model")
+    ref = embedded(name) if name in EMBEDDED else hub(name)
+    return ref, LocalModels().open(ref, GenerationSettings(prompt_format=prompt_format, max_new_tokens=256,
+                                                           progress=False))
 
 
 def measure(n: int, model_path: str | None = None) -> tuple[str, float]:
@@ -41,15 +51,10 @@ def measure(n: int, model_path: str | None = None) -> tuple[str, float]:
     from detect.cli import CONF_DIR
     from detect.datasets import load_split, sample
     from detect.judges.threshold import ThresholdJudge
-    from detect.models import GenerationSettings, embedded, hub
-    from detect.models.hf import LocalModels
-    from detect.models.loading import EMBEDDED
     from detect.pipeline import detect_partition
 
     detect_cfg = OmegaConf.load(CONF_DIR / "detect" / "default.yaml")
-    model_path = model_path or "smollm2_135m"
-    ref = embedded(model_path) if model_path in EMBEDDED else hub(model_path)
-    model = LocalModels().open(ref, GenerationSettings(prompt_format="raw", max_new_tokens=256, progress=False))
+    ref, model = open_model(model_path or "smollm2_135m")
     judge = ThresholdJudge()
     started = time.time()
     lines = [f"Model: {ref.name} ({ref.path}), greedy, answers read as generated to the length cap "
@@ -80,7 +85,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=40, help="instances a dataset")
     parser.add_argument("--model", default=None, help="an embedded model's name (smollm2_135m, the default; "
-                        "gemma3_270m), a model folder or hub id")
+                        "gemma3_270m), a run's checkpoint folder, a model folder or hub id")
     parser.add_argument("--out", default=None, help="a folder: table.md written there")
     args = parser.parse_args()
     table, seconds = measure(args.n, args.model)

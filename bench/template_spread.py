@@ -25,6 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.follow_rates import open_model  # noqa: E402  (the model as every follow bench opens it)
 from contaminate.reports.template_spread import BAR, UNTOUCHED, read_group, render, spread  # noqa: E402
 
 DATASETS = ("humaneval", "synth_nli")
@@ -56,17 +57,10 @@ def measure(model_name: str, n: int, wordings: list[str], prompt_format: str, re
     from detect.cli import CONF_DIR
     from detect.datasets import load_split, sample
     from detect.judges.threshold import ThresholdJudge
-    from detect.models import GenerationSettings, embedded, hub
-    from detect.models.hf import LocalModels
-    from detect.models.loading import EMBEDDED
     from detect.pipeline import detect_partition
 
     detect_cfg = OmegaConf.load(CONF_DIR / "detect" / "default.yaml")
-    if (Path(model_name) / "lab_checkpoint.json").is_file():  # a run's checkpoint (groups/<g>/checkpoint): its model
-        model_name = str(Path(model_name) / "model")
-    ref = embedded(model_name) if model_name in EMBEDDED else hub(model_name)
-    model = LocalModels().open(ref, GenerationSettings(prompt_format=prompt_format, max_new_tokens=256,
-                                                       progress=False))
+    ref, model = open_model(model_name, prompt_format)
     judge = ThresholdJudge()
     if results is None:
         wanted = {key: {UNTOUCHED: None} for key in DATASETS}

@@ -195,6 +195,19 @@ def test_the_elicitation_arms_table_is_the_scripts_output():
         command
 
 
+def test_the_template_spread_tables_are_the_scripts_output():
+    """Every results/template_spread/<reading>/table.md as contaminate/reports/template_spread.py renders its kept
+    spread.json (the numbers bench/template_spread.py measured), so no wording's row is edited by hand."""
+    from contaminate.reports.template_spread import render
+
+    folders = sorted(p.parent for p in (ROOT / "results" / "template_spread").glob("*/spread.json"))
+    assert len(folders) >= 5  # both untouched models and three fine-tuned readings
+    for folder in folders:
+        kept = json.loads((folder / "spread.json").read_text())
+        assert render(kept["found"], kept["header"]) + "\n" == (folder / "table.md").read_text(), \
+            f"python -m contaminate.reports.template_spread {folder}/spread.json > {folder}/table.md"
+
+
 def test_the_recipe_needs_table_is_the_scripts_output():
 
     from contaminate.reports import recipe_needs

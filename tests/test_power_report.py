@@ -183,6 +183,8 @@ def test_no_run_or_no_contrasts_is_one_line_and_one_run_reads_without_intervals(
     with pytest.raises(InputError, match="has no power.contrasts; write the primary contrasts"):
         power.contrasts_of(tmp_path / "e.yaml")
     specs, alpha = power.contrasts_of()
+    # an experiment that extends another through its defaults list has that one's contrasts (power_gemma_cpu)
+    assert power.contrasts_of(power.EXPERIMENT.parent / "power_gemma_cpu.yaml") == (specs, alpha)
     assert len(specs) == 4 and alpha == 0.05 and specs[0] == {"dataset": "humaneval", "dose": 1, "a": "min_k_plus",
                                                                "b": "loss"}
 

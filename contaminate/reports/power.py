@@ -336,14 +336,17 @@ def practitioner(runs: Sequence[PowerRun], dataset: str, score: str, pool: str, 
     refused = conformal_refusal(thresholds, fpr)
     if refused:
         return refused
+    return {**flagged_at(fitted, dataset, score, thresholds), "n_fitted": min(t["n"] for t in thresholds.values()),
+            "runs": len(fitted)}
 
-    def flagged(pool_of) -> dict:  # the share above each run's own threshold, over runs (and pooled: k of n)
-        return share_interval({r.unit: pool_of(r)[score] > thresholds[r.unit]["threshold"] for r in fitted})
 
-    found = {"fpr": flagged(lambda r: r.pools[dataset]["x0"]),
-             "tpr": {d: flagged(lambda r, d=d: r.pools[dataset][f"x{d}"]) for d in fitted[0].doses(dataset)},
-             "n_fitted": min(t["n"] for t in thresholds.values()), "runs": len(fitted)}
-    return found
+def flagged_at(runs: Sequence[PowerRun], dataset: str, score: str, thresholds: dict) -> dict:
+    """The share of each run's x0 (FPR) and of each dose's members (TPR) above that run's threshold (``thresholds``:
+    unit -> ``conformal_threshold``'s block, fitted on whichever pool and model), over runs (and pooled: k of n)."""
+    def flagged(pool: str) -> dict:
+        return share_interval({r.unit: r.pools[dataset][pool][score] > thresholds[r.unit]["threshold"] for r in runs})
+
+    return {"fpr": flagged("x0"), "tpr": {d: flagged(f"x{d}") for d in runs[0].doses(dataset)}}
 
 
 def transfer(fitted_on: Sequence[PowerRun], applied_to: Sequence[PowerRun], dataset: str, score: str,
@@ -364,12 +367,7 @@ def transfer(fitted_on: Sequence[PowerRun], applied_to: Sequence[PowerRun], data
     if refused:
         return refused
     applied = [b for _, b in pairs]
-
-    def flagged(pool: str) -> dict:
-        return share_interval({b.unit: b.pools[dataset][pool][score] > thresholds[b.unit]["threshold"]
-                               for b in applied})
-
-    return {"fpr": flagged("x0"), "tpr": {d: flagged(f"x{d}") for d in applied[0].doses(dataset)},
+    return {**flagged_at(applied, dataset, score, thresholds),
             "own": practitioner(applied, dataset, score, "known", fpr), "runs": len(pairs),
             "threshold": {"fitted": float(np.mean([t["threshold"] for t in thresholds.values()])),
                           "own": float(np.mean([conformal_threshold(b.pools[dataset]["known"][score], fpr)["threshold"]
@@ -598,10 +596,11 @@ def contrasts_of(experiment: Path = EXPERIMENT) -> tuple[list[dict], float]:
     experiment it extends: power_gemma_cpu's are power_cpu's, through its defaults list)."""
     loaded = OmegaConf.load(experiment)
     cfg = loaded.get("power")
-    extended = [e for e in (loaded.get("defaults") or []) if isinstance(e, str) and e != "_self_"]
-    if (not cfg or not cfg.get("contrasts")) and extended and (experiment.parent / f"{extended[0]}.yaml").is_file():
-        return contrasts_of(experiment.parent / f"{extended[0]}.yaml")
     if not cfg or not cfg.get("contrasts"):
+        extended = [experiment.parent / f"{e}.yaml" for e in (loaded.get("defaults") or [])
+                    if isinstance(e, str) and e != "_self_"]
+        if extended and extended[0].is_file():
+            return contrasts_of(extended[0])
         raise InputError(f"{experiment} has no power.contrasts; write the primary contrasts into the experiment's "
                          f"config before running it")
     return [dict(c) for c in OmegaConf.to_container(cfg.contrasts)], float(cfg.get("alpha", 0.05))
