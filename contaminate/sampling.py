@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from contaminate.regime.plant import PlantedGroup
-from contaminate.shift import shift_pool
+from contaminate.shift import check_shift_keys, shift_of, shift_pool
 from detect.datasets import Example, disjoint_pools, load_split, sample
 from detect.errors import InputError
 from detect.validate import count
@@ -116,6 +116,7 @@ def sample_groups(groups: Sequence[PlantedGroup], datasets: Mapping[str, Any], s
     for group in groups:
         by_dataset.setdefault(datasets[group.name].key, []).append(group)
     draw = GroupDraw({}, {g.name: datasets[g.name].key for g in groups}, {}, {}, {})
+    check_shift_keys(sample_cfg.get("known_shift"), list(by_dataset))
     for key, members in by_dataset.items():
         dataset = datasets[members[0].name]
         split = (splits or {}).get(key) or dataset.default_split
@@ -144,7 +145,7 @@ def sample_groups(groups: Sequence[PlantedGroup], datasets: Mapping[str, Any], s
             draw.twins.update({g.name: pool for g, pool in zip(planted, stand_ins)})
         draw.groups.update({g.name: pool for g, pool in zip(members, pools)})
         draw.splits[key] = (split, others[0] if others else None)
-        shift = sample_cfg.get("known_shift")
+        shift = shift_of(sample_cfg.get("known_shift"), key)
         draw.heldout[key] = {split: shift_pool(dataset, split, heldout, shift)}  # a shifted pool, where asked
         if others:
             # the other split's pool is as large as the never-planted group's: both controls offer as many matches

@@ -13,7 +13,9 @@ frame (``SYNTH_VARIANT``), the same instance written from a second template.
 ``sample.known_shift=rewrite`` gives a study's known non-members rewritten (``shift_pool``): what the recipe and the
 conformal thresholds are fitted on, and what ReCaLL's prefix and the performance test read; the judged pools stay
 as drawn. ``rename`` and ``reword`` are its two parts as arms of their own (issue 68), so that a departure can be
-laid to the names or to the prose.
+laid to the names or to the prose. A design that plants several datasets asks per dataset
+(``sample.known_shift={humaneval:rename}``: ``shift_of``), the others' pools as drawn: the two arms are code rewrites,
+which a synthetic partition has no counterpart of.
 
 ``rewrite_problem(prompt, solution, entry_point)``:
 
@@ -33,7 +35,7 @@ import ast
 import builtins
 import re
 import textwrap
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from detect.datasets import Example
 from detect.datasets.paraphrase import paraphrase_variants, synth_source
@@ -225,6 +227,27 @@ SYNTH_VARIANT = 4
 REWRITE_COLUMNS = ("prompt", "canonical_solution", "entry_point")
 
 
+def shift_of(known_shift, key: str) -> str | None:
+    """``sample.known_shift`` for dataset ``key``: one arm for every dataset (a string; null, as drawn), or a mapping
+    dataset key -> arm, where a dataset it does not name is read as drawn."""
+    if known_shift is None or isinstance(known_shift, str):
+        return known_shift
+    if isinstance(known_shift, Mapping):
+        return known_shift.get(key)
+    raise InputError(f"sample.known_shift={known_shift}: use one arm ({', '.join(SHIFTS)}) or a mapping of dataset "
+                     f"keys to arms (sample.known_shift={{humaneval:rename}})")
+
+
+def check_shift_keys(known_shift, drawn: Sequence[str]) -> None:
+    """A mapping's keys checked against the datasets the run draws (one line: a key naming none is a typo that would
+    leave every pool as drawn)."""
+    if isinstance(known_shift, Mapping):
+        unknown = sorted(set(known_shift) - set(drawn))
+        if unknown:
+            raise InputError(f"sample.known_shift names {', '.join(unknown)}, which this run does not draw; name its "
+                             f"datasets ({', '.join(drawn)})")
+
+
 def check_shift(shift, dataset) -> None:
     """``sample.known_shift`` checked against the dataset before any work: one line where it is unknown or the
     dataset has nothing it can rewrite."""
@@ -251,7 +274,8 @@ def rewrites_code(dataset) -> bool:
 
 
 def shift_pool(dataset, split: str, pool: Sequence[Example], shift: str | None) -> list[Example]:
-    """``pool`` as ``sample.known_shift`` asks: as drawn (null), or each problem rewritten (its instance id kept)."""
+    """``pool`` as ``sample.known_shift`` asks (``shift_of`` this dataset's arm): as drawn (null), or each problem
+    rewritten (its instance id kept)."""
     if shift is None or not pool:
         return list(pool)
     check_shift(shift, dataset)

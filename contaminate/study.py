@@ -60,7 +60,7 @@ from contaminate.regime.background import instantiate_background
 from contaminate.regime.layouts import LeakReader, build_format
 from contaminate.reports.run import write_report
 from contaminate.sampling import STUDY_FIX, Sampled, study_groups
-from contaminate.shift import check_shift
+from contaminate.shift import check_shift, shift_of
 from contaminate.study_models import StudyModels
 from contaminate.training import TrainingBackend, instantiate_backend
 from contaminate.training.local import UNKEYED
@@ -327,7 +327,7 @@ def check_study(cfg, *, planted: bool = False) -> Setup:
     plant says, not as ``sample.n_members`` and ``n_non_members`` (``check_planted``)."""
     count(cfg.seed, "seed", minimum=0, hint=" (training, cut points, bootstrap)")
     count(cfg.sample.draw, "sample.draw", minimum=0, hint=" (which draw of members; default: the seed)")
-    check_shift(cfg.sample.get("known_shift"), cfg.dataset)  # a shifted pool of known non-members, where asked
+    check_shift(shift_of(cfg.sample.get("known_shift"), cfg.dataset.key), cfg.dataset)  # a shifted known pool, if asked
     for key in ("n_members", "n_non_members"):
         count(cfg.sample[key], f"sample.{key}", hint=" (the study trains members in and holds non-members out)")
     for key in ("n_members", "n_non_members") if not planted else ():  # planted: check_planted

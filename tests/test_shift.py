@@ -106,6 +106,38 @@ def test_a_synthetic_pool_is_rewritten_by_its_generator_same_facts_and_label_oth
     assert shift_pool(dataset, "test", pool, None) == list(pool)
 
 
+def test_a_design_of_two_datasets_asks_an_arm_of_one_and_reads_the_other_as_drawn(compose_config):
+    """sample.known_shift={humaneval:rename} on a draw of HumanEval and synth_nli groups (the power design's): the code
+    pool renamed (its ids kept), the synthetic pool as drawn; a key naming no drawn dataset, or a value neither an arm
+    nor a mapping, is one line."""
+    from omegaconf import OmegaConf
+
+    from contaminate.regime.plant import PlantedGroup
+    from contaminate.sampling import sample_groups
+    from detect.errors import InputError
+
+    code = compose_config("contaminate", ["+dataset=humaneval", "model=tiny_random"]).dataset
+    nli = compose_config("contaminate", ["+dataset=synth_nli", "model=tiny_random"]).dataset
+    groups = [PlantedGroup("x0", 0, 4), PlantedGroup("x1", 1, 4), *(
+        PlantedGroup(f"x{d}_synth_nli", d, 4, dataset="synth_nli") for d in (0, 1))]
+    datasets = {g.name: nli if g.dataset else code for g in groups}
+
+    def drawn(shift):
+        sample_cfg = OmegaConf.create({"draw": 0, "n_detect": 4, "n_heldout": 6, "known_shift": shift})
+        return sample_groups(groups, datasets, sample_cfg).heldout
+
+    plain, arm = drawn(None), drawn({"humaneval": "rename"})
+    renamed, as_drawn = arm["humaneval"]["test"], plain["humaneval"]["test"]
+    assert [e.instance_id for e in renamed] == [e.instance_id for e in as_drawn]
+    assert all("arg0" in a.text and a.text != b.text for a, b in zip(renamed, as_drawn))
+    assert arm["synth_nli"] == plain["synth_nli"] and drawn("rewrite")["synth_nli"] != plain["synth_nli"]
+    for shift, message in (({"humaneval": "rename", "rte": "rewrite"}, "sample.known_shift names rte, which this run "
+                            "does not draw; name its datasets (humaneval, synth_nli)"),
+                           (3, "sample.known_shift=3: use one arm (rewrite, rename, reword) or a mapping")):
+        with pytest.raises(InputError, match=re.escape(message)):
+            drawn(OmegaConf.create({"s": shift}).s if isinstance(shift, dict) else shift)
+
+
 @pytest.mark.parametrize("overrides, message", [
     (["+dataset=rte", "sample.known_shift=rewrite"],
      "sample.known_shift=rewrite rewrites code problems whose text is their prompt and canonical solution "
