@@ -123,7 +123,8 @@ def test_harm_is_pass_at_1_by_dose_and_its_gain_over_the_runs_own_x0():
 
 def test_a_planted_run_is_collected_kept_and_loaded_back(tmp_path):
     """A run folder as a planted run writes it (plant.json, groups/<name>/results.jsonl): x0 and the known
-    non-members are read once though every group holds them; the shifted invocation adds its known pool."""
+    non-members are read once though every group holds them; each shifted invocation adds its known pool under its
+    arm's name (its config.yaml's sample.known_shift; none: the whole rewrite), a dataset it read as drawn adds none."""
     def write_run(folder, known_loss: float, checkpoint: str = "c0"):
         groups = [{"name": "x0", "exposures": 0, "n": 2}, {"name": "x1", "exposures": 1, "n": 2, "tokens": 10,
                                                           "token_share": 0.1},
@@ -150,11 +151,17 @@ def test_a_planted_run_is_collected_kept_and_loaded_back(tmp_path):
 
     write_run(tmp_path / "run", -3.0)
     write_run(tmp_path / "shifted", -4.0)
-    power.keep(power.collect(tmp_path / "run", tmp_path / "shifted"), tmp_path / "kept" / "s3")
+    write_run(tmp_path / "renamed", -5.0)
+    (tmp_path / "renamed" / "config.yaml").write_text("sample:\n  known_shift: {humaneval: rename}\n")
+    write_run(tmp_path / "elsewhere", -6.0)  # an arm asked of another dataset: HumanEval's pool as drawn, not kept
+    (tmp_path / "elsewhere" / "config.yaml").write_text("sample:\n  known_shift: {synth_nli: rewrite}\n")
+    shifted = [tmp_path / name for name in ("shifted", "renamed", "elsewhere")]
+    power.keep(power.collect(tmp_path / "run", shifted), tmp_path / "kept" / "s3")
     run = power.load(tmp_path / "kept" / "s3")
     pools = run.pools["humaneval"]
     assert list(pools["x1"]["loss"]) == [4.0, 5.0] and list(pools["known"]["loss"]) == [-3.0] * 3
     assert list(pools["shifted"]["loss"]) == [-4.0] * 3 and len(pools["x0"]["loss"]) == 2
+    assert list(pools["renamed"]["loss"]) == [-5.0] * 3 and set(pools) == {"x0", "x1", "known", "shifted", "renamed"}
     assert run.pass_at_1 == {"humaneval": {0: {"pass_at_1": 0.0, "passed": 0, "n": 2},
                                            1: {"pass_at_1": 0.5, "passed": 1, "n": 2}}}
     assert run.cost["training_tokens"] == 100 and run.cost["shifted_s"] == 9.0 and run.unit == (3, 3)
@@ -162,10 +169,16 @@ def test_a_planted_run_is_collected_kept_and_loaded_back(tmp_path):
     assert run.precision == "cpu float32"
     assert run.background == "package_docs abcdef012345"
     assert power.status([run]).splitlines()[4] == \
-        "| s3 | 3 | 3 | cpu float32 | package_docs abcdef012345 | 100 | 0.0% | 5.0 | 9.0 | 9.0 | read | 0/2 | 1/2 |"
+        "| s3 | 3 | 3 | cpu float32 | package_docs abcdef012345 | 100 | 0.0% | 5.0 | 9.0 | 9.0 | rewrite, rename | " \
+        "0/2 | 1/2 |"
+    found = power.analyse([run], [], 0.05)["datasets"]["humaneval"]
+    assert set(found["practitioner"]) == {"known", "shifted", "renamed"}
+    assert set(found["aa"]["loss"]) == {"x0 v known", "x0 v shifted", "x0 v renamed", "reversed, x0 v x1"}
     write_run(tmp_path / "other", -4.0, checkpoint="c1")
     with pytest.raises(InputError, match="read another model than"):
-        power.collect(tmp_path / "run", tmp_path / "other")
+        power.collect(tmp_path / "run", [tmp_path / "other"])
+    with pytest.raises(InputError, match="humaneval's renamed pool given twice for run; give each arm's invocation"):
+        power.collect(tmp_path / "run", [tmp_path / "renamed", tmp_path / "renamed"])
 
 
 def test_no_run_or_no_contrasts_is_one_line_and_one_run_reads_without_intervals(tmp_path):

@@ -4,13 +4,17 @@ non-members, the A/A rows, and what each leak did to pass@1.
 
     python -m contaminate.reports.power --collect runs/power_cpu --shifted runs/power_cpu_shift \
         --out results/power_cpu/studies                       # each run's scores, kept (no checkpoint)
+    python -m contaminate.reports.power --collect runs/power_gemma_cpu --out results/power_gemma_cpu/studies \
+        --shifted runs/power_gemma_cpu_shift runs/power_gemma_cpu_rename runs/power_gemma_cpu_reword  # + the arms
     python -m contaminate.reports.power results/power_cpu/studies --json results/power_cpu/power.json \
         --plot results/power_cpu/power.png > results/power_cpu/tables.md
 
 One run is one unit: seed N trained on member draw N, every group of that run inside it. Per run and dataset the
 pools are each dose's members (24 a dose in the profile), the never-planted group x0, the known non-members (44) and,
-where the shifted invocation read them, the same known non-members rewritten (contaminate/shift.py). Every number is
-within one model, then summarised over runs:
+where the shifted invocations read them, the same known non-members rewritten (contaminate/shift.py): ``shifted``
+(the whole rewrite), ``renamed`` and ``reworded`` (its two parts as arms of their own, issue 68; each invocation's
+``sample.known_shift`` says which arm it read, per dataset). Every number is within one model, then summarised over
+runs:
 
 1. **AUC by dose**: members against x0 and the known non-members together (both never trained, exchangeable by
    design; the A/A row checks it), mean over runs with the t-interval of ``unit_interval`` (coverage at this shape:
@@ -19,9 +23,9 @@ within one model, then summarised over runs:
 2. **The pre-registered contrasts** (``power.contrasts`` of the experiment): each a paired difference of AUCs over
    runs, two-sided, the paired t and the exact sign-flip p, Holm over those contrasts only (per test).
 3. **The practitioner's threshold**: split conformal at 5% on the model's own known non-members, as drawn and as
-   rewritten; the FPR it realises on x0 and the TPR by dose, over runs. At 1% it needs 99 known non-members (the
-   profile has 44: the table says so).
-4. **A/A rows**: x0 against the known non-members (exchangeable: AUC 0.5 by design), x0 against the rewritten ones
+   each arm read rewrote them; the FPR it realises on x0 and the TPR by dose, over runs. At 1% it needs 99 known
+   non-members (the profile has 44: the table says so).
+4. **A/A rows**: x0 against the known non-members (exchangeable: AUC 0.5 by design), x0 against each rewritten pool
    (what the shift alone does), and labels reversed (x0 called members, the x1 members called non-members); each a
    mean AUC over runs and the runs a one-sided Mann-Whitney test at 0.05 flags (k of n, Clopper-Pearson). Beside
    them the pre-check a practitioner can run (``precheck_rows``): the same pools under the base model, which saw
@@ -71,6 +75,7 @@ from contaminate.calibration.statistics import (
     unit_interval,
 )
 from contaminate.reports.calibration_regimes import FLOOR_NOTE, fraction, interval
+from contaminate.shift import shift_of
 from detect.detectors import labelled
 from detect.errors import InputError
 from detect.markdown import table
@@ -86,12 +91,16 @@ TRANSFER_NOTE = ("Each model's split-conformal threshold at 5% fitted on its kno
                  "threshold on the same runs: a mean over runs of the share flagged (k of n instances pooled), a "
                  "t-interval never narrower than Clopper-Pearson on the pooled count; below three runs, no interval.")
 EXPERIMENT = Path(__file__).resolve().parents[2] / "conf" / "experiment" / "power_cpu.yaml"
+# The known non-members' pools: as drawn, and each arm of the rewrite (sample.known_shift, contaminate/shift.py)
+ARM_POOLS = {"rewrite": "shifted", "rename": "renamed", "reword": "reworded"}
+KNOWN_POOLS = ("known", *ARM_POOLS.values())
+POOL_NAMES = {"known": "as drawn", "shifted": "rewritten", "renamed": "renamed alone", "reworded": "reworded alone"}
 
 
 @dataclass
 class PowerRun:
     """One run's scores: ``pools[dataset][pool][score]`` (pool: "x1", "x2", ... the members of each dose, "x0",
-    "known", "shifted"), its pass@1 by dataset and dose, and what it cost."""
+    and ``KNOWN_POOLS`` where read), its pass@1 by dataset and dose, and what it cost."""
 
     name: str
     seed: int
@@ -123,9 +132,17 @@ def _rows(path: Path) -> list[dict]:
         return [json.loads(line) for line in lines]
 
 
-def collect(run_dir: Path, shifted_dir: Path | None = None) -> dict:
+def known_shift_of(shifted_dir: Path):
+    """What a shifted invocation asked: its ``sample.known_shift`` (its config.yaml: an arm, or a mapping by dataset,
+    ``shift_of``); a folder without one read the whole rewrite (the only arm before issue 68)."""
+    config = shifted_dir / "config.yaml"
+    return OmegaConf.load(config).sample.get("known_shift") if config.exists() else "rewrite"
+
+
+def collect(run_dir: Path, shifted_dirs: Sequence[Path] = ()) -> dict:
     """One planted run's kept record: each instance's scores by dataset and pool, its pass@1 by group and its cost
-    (plant.json), and, where given, the shifted invocation's known non-members of the same models."""
+    (plant.json), and, where given, the shifted invocations' known non-members of the same models, each dataset's
+    under the pool of the arm it read (``ARM_POOLS``; a dataset read as drawn there is not kept again)."""
     plant = json.loads((run_dir / "plant.json").read_text())
     doses = {g["name"]: g["exposures"] for g in plant["groups"]}
     rows, seen = [], set()
@@ -140,28 +157,36 @@ def collect(run_dir: Path, shifted_dir: Path | None = None) -> dict:
                 seen.add(key)
                 rows.append({"dataset": row["dataset"], "pool": pool, "instance_id": row["instance_id"],
                              **{s: row.get(s) for s in SCORES}})
-    if shifted_dir is not None:
+    timings = {}
+    for shifted_dir in shifted_dirs:
         shifted = json.loads((shifted_dir / "plant.json").read_text())
         if shifted["groups"] and (shifted["seed"], shifted["draw"], shifted["checkpoint"]["id"]) != \
                 (plant["seed"], plant["draw"], plant["checkpoint"]["id"]):
             raise InputError(f"{shifted_dir} read another model than {run_dir} (seed, draw or checkpoint differ); "
                              f"pair each run with its own shifted invocation")
-        taken = set()
+        asked, taken = known_shift_of(shifted_dir), set()
         for group_dir in sorted((shifted_dir / "groups").iterdir()):
             for row in _rows(group_dir):
                 key = (row["dataset"], row["instance_id"])
-                if CELLS.get(row["cell"]) == "known" and key not in taken:
+                pool = ARM_POOLS.get(shift_of(asked, row["dataset"]))
+                if pool is not None and CELLS.get(row["cell"]) == "known" and key not in taken:
+                    if any(r["pool"] == pool and (r["dataset"], r["instance_id"]) == key for r in rows):
+                        raise InputError(f"{shifted_dir}: {row['dataset']}'s {pool} pool given twice for "
+                                         f"{run_dir.name}; give each arm's invocation once")
                     taken.add(key)
-                    rows.append({"dataset": row["dataset"], "pool": "shifted", "instance_id": row["instance_id"],
+                    rows.append({"dataset": row["dataset"], "pool": pool, "instance_id": row["instance_id"],
                                  **{s: row.get(s) for s in SCORES}})
+                    timings[pool] = shifted.get("timings")
     record = {key: plant.get(key) for key in ("seed", "draw", "stream", "timings", "pass_at_1", "checkpoint",
                                               "background", "pass_at_1_options")}
     datasets = {row["dataset"] for row in rows}
     record["groups"] = [{**{k: g.get(k) for k in ("name", "exposures", "n", "tokens", "token_share")},
                          "dataset": group_dataset(g["name"], g["exposures"], datasets, plant["dataset"])}
                         for g in plant["groups"]]
-    if shifted_dir is not None:
-        record["shifted_timings"] = shifted.get("timings")
+    if "shifted" in timings:
+        record["shifted_timings"] = timings["shifted"]
+    if set(timings) - {"shifted"}:
+        record["arm_timings"] = {pool: t for pool, t in timings.items() if pool != "shifted"}
     details = run_dir / "pass_at_1.json"  # every completion and its outcome, where pass@1 ran
     return {"run": record, "rows": rows, "pass_at_1": json.loads(details.read_text()) if details.exists() else None}
 
@@ -327,7 +352,7 @@ def conformal_refusal(thresholds: dict, fpr: float) -> dict | None:
 
 
 def practitioner(runs: Sequence[PowerRun], dataset: str, score: str, pool: str, fpr: float = CONFORMAL_FPR) -> dict:
-    """The split-conformal threshold at ``fpr`` fitted on each model's own ``pool`` ("known" or "shifted"): the FPR
+    """The split-conformal threshold at ``fpr`` fitted on each model's own ``pool`` (of ``KNOWN_POOLS``): the FPR
     it realises on x0 and its TPR by dose, over runs. None where no run has the pool."""
     fitted = [r for r in runs if pool in r.pools[dataset] and score in r.pools[dataset][pool]]
     if not fitted:
@@ -438,7 +463,7 @@ def contrasts(runs: Sequence[PowerRun], specs: Sequence[dict], alpha: float) -> 
 def aa_rows(runs: Sequence[PowerRun], dataset: str, score: str, alpha: float = 0.05) -> dict:
     """The A/A controls: two pools neither of which was trained (or the labels reversed), the AUC over runs and the
     runs whose one-sided Mann-Whitney test (the first pool higher) rejects at ``alpha``."""
-    pairs = {"x0 v known": ("x0", "known"), "x0 v shifted": ("x0", "shifted"), "reversed, x0 v x1": ("x0", "x1")}
+    pairs = {**{f"x0 v {pool}": ("x0", pool) for pool in KNOWN_POOLS}, "reversed, x0 v x1": ("x0", "x1")}
     found = {}
     for name, (first, second) in pairs.items():
         chosen = [r for r in runs if second in r.pools[dataset] and score in r.pools[dataset][second]]
@@ -452,7 +477,7 @@ def aa_rows(runs: Sequence[PowerRun], dataset: str, score: str, alpha: float = 0
 
 
 def precheck_rows(runs: Sequence[PowerRun], dataset: str) -> dict:
-    """The A/A pre-check a practitioner can run (detect/exchangeability.py): each known pool (as drawn, rewritten)
+    """The A/A pre-check a practitioner can run (detect/exchangeability.py): each known pool (as drawn, by each arm)
     against x0 under the base model, which saw neither; its bare-text loss is the run's ``loss_raw`` less its
     ``reference_ratio_raw`` (the reference model is the base model). Per pool: the AUC over runs (x0 above the
     pool), and the runs the rule warns on (two-sided Mann-Whitney p <= 0.05; k of n, Clopper-Pearson)."""
@@ -464,7 +489,7 @@ def precheck_rows(runs: Sequence[PowerRun], dataset: str) -> dict:
         return reference_loss(pools["loss_raw"], pools["reference_ratio_raw"])
 
     found = {}
-    for pool in ("known", "shifted"):
+    for pool in KNOWN_POOLS:
         units = {}  # run -> [x0, the pool], the base model's loss of each
         for run in runs:
             pools = run.pools[dataset]
@@ -626,7 +651,7 @@ def analyse(runs: Sequence[PowerRun], specs: Sequence[dict], alpha: float,
             "auc": {s: auc_by_dose(runs, dataset, s) for s in scores},
             "curve": {f"{fpr:g}": {s: curve_tpr(runs, dataset, s, fpr) for s in scores} for fpr in CURVE_FPRS},
             "practitioner": {pool: {s: practitioner(runs, dataset, s, pool) for s in scores}
-                             for pool in ("known", "shifted")},
+                             for pool in KNOWN_POOLS if any(pool in r.pools[dataset] for r in runs)},
             "aa": {s: aa_rows(runs, dataset, s) for s in scores},
             "precheck": precheck_rows(runs, dataset),
             "harm": harm(runs, dataset)}
@@ -707,7 +732,7 @@ def precheck_table(rows: dict | None) -> list[str]:
                 "saw neither (bare-text loss; detect/exchangeability.py: warn at a two-sided Mann-Whitney p <= 0.05)",
             "", *table(["known pool", "AUC, x0 above the pool", "runs warned [Clopper-Pearson]",
                         f"the untouched model's {CONFORMAL_FPR:.0%} threshold on the pool: FPR on x0"]),
-            *(f"| {'as drawn' if pool == 'known' else 'rewritten'} | {interval(row['auc'])} | "
+            *(f"| {POOL_NAMES[pool]} | {interval(row['auc'])} | "
               f"{fraction(row['warned'])} | {_share(row['fpr_untouched'])} |" for pool, row in rows.items())]
 
 
@@ -751,13 +776,13 @@ def report(found: dict) -> str:
                       f"expected on a new one)", "", *table(["score", *(f"x{d}" for d in doses)])]
             lines += [f"| {labelled(s)} | " + " | ".join(interval(scored[s][d]) for d in doses) + " |" for s in scored]
         lines += ["", f"### The practitioner's threshold: split conformal at {CONFORMAL_FPR:.0%} on the model's own "
-                      f"known non-members, as drawn and rewritten (contaminate/shift.py)", "",
+                      f"known non-members, as drawn and as each arm rewrote them (contaminate/shift.py)", "",
                   f"At 1% a split-conformal threshold needs 99 known non-members; the runs have {block['known']}.", "",
                   "Each a mean over runs of the share flagged (k of n instances pooled over the runs): a t-interval "
                   "never narrower than Clopper-Pearson on the pooled count.", "",
                   *table(["score", "pool", "FPR on x0", *(f"TPR x{d}" for d in doses)])]
         for s in block["auc"]:
-            for pool in ("known", "shifted"):
+            for pool in block["practitioner"]:
                 got = block["practitioner"][pool][s]
                 if not got:
                     continue
@@ -796,7 +821,8 @@ def status(runs: Sequence[PowerRun]) -> str:
                      "train s", "planted run s", "shifted pool s", "shifted pool", *(f"pass@1 x{d}" for d in doses)])]
     for r in runs:
         c = r.cost
-        shifted = "read" if any("shifted" in pools for pools in r.pools.values()) else "-"
+        shifted = ", ".join(a for a, pool in ARM_POOLS.items() if any(pool in pools for pools in r.pools.values())) \
+            or "-"
         passed = next(iter(r.pass_at_1.values()), {})
         lines.append(f"| {r.name} | {r.draw} | {r.seed} | {r.precision or '-'} | {r.background or '-'} | "
                      f"{c['training_tokens']:,} | "
@@ -843,7 +869,7 @@ def plot(found: dict, path: Path, scores: Sequence[str] = PLOTTED) -> None:
         axis.legend(fontsize=6, loc="upper left")
     axis = axes[-1]
     bars = [(dataset, score) for dataset in datasets for score in scores  # where both pools fitted a threshold
-            if all(found["datasets"][dataset]["practitioner"][pool].get(score, {}).get("fpr")
+            if all(found["datasets"][dataset]["practitioner"].get(pool, {}).get(score, {}).get("fpr")
                    for pool in ("known", "shifted"))]
     for offset, pool, colour in ((-0.2, "known", "tab:blue"), (0.2, "shifted", "tab:red")):
         got = [found["datasets"][d]["practitioner"][pool][s]["fpr"] for d, s in bars]
@@ -874,7 +900,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m contaminate.reports.power", description=__doc__.split("\n")[0])
     parser.add_argument("folder", type=Path, help="kept runs (--out of --collect), one folder a run")
     parser.add_argument("--collect", action="store_true", help="read planted run folders (FOLDER/s*) and keep them")
-    parser.add_argument("--shifted", type=Path, help="with --collect: the shifted invocations' folder (same names)")
+    parser.add_argument("--shifted", type=Path, nargs="+", default=[], help="with --collect: the shifted invocations' "
+                        "folders (same run names), one an arm (each run's config.yaml says which)")
     parser.add_argument("--out", type=Path, help="with --collect: where the kept runs go")
     parser.add_argument("--experiment", type=Path, default=EXPERIMENT, help="the config holding power.contrasts")
     parser.add_argument("--json", type=Path, help="also write every number here")
@@ -893,11 +920,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         if args.out is None:
             raise SystemExit("error: --collect needs --out (where the kept runs go)")
         for run_dir in sorted(p for p in args.folder.iterdir() if (p / "plant.json").exists()):
-            shifted = args.shifted / run_dir.name if args.shifted else None
-            if shifted is not None and not (shifted / "plant.json").exists():
-                print(f"{run_dir.name}: no shifted invocation in {args.shifted}; kept without the shifted pool",
-                      file=sys.stderr)
-                shifted = None
+            shifted = []
+            for folder in args.shifted:
+                if (folder / run_dir.name / "plant.json").exists():
+                    shifted.append(folder / run_dir.name)
+                else:
+                    print(f"{run_dir.name}: no shifted invocation in {folder}; kept without its pool", file=sys.stderr)
             if (args.out / run_dir.name).exists():
                 shutil.rmtree(args.out / run_dir.name)
             keep(collect(run_dir, shifted), args.out / run_dir.name)
