@@ -444,8 +444,9 @@ def study_recipe(known, partition_size: int, cell_rows: dict[str, list[dict]], d
     """Each model's recipe (detect/judges/recipe.py), fitted on its own known non-members' guided rows for Algorithm
     2's rule at the cells' size (``partition_size``; ``known``: the run's ``detect.known_non_members``), and its
     verdict on each of that model's cells (summary.json "recipe"); a model whose known non-members are too few for
-    the budget gets the recipe's one-line refusal. None without known cells."""
-    from detect.judges.recipe import fit_recipe, label
+    the budget gets the recipe's one-line refusal, or, with ``known.narrow``, where they bound the rule's near-exact
+    part alone, that part's fit, saying so (``fit_narrowed``). None without known cells."""
+    from detect.judges.recipe import fit_narrowed, fit_recipe, label
     from detect.judges.threshold import alg2_verdict, exact_score
 
     if not any(cell in cell_rows for cell, *_ in KNOWN_CELLS):
@@ -459,10 +460,10 @@ def study_recipe(known, partition_size: int, cell_rows: dict[str, list[dict]], d
         if cell not in cell_rows:  # that model not read (plant.control=none: no clean model)
             continue
         rows = [r for r in cell_rows[cell] if r.get("instruction") == "guided"]
+        fitting = fit_narrowed if known.get("narrow") else fit_recipe
         try:
-            fit = fit_recipe([exact_score(r["reference"], r["completion"], r["rouge_l"]) for r in rows],
-                             partition_size=partition_size, rule=rule, budget=known.budget,
-                             exact_share=known.exact_share)
+            fit = fitting([exact_score(r["reference"], r["completion"], r["rouge_l"]) for r in rows],
+                          partition_size=partition_size, rule=rule, budget=known.budget, exact_share=known.exact_share)
         except InputError as refusal:
             found["models"][checkpoint] = {"refused": str(refusal), "n": len(rows)}
             continue
@@ -472,9 +473,10 @@ def study_recipe(known, partition_size: int, cell_rows: dict[str, list[dict]], d
                 guided = [r for r in cell_rows[name] if r.get("instruction") == "guided"]
                 labels = [label(fit, exact_score(r["reference"], r["completion"], r["rouge_l"]), r["rouge_l"])
                           for r in guided]
+                fitted = (fit["rule"]["min_exact"], fit["rule"]["min_near_exact"])  # the rule asked, or its part
                 found["cells"][name] = {"exact": labels.count("exact"), "near_exact": labels.count("near_exact"),
-                                        "contaminated": alg2_verdict(labels, min_exact=rule[0],
-                                                                     min_near_exact=rule[1])}
+                                        "contaminated": alg2_verdict(labels, min_exact=fitted[0],
+                                                                     min_near_exact=fitted[1])}
     return found
 
 

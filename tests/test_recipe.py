@@ -112,6 +112,43 @@ def test_fit_recipe_by_hand_and_its_refusal():
         fit_recipe(scores, partition_size=10, budget=1.5)
 
 
+def test_too_few_for_the_rules_exact_part_but_enough_for_its_near_exact_part_fits_that_part_and_says_so():
+    """fit_narrowed (a study's recipe, detect.known_non_members.narrow): 50 known non-members cannot bound the paper's
+    rule at 5% (190 needed) but can its near-exact part (33): that part's fit, labelled; 190 or more: the rule itself;
+    under 33: the rule's own refusal. Then the study's closing lines: each model's fit and its cells under it."""
+    from contaminate.reports.run import command_lines
+    from detect.judges.recipe import fit_line, fit_narrowed
+
+    scores = [k / 1000 for k in range(400)]
+    fit = fit_narrowed(scores[:50], partition_size=10)
+    plain = fit_recipe(scores[:50], partition_size=10, rule=(None, 2))
+    assert fit == {**plain, "narrowed": {"rule": {"min_exact": 1, "min_near_exact": 2}, "needs": 190}}
+    assert fit["near_exact"]["threshold"] == 0.049 and fit["exact"]["threshold"] == float("inf")
+    assert label(fit, 1.0, 1.0) == "near_exact"  # a replica: above the near-exact bar, never "exact"
+    assert fit_line(fit).startswith("the recipe on 50 known non-members, its near-exact part alone (the rule >= 1 "
+                                    "exact or >= 2 near-exact of 10 needs 190): near-exact rouge_l > 0.049; rule >= 2 "
+                                    "near-exact of 10; partition FPR <= 0.0254")
+    assert "narrowed" not in fit_narrowed(scores[:190], partition_size=10)
+    with pytest.raises(InputError, match=r"^32 known non-members are too few .* needs 190; .*: 33 at 0.05\)$"):
+        fit_narrowed(scores[:32], partition_size=10)
+
+    def cell(checkpoint: str, truth: str) -> dict:
+        return {"checkpoint": checkpoint, "ground_truth": truth, "alg2": {"exact": 0, "near_exact": 0,
+                "contaminated": False}, "follow": {"informative": True}}
+
+    summary = {"cells": {"contaminated_x_members": cell("contaminated", "contaminated"),
+                         "clean_x_members": cell("clean", "clean")},
+               "recipe": {"models": {"contaminated": fit, "clean": {"refused": "too few"}},
+                          "cells": {"contaminated_x_members": {"exact": 0, "near_exact": 3, "contaminated": True}}},
+               "accuracy": {"alg2": 0.5}}
+    lines = command_lines(summary)
+    assert lines[0] == "contaminated_x_members       truth contaminated Algorithm 2: 0 exact, 0 near-exact -> clean  " \
+                       "(wrong)"
+    assert lines[2:5] == [f"recipe on the contaminated model: {fit_line(fit)}",
+                          "contaminated_x_members       truth contaminated recipe: 0 exact, 3 near-exact -> "
+                          "contaminated", "recipe on the clean model: refused: too few"]
+
+
 def test_the_joint_split_is_never_above_each_part_within_its_share():
     # the same stated bound (<= the budget), every threshold the same or lower, over rules and sizes
     for n in (60, 120, 390, 700):

@@ -88,11 +88,15 @@ def test_the_whole_study_writes_every_file_and_field(study):
     assert {r["instance_id"] for r in known} == set(manifest["known_non_member_ids"])
     assert not set(manifest["known_non_member_ids"]) & {*manifest["member_ids"], *manifest["non_member_ids"]}
     assert all(isinstance(r["loss_raw"], float) and isinstance(r["dc_pdd"], float) for r in known)
-    # each model's recipe on its own 50: too few to bound one exact label among 4 at 5% (76 needed), said so
+    # each model's recipe on its own 50: too few to bound one exact label among 4 at 5% (76 needed), enough for the
+    # rule's near-exact part alone (12): that part, fitted and said so, and each of the model's cells under it
     recipe = summary["recipe"]
     assert set(recipe["models"]) == {"contaminated", "clean"} and recipe["rule"] == [1, 2]
-    assert recipe["models"]["clean"]["refused"].startswith("50 known non-members are too few") and \
-        "needs 76" in recipe["models"]["clean"]["refused"]
+    clean = recipe["models"]["clean"]
+    assert clean["narrowed"] == {"rule": {"min_exact": 1, "min_near_exact": 2}, "needs": 76}
+    assert clean["rule"] == {"min_exact": None, "min_near_exact": 2} and clean["bound"] <= 0.05
+    assert set(recipe["cells"]) == {cell for cell, *_ in CELLS}
+    assert all(block["exact"] == 0 for block in recipe["cells"].values())  # the near-exact part alone: never exact
     assert "## Algorithm 2 with the recipe" in (folder / "report.md").read_text()
     # each cell: one ChatGPT-Cheat? row over its whole pool (12), Oren et al.'s two order tests and the performance
     # test of that pool

@@ -157,6 +157,18 @@ def cells_right(summary: dict) -> str:
                      for name, share in summary["accuracy"].items())
 
 
+def verdict_line(name: str, cell: dict, reader: str, block: dict) -> str:
+    """One cell's partition verdict under a rule's labels (``block``: its exact and near-exact counts and whether the
+    rule flags it): uninformative where its model mostly did not answer the guided instruction (its follow line
+    says so), and marked where it is wrong."""
+    found = "contaminated" if block["contaminated"] else "clean"
+    unread = uninformative(cell)  # "clean" from answers that do not answer would say nothing
+    right = block["contaminated"] == (cell["ground_truth"] == "contaminated")
+    return (f"{name:<28} truth {cell['ground_truth']:<12} {reader}: {block['exact']} exact, {block['near_exact']} "
+            f"near-exact -> " + (f"uninformative: instruction not followed (the rule: {found})" if unread else found)
+            + ("" if right or unread else "  (wrong)"))
+
+
 def command_lines(summary: dict) -> list[str]:
     """What ``python -m contaminate`` prints after the run folder for a study: Algorithm 2's verdict on each cell
     (uninformative where its model mostly did not answer the instruction), the cells that cannot exist, each model's
@@ -164,22 +176,16 @@ def command_lines(summary: dict) -> list[str]:
     function of summary.json, so the README's block is checked against a committed summary (tests/test_docs.py)."""
     from detect.judges.recipe import fit_line
 
-    lines = []
-    for name, cell in summary["cells"].items():
-        if "alg2" not in cell:  # Algorithm 2 switched off: the cells-right line below says the rest
-            continue
-        alg2 = cell["alg2"]
-        found = "contaminated" if alg2["contaminated"] else "clean"
-        # the model mostly did not answer the guided instruction: "clean" would say nothing (its follow line below)
-        unread = uninformative(cell)
-        lines.append(f"{name:<28} truth {cell['ground_truth']:<12} Algorithm 2: {alg2['exact']} exact, "
-                     f"{alg2['near_exact']} near-exact -> "
-                     + (f"uninformative: instruction not followed (the rule: {found})" if unread else found)
-                     + ("" if cell["correct"]["alg2"] or unread else "  (wrong)"))
+    lines = [verdict_line(name, cell, "Algorithm 2", cell["alg2"]) for name, cell in summary["cells"].items()
+             if "alg2" in cell]  # Algorithm 2 switched off: the cells-right line below says the rest
     lines += [f"{name:<28} not run: {why}" for name, why in (summary.get("cells_not_run") or {}).items()]
-    lines += [f"recipe on the {checkpoint} model: " + (f"refused: {fit['refused']}" if "refused" in fit
-                                                       else fit_line(fit))
-              for checkpoint, fit in (summary.get("recipe") or {}).get("models", {}).items()]
+    recipe = summary.get("recipe") or {}
+    for checkpoint, fit in recipe.get("models", {}).items():  # each model's thresholds, then its cells under them
+        lines.append(f"recipe on the {checkpoint} model: " + (f"refused: {fit['refused']}" if "refused" in fit
+                                                               else fit_line(fit)))
+        lines += [verdict_line(name, summary["cells"][name], "recipe", block)
+                  for name, block in (recipe.get("cells") or {}).items()
+                  if summary["cells"][name]["checkpoint"] == checkpoint]
     for checkpoint, follow in (summary.get("follow") or {}).items():  # did each model answer the paper's instruction?
         lines.append(f"instructions on the {checkpoint} model: {formats_text(follow) or follow_text(follow)}"
                      + ("" if follow["informative"] else f"; below {follow['bar']:.2f}: Algorithm 1 and 2 "

@@ -293,6 +293,25 @@ def fit_recipe(exact_scores: Sequence[float], near_scores: Sequence[float] | Non
             "conditional": dict(conditional(n, m, k_exact, k_near, tuple(rule), one_score=one_score, budget=budget))}
 
 
+def fit_narrowed(exact_scores: Sequence[float], *, partition_size: int,
+                 rule: tuple[int | None, int | None] = PAPER_RULE, budget: float = BUDGET,
+                 exact_share: float = EXACT_SHARE) -> dict:
+    """``fit_recipe`` on the rule, or, where the known non-members are too few for its exact part but enough for its
+    near-exact part alone, on that part (one score, ROUGE-L: a replica scores above the near-exact bar too, so it is
+    labelled near-exact), the fit saying so (``narrowed``: the rule asked and the known non-members it needs). Too few
+    for either: the rule's own refusal, which names both numbers."""
+    try:
+        return fit_recipe(exact_scores, partition_size=partition_size, rule=rule, budget=budget,
+                          exact_share=exact_share)
+    except InputError as refusal:
+        m = partition_size
+        if rule[0] is None or rule[1] is None or len(exact_scores) < n_needed(m, rule[1], budget):
+            raise refusal from None
+    fit = fit_recipe(exact_scores, partition_size=m, rule=(None, rule[1]), budget=budget, exact_share=exact_share)
+    return {**fit, "narrowed": {"rule": {"min_exact": rule[0], "min_near_exact": rule[1]},
+                                "needs": rule_needs(m, rule, budget)}}
+
+
 def rule_needs(m: int, rule: tuple[int | None, int | None], budget: float) -> int:
     """The fewest known non-members with which the recipe fits the rule (``joint_ranks`` is not None): its exact part
     alone within the whole budget at the largest known score (the near-exact part can then label above the exact bar's
@@ -340,6 +359,13 @@ def fit_line(fit: dict) -> str:
         return "never" if math.isinf(part["threshold"]) else f"{score} > {part['threshold']:.3f}"
 
     rule = rule_text((fit["rule"]["min_exact"], fit["rule"]["min_near_exact"]), fit["partition_size"])
+    narrowed = fit.get("narrowed")
+    if narrowed:  # the rule asked needs more known non-members than the run has: its near-exact part alone
+        asked = rule_text((narrowed["rule"]["min_exact"], narrowed["rule"]["min_near_exact"]), fit["partition_size"])
+        return (f"the recipe on {fit['n']} known non-members, its near-exact part alone (the rule {asked} needs "
+                f"{narrowed['needs']}): near-exact {bar(near, fit['score'])}; rule {rule}; partition FPR <= "
+                f"{fit['bound']:.4f} (budget {fit['budget']:g}, {fit['bound_kind']}; assuming exchangeability)"
+                f"{conditional_text(fit.get('conditional'), fit['budget'])}")
     return (f"the recipe on {fit['n']} known non-members: exact {bar(exact, 'exact score')}, near-exact "
             f"{bar(near, fit['score'])}; rule {rule}; "
             f"partition FPR <= {fit['bound']:.4f} (budget {fit['budget']:g}, {fit['bound_kind']}; assuming "
