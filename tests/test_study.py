@@ -174,6 +174,16 @@ def test_reuse_resume_and_force(study):
     manifest = json.loads((again / "manifest.json").read_text())
     assert manifest["checkpoint"]["reused"] is True and len(manifest["cached_cells"]) == len(CELLS) + len(KNOWN_CELLS)
     assert _rows(again) == _rows(folder)
+    # what the command prints closes with each model's fitted recipe and its cells' verdicts, the same from the cache
+    from contaminate.reports.run import command_lines
+
+    lines = command_lines(json.loads((folder / "summary.json").read_text()))
+    assert lines == command_lines(json.loads((again / "summary.json").read_text()))
+    assert not any("refused" in line for line in lines)
+    for model in ("contaminated", "clean"):
+        assert f"recipe on the {model} model: the recipe on 50 known non-members, its near-exact part alone" in \
+            "\n".join(lines)
+    assert sum(" recipe: " in line for line in lines) == len(CELLS)
     # killed before one cell finished: only that cell is computed again
     cache = folder.parent / "cache" / "cells"
     victim = sorted(cache.glob("*.jsonl"))[0]
