@@ -97,6 +97,15 @@ def test_the_whole_study_writes_every_file_and_field(study):
     assert clean["rule"] == {"min_exact": None, "min_near_exact": 2} and clean["bound"] <= 0.05
     assert set(recipe["cells"]) == {cell for cell, *_ in CELLS}
     assert all(block["exact"] == 0 for block in recipe["cells"].values())  # the near-exact part alone: never exact
+    # what the command prints closes with each model's fitted recipe and its cells' verdicts under it, none refused
+    from contaminate.reports.run import command_lines
+
+    lines = command_lines(summary)
+    assert not any("refused" in line for line in lines)
+    for model in ("contaminated", "clean"):
+        assert f"recipe on the {model} model: the recipe on 50 known non-members, its near-exact part alone" in \
+            "\n".join(lines)
+    assert sum(" recipe: " in line for line in lines) == len(CELLS)
     assert "## Algorithm 2 with the recipe" in (folder / "report.md").read_text()
     # each cell: one ChatGPT-Cheat? row over its whole pool (12), Oren et al.'s two order tests and the performance
     # test of that pool
@@ -174,16 +183,11 @@ def test_reuse_resume_and_force(study):
     manifest = json.loads((again / "manifest.json").read_text())
     assert manifest["checkpoint"]["reused"] is True and len(manifest["cached_cells"]) == len(CELLS) + len(KNOWN_CELLS)
     assert _rows(again) == _rows(folder)
-    # what the command prints closes with each model's fitted recipe and its cells' verdicts, the same from the cache
+    # what the command prints, the same verdicts from the cache
     from contaminate.reports.run import command_lines
 
-    lines = command_lines(json.loads((folder / "summary.json").read_text()))
-    assert lines == command_lines(json.loads((again / "summary.json").read_text()))
-    assert not any("refused" in line for line in lines)
-    for model in ("contaminated", "clean"):
-        assert f"recipe on the {model} model: the recipe on 50 known non-members, its near-exact part alone" in \
-            "\n".join(lines)
-    assert sum(" recipe: " in line for line in lines) == len(CELLS)
+    assert command_lines(json.loads((folder / "summary.json").read_text())) == \
+        command_lines(json.loads((again / "summary.json").read_text()))
     # killed before one cell finished: only that cell is computed again
     cache = folder.parent / "cache" / "cells"
     victim = sorted(cache.glob("*.jsonl"))[0]
