@@ -259,8 +259,9 @@ def test_the_profile_tables_are_the_scripts_output():
 
 def test_the_readme_first_command_output_is_what_the_command_prints_from_the_measured_summary():
     """The README's block of what the first command prints is, line by line, what the measured run printed
-    (results/readme_study_71/default/stdout.txt, below its run folder's line) and contaminate.reports.run.command_lines of
-    that run's committed summary: what a fresh run prints, and what the code prints from its summary today."""
+    (results/readme_study_71/default/stdout.txt, below its run folder's line) and
+    contaminate.reports.run.command_lines of that run's committed summary: what a fresh run prints, and what the code
+    prints from its summary today."""
     import re
 
     from contaminate.reports.run import command_lines
