@@ -323,3 +323,29 @@ def test_python_m_detect_with_known_non_members_or_a_card_prints_what_its_verdic
     line = next(text for text in carded.stdout.splitlines() if text.startswith("Algorithm 2:"))
     assert "threshold card (metadata/none/full, synth_nli, smollm2_135m; 3 draws (3 models)" in line
     assert "held-out partition FPR 0.02 [0.00, 0.30]" in line
+
+
+def test_the_study_table_shows_each_cells_recipe_verdict_beside_algorithm_2s():
+    """contaminate/reports/study.py: a recipe column where the study fitted one (its model's cells only; "-" for a
+    cell of a model whose recipe was refused), uninformative where that model mostly did not answer."""
+    from contaminate.reports.study import CELLS, verdict_table
+
+    def cell(name: str) -> dict:
+        truth = "contaminated" if name == "contaminated_x_members" else "clean"
+        return {"ground_truth": truth, "alg2": {"exact": 0, "near_exact": 0, "contaminated": False},
+                "alg1": {"rouge_l": {"guided_mean": 0.5, "general_mean": 0.25, "p_value": 0.125}},
+                "follow": {"informative": name.startswith("contaminated")}}
+
+    summary = {"cells": {name: cell(name) for name in CELLS},
+               "recipe": {"cells": {"contaminated_x_members": {"exact": 0, "near_exact": 7, "contaminated": True},
+                                    "clean_x_members": {"exact": 0, "near_exact": 2, "contaminated": True}}}}
+    lines = verdict_table(summary)
+    assert lines[0] == "| cell | exact | near-exact | Alg. 2 | recipe: exact / near-exact, verdict | Alg. 1 ROUGE-L " \
+                       "guided / general (p) |"
+    assert lines[2] == "| contaminated x members | 0 | 0 | clean (wrong) | 0 / 7, contaminated (right) | 0.50 / 0.25 " \
+                       "(0.125) |"
+    assert lines[3].split(" | ")[4] == "-"
+    assert lines[5].split(" | ")[3:5] == ["uninformative (the rule: clean, right)",
+                                          "0 / 2, uninformative (the rule: contaminated, wrong)"]
+    del summary["recipe"]  # no recipe fitted: the table as before issue 71
+    assert "recipe" not in verdict_table(summary)[0]

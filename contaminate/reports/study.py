@@ -42,17 +42,39 @@ def timing_lines(manifest: dict) -> list[str]:
 
 
 def verdict_table(summary: dict) -> list[str]:
-    lines = table(["cell", "exact", "near-exact", "Alg. 2", "Alg. 1 ROUGE-L guided / general (p)"])
+    """Each cell's Algorithm 2 verdict at the paper's thresholds, its recipe's where the study fitted one (issue 71:
+    the thresholds fitted on its model's own known non-members), and Algorithm 1's means and p."""
+    recipe = (summary.get("recipe") or {}).get("cells") or {}
+    columns = ["recipe: exact / near-exact, verdict"] if recipe else []
+    lines = table(["cell", "exact", "near-exact", "Alg. 2", *columns, "Alg. 1 ROUGE-L guided / general (p)"])
     for name, label in LABELS.items():
         cell = summary["cells"][name]
         alg2, rouge = cell["alg2"], cell["alg1"]["rouge_l"]
-        verdict = "contaminated" if alg2["contaminated"] else "clean"
-        right = "right" if cell["correct"]["alg2"] else "wrong"
-        if cell.get("follow") and not cell["follow"]["informative"]:  # issue 45: its model mostly did not answer
-            verdict, right = "uninformative", f"the rule: {verdict}, {right}"
-        lines.append(f"| {label} | {alg2['exact']} | {alg2['near_exact']} | {verdict} ({right}) | "
-                     f"{rouge['guided_mean']:.2f} / {rouge['general_mean']:.2f} ({rouge['p_value']:.3f}) |")
+        fitted = [f"{recipe[name]['exact']} / {recipe[name]['near_exact']}, {verdict_text(cell, recipe[name])}"
+                  if name in recipe else "-"] if recipe else []
+        lines.append(f"| {label} | {alg2['exact']} | {alg2['near_exact']} | {verdict_text(cell, alg2)} | "
+                     + "".join(f"{text} | " for text in fitted)
+                     + f"{rouge['guided_mean']:.2f} / {rouge['general_mean']:.2f} ({rouge['p_value']:.3f}) |")
     return lines
+
+
+def verdict_text(cell: dict, block: dict) -> str:
+    """"contaminated (right)", or "uninformative (the rule: clean, right)" where its model mostly did not answer."""
+    verdict = "contaminated" if block["contaminated"] else "clean"
+    right = "right" if block["contaminated"] == (cell["ground_truth"] == "contaminated") else "wrong"
+    if cell.get("follow") and not cell["follow"]["informative"]:  # issue 45: its model mostly did not answer
+        return f"uninformative (the rule: {verdict}, {right})"
+    return f"{verdict} ({right})"
+
+
+def recipe_lines(summary: dict) -> list[str]:
+    """Each model's fitted recipe in one line (detect/judges/recipe.py ``fit_line``); a refusal is the run's closing
+    lines' and report.md's to print (this table's readers before issue 71 saw none)."""
+    from detect.judges.recipe import fit_line
+
+    fits = {m: fit for m, fit in ((summary.get("recipe") or {}).get("models") or {}).items() if "refused" not in fit}
+    return ["", *(f"Recipe on the {checkpoint} model: {fit_line(fit)}." for checkpoint, fit in fits.items())] \
+        if fits else []
 
 
 def follow_lines(summary: dict) -> list[str]:
@@ -71,7 +93,8 @@ def main(folder: str) -> str:
     root = Path(folder)
     summary = json.loads((root / "summary.json").read_text())
     manifest = json.loads((root / "manifest.json").read_text())
-    return "\n".join([*timing_lines(manifest), *follow_lines(summary), "", *verdict_table(summary)]) + "\n"
+    return "\n".join([*timing_lines(manifest), *follow_lines(summary), *recipe_lines(summary), "",
+                      *verdict_table(summary)]) + "\n"
 
 
 if __name__ == "__main__":
