@@ -75,15 +75,15 @@ def main() -> None:
 
     manifest = json.loads((args.study / "manifest.json").read_text())
     precision = (manifest.get("runtime") or {}).get("resolved", {}).get("dtype", "float32")
-    dtype = torch.bfloat16 if "bf" in str(precision) else torch.float32
-    rate = {name: matmul_rate(d) for name, d in (("float32", torch.float32), ("bfloat16", torch.bfloat16))}
-    decode, n_params = decode_rate("bfloat16" if dtype == torch.bfloat16 else "float32")
+    ran_in = "bfloat16" if "bf" in str(precision) else "float32"  # the run's precision, as torch names it
+    rate = {name: matmul_rate(getattr(torch, name)) for name in ("float32", "bfloat16")}
+    decode, n_params = decode_rate(ran_in)
     timings = manifest["timings"]
     cells = timings.get("cells") or {}
     trained = manifest["checkpoint"].get("trained_tokens") or 0
     scored = sum(c.get("scored_tokens", 0) for c in cells.values())
     generated = sum(c.get("generated_tokens", 0) for c in cells.values())
-    used = rate["bfloat16" if dtype == torch.bfloat16 else "float32"]
+    used = rate[ran_in]
     floors = {"training": 6 * n_params * trained / used, "scoring": 2 * n_params * scored / used,
               "generation": generated / decode}
     print(f"{cpu_name()}, {torch.get_num_threads()} threads; the study ran in {precision}")

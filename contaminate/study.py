@@ -468,12 +468,12 @@ def study_recipe(known, partition_size: int, cell_rows: dict[str, list[dict]], d
             found["models"][checkpoint] = {"refused": str(refusal), "n": len(rows)}
             continue
         found["models"][checkpoint] = fit
+        fitted = (fit["rule"]["min_exact"], fit["rule"]["min_near_exact"])  # the rule asked, or its near-exact part
         for name, cell_checkpoint, *_ in cells:
             if cell_checkpoint == checkpoint:
                 guided = [r for r in cell_rows[name] if r.get("instruction") == "guided"]
                 labels = [label(fit, exact_score(r["reference"], r["completion"], r["rouge_l"]), r["rouge_l"])
                           for r in guided]
-                fitted = (fit["rule"]["min_exact"], fit["rule"]["min_near_exact"])  # the rule asked, or its part
                 found["cells"][name] = {"exact": labels.count("exact"), "near_exact": labels.count("near_exact"),
                                         "contaminated": alg2_verdict(labels, min_exact=fitted[0],
                                                                      min_near_exact=fitted[1])}

@@ -334,7 +334,8 @@ def test_the_study_table_shows_each_cells_recipe_verdict_beside_algorithm_2s():
         truth = "contaminated" if name == "contaminated_x_members" else "clean"
         return {"ground_truth": truth, "alg2": {"exact": 0, "near_exact": 0, "contaminated": False},
                 "alg1": {"rouge_l": {"guided_mean": 0.5, "general_mean": 0.25, "p_value": 0.125}},
-                "follow": {"informative": name.startswith("contaminated")}}
+                "follow": {"informative": name.startswith("contaminated"), "rate": 0.16, "n": 50,
+                           "on": "known non-members", "bar": 0.5}}  # a study's follow block
 
     summary = {"cells": {name: cell(name) for name in CELLS},
                "recipe": {"cells": {"contaminated_x_members": {"exact": 0, "near_exact": 7, "contaminated": True},

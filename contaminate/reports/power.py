@@ -164,19 +164,21 @@ def collect(run_dir: Path, shifted_dirs: Sequence[Path] = ()) -> dict:
                 (plant["seed"], plant["draw"], plant["checkpoint"]["id"]):
             raise InputError(f"{shifted_dir} read another model than {run_dir} (seed, draw or checkpoint differ); "
                              f"pair each run with its own shifted invocation")
-        asked, taken = known_shift_of(shifted_dir), set()
+        asked, taken = known_shift_of(shifted_dir), set()  # taken: this invocation's known rows (every group's)
         for group_dir in sorted((shifted_dir / "groups").iterdir()):
             for row in _rows(group_dir):
-                key = (row["dataset"], row["instance_id"])
                 pool = ARM_POOLS.get(shift_of(asked, row["dataset"]))
-                if pool is not None and CELLS.get(row["cell"]) == "known" and key not in taken:
-                    if any(r["pool"] == pool and (r["dataset"], r["instance_id"]) == key for r in rows):
-                        raise InputError(f"{shifted_dir}: {row['dataset']}'s {pool} pool given twice for "
-                                         f"{run_dir.name}; give each arm's invocation once")
-                    taken.add(key)
-                    rows.append({"dataset": row["dataset"], "pool": pool, "instance_id": row["instance_id"],
-                                 **{s: row.get(s) for s in SCORES}})
-                    timings[pool] = shifted.get("timings")
+                key = (row["dataset"], pool, row["instance_id"])
+                if pool is None or CELLS.get(row["cell"]) != "known" or key in taken:
+                    continue
+                if key in seen:  # kept from another invocation of the same arm
+                    raise InputError(f"{shifted_dir}: {row['dataset']}'s {pool} pool given twice for "
+                                     f"{run_dir.name}; give each arm's invocation once")
+                taken.add(key)
+                rows.append({"dataset": row["dataset"], "pool": pool, "instance_id": row["instance_id"],
+                             **{s: row.get(s) for s in SCORES}})
+        seen |= taken
+        timings.update({pool: shifted.get("timings") for _, pool, _ in taken})
     record = {key: plant.get(key) for key in ("seed", "draw", "stream", "timings", "pass_at_1", "checkpoint",
                                               "background", "pass_at_1_options")}
     datasets = {row["dataset"] for row in rows}

@@ -157,13 +157,19 @@ def cells_right(summary: dict) -> str:
                      for name, share in summary["accuracy"].items())
 
 
+def verdict_of(cell: dict, block: dict) -> tuple[str, bool, bool]:
+    """A cell's partition verdict under a rule's labels (``block``: whether the rule flags it): "contaminated" or
+    "clean", whether its ground truth agrees, and whether its model mostly did not answer the guided instruction
+    (then the verdict is uninformative: "clean" from answers that do not answer would say nothing)."""
+    return ("contaminated" if block["contaminated"] else "clean",
+            block["contaminated"] == (cell["ground_truth"] == "contaminated"), bool(uninformative(cell)))
+
+
 def verdict_line(name: str, cell: dict, reader: str, block: dict) -> str:
     """One cell's partition verdict under a rule's labels (``block``: its exact and near-exact counts and whether the
     rule flags it): uninformative where its model mostly did not answer the guided instruction (its follow line
     says so), and marked where it is wrong."""
-    found = "contaminated" if block["contaminated"] else "clean"
-    unread = uninformative(cell)  # "clean" from answers that do not answer would say nothing
-    right = block["contaminated"] == (cell["ground_truth"] == "contaminated")
+    found, right, unread = verdict_of(cell, block)
     return (f"{name:<28} truth {cell['ground_truth']:<12} {reader}: {block['exact']} exact, {block['near_exact']} "
             f"near-exact -> " + (f"uninformative: instruction not followed (the rule: {found})" if unread else found)
             + ("" if right or unread else "  (wrong)"))

@@ -60,11 +60,11 @@ def verdict_table(summary: dict) -> list[str]:
 
 def verdict_text(cell: dict, block: dict) -> str:
     """"contaminated (right)", or "uninformative (the rule: clean, right)" where its model mostly did not answer."""
-    verdict = "contaminated" if block["contaminated"] else "clean"
-    right = "right" if block["contaminated"] == (cell["ground_truth"] == "contaminated") else "wrong"
-    if cell.get("follow") and not cell["follow"]["informative"]:  # issue 45: its model mostly did not answer
-        return f"uninformative (the rule: {verdict}, {right})"
-    return f"{verdict} ({right})"
+    from contaminate.reports.run import verdict_of
+
+    verdict, right, unread = verdict_of(cell, block)
+    judged = "right" if right else "wrong"
+    return f"uninformative (the rule: {verdict}, {judged})" if unread else f"{verdict} ({judged})"
 
 
 def recipe_lines(summary: dict) -> list[str]:

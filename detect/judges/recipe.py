@@ -300,16 +300,18 @@ def fit_narrowed(exact_scores: Sequence[float], *, partition_size: int,
     near-exact part alone, on that part (one score, ROUGE-L: a replica scores above the near-exact bar too, so it is
     labelled near-exact), the fit saying so (``narrowed``: the rule asked and the known non-members it needs). Too few
     for either: the rule's own refusal, which names both numbers."""
+    settings = {"partition_size": partition_size, "budget": budget, "exact_share": exact_share}
     try:
-        return fit_recipe(exact_scores, partition_size=partition_size, rule=rule, budget=budget,
-                          exact_share=exact_share)
+        return fit_recipe(exact_scores, rule=rule, **settings)
     except InputError as refusal:
-        m = partition_size
-        if rule[0] is None or rule[1] is None or len(exact_scores) < n_needed(m, rule[1], budget):
+        if None in rule:  # already one part: nothing to narrow to
+            raise
+        try:
+            fit = fit_recipe(exact_scores, rule=(None, rule[1]), **settings)
+        except InputError:
             raise refusal from None
-    fit = fit_recipe(exact_scores, partition_size=m, rule=(None, rule[1]), budget=budget, exact_share=exact_share)
     return {**fit, "narrowed": {"rule": {"min_exact": rule[0], "min_near_exact": rule[1]},
-                                "needs": rule_needs(m, rule, budget)}}
+                                "needs": rule_needs(partition_size, rule, budget)}}
 
 
 def rule_needs(m: int, rule: tuple[int | None, int | None], budget: float) -> int:
@@ -359,17 +361,15 @@ def fit_line(fit: dict) -> str:
         return "never" if math.isinf(part["threshold"]) else f"{score} > {part['threshold']:.3f}"
 
     rule = rule_text((fit["rule"]["min_exact"], fit["rule"]["min_near_exact"]), fit["partition_size"])
+    fitted, bars = f"the recipe on {fit['n']} known non-members", f"near-exact {bar(near, fit['score'])}"
     narrowed = fit.get("narrowed")
     if narrowed:  # the rule asked needs more known non-members than the run has: its near-exact part alone
         asked = rule_text((narrowed["rule"]["min_exact"], narrowed["rule"]["min_near_exact"]), fit["partition_size"])
-        return (f"the recipe on {fit['n']} known non-members, its near-exact part alone (the rule {asked} needs "
-                f"{narrowed['needs']}): near-exact {bar(near, fit['score'])}; rule {rule}; partition FPR <= "
-                f"{fit['bound']:.4f} (budget {fit['budget']:g}, {fit['bound_kind']}; assuming exchangeability)"
-                f"{conditional_text(fit.get('conditional'), fit['budget'])}")
-    return (f"the recipe on {fit['n']} known non-members: exact {bar(exact, 'exact score')}, near-exact "
-            f"{bar(near, fit['score'])}; rule {rule}; "
-            f"partition FPR <= {fit['bound']:.4f} (budget {fit['budget']:g}, {fit['bound_kind']}; assuming "
-            f"exchangeability){conditional_text(fit.get('conditional'), fit['budget'])}")
+        fitted += f", its near-exact part alone (the rule {asked} needs {narrowed['needs']})"
+    else:
+        bars = f"exact {bar(exact, 'exact score')}, {bars}"
+    return (f"{fitted}: {bars}; rule {rule}; partition FPR <= {fit['bound']:.4f} (budget {fit['budget']:g}, "
+            f"{fit['bound_kind']}; assuming exchangeability){conditional_text(fit.get('conditional'), fit['budget'])}")
 
 
 def conditional_text(found: dict | None, budget: float) -> str:
