@@ -76,6 +76,7 @@ from detect.pipeline import (
     FORMAT_CHOICE,
     check_detection,
     choose_format,
+    elicit_shots,
     follow_bar,
     instruction_formats,
     instruction_setting,
@@ -653,7 +654,7 @@ def summarize_study(reading: Reading, sampled: Sampled, contaminated: Contaminat
                                                        "members_token_share") if key in regime}
                | {"background": regime["background"]["name"]}, "cells": {}}
     bar = follow_bar(reading.detect)
-    follows = model_follow(cell_rows, bar)
+    follows = model_follow(cell_rows, bar, elicit_shots(reading.detect))
     for cell, checkpoint, pool, truth in cells:
         cell_summary = summarize(cell_rows[cell], detectors, seed=reading.seed, follow=follows.get(checkpoint),
                                  follow_bar=bar)
@@ -688,17 +689,18 @@ def summarize_study(reading: Reading, sampled: Sampled, contaminated: Contaminat
     return summary
 
 
-def model_follow(cell_rows: dict[str, list[dict]], bar: float) -> dict[str, dict]:
+def model_follow(cell_rows: dict[str, list[dict]], bar: float, shots: int = 0) -> dict[str, dict]:
     """Each model's follow rate on its known non-members (``KNOWN_CELLS``' guided answers, follow.py), where it read
-    them: the rate its cells' Algorithm 1 / 2 verdicts are read against (below ``bar``: uninformative)."""
+    them: the rate its cells' Algorithm 1 / 2 verdicts are read against (below ``bar``: uninformative), with the
+    worked examples each prompt was asked with (``shots``: detect.elicit.shots, 0 the paper's zero-shot prompts)."""
     found = {}
     for cell, checkpoint, *_ in KNOWN_CELLS:
         guided = [row for row in cell_rows.get(cell, []) if row.get("instruction") == "guided"]
         block = follow_block(guided, on="known non-members", bar=bar)
         choice = next((r for r in cell_rows.get(cell, []) if r.get("detector") == FORMAT_CHOICE), None)
         if block is not None:  # with the prompt format its instructions were asked in, and each format's rate
-            found[checkpoint] = block | ({"prompt_format": choice["chosen"], "by_format": choice["by_format"]}
-                                         if choice else {})
+            found[checkpoint] = block | {"shots": shots} | ({"prompt_format": choice["chosen"],
+                                                             "by_format": choice["by_format"]} if choice else {})
     return found
 
 

@@ -207,3 +207,18 @@ def test_the_prompt_format_is_chosen_by_the_follow_rate_on_known_non_members():
     assert instruction_formats(Model(), "follow") == ("raw",)
     with pytest.raises(InputError, match="detect.instruction_format=chat: m takes raw prompts"):
         instruction_formats(Model(), "chat")
+
+
+def test_the_instructions_line_says_how_many_worked_examples_each_prompt_had():
+    """formats_text: the format asked and each format's rate; asked after worked examples (a study's default since
+    issue 71, detect.elicit.shots=1), it says how many, and a summary written before shots were recorded reads as
+    zero-shot, as it was."""
+    from detect.detectors.time_travel.follow import formats_text
+
+    follow = {"rate": 0.68, "n": 40, "on": "known non-members", "bar": 0.5, "informative": True,
+              "prompt_format": "raw", "by_format": {"raw": {"rate": 0.675, "n": 40}}}
+    assert formats_text(follow) == "asked raw (follow: raw 0.68 of 40 known non-members)"  # no shots key: as before
+    assert formats_text(follow | {"shots": 0}) == "asked raw (follow: raw 0.68 of 40 known non-members)"
+    assert formats_text(follow | {"shots": 1}) == ("asked raw after 1 worked example on standard-library text "
+                                                   "(follow: raw 0.68 of 40 known non-members)")
+    assert formats_text(follow | {"shots": 3}).startswith("asked raw after 3 worked examples on")

@@ -71,3 +71,20 @@ def test_the_power_design_on_the_second_model_is_power_cpus_on_the_same_draws():
     assert (gemma.runtime.dtype, smol.runtime.dtype) == ("bf16", "fp32")
     assert (gemma.plant.pass_at_1_format, smol.plant.pass_at_1_format) == ("stripped", "raw")
     assert gemma.hydra.sweep.dir == "runs/power_gemma_cpu"
+
+
+def test_a_study_reads_one_shot_at_its_small_sizes_and_every_experiment_keeps_the_papers_reading():
+    """The first command's defaults (issue 71): one worked example before each prompt, asked in the leak's format, 30
+    members and 40 known non-members; every experiment under conf/experiment/ composes the paper's zero-shot reading
+    (each model asked both ways) and conf/sample/default.yaml, as it was measured before the study's defaults
+    changed."""
+    cfg = _compose(["+dataset=synth_nli"])
+    choices = cfg.hydra.runtime.choices
+    assert (choices.detect, choices.sample) == ("one_shot", "small")
+    assert (cfg.detect.elicit.shots, cfg.detect.instruction_format) == (1, "model")
+    assert (cfg.sample.n_members, cfg.sample.n_heldout) == (30, 40)
+    assert cfg.detect.detectors == _compose(["+dataset=synth_nli", "detect=default"]).detect.detectors
+    for path in sorted((CONF_DIR / "experiment").glob("*.yaml")):
+        overrides = [f"+experiment={path.stem}"] + (["+dataset=synth_nli"] if path.stem != "replicas_cpu" else [])
+        choices = _compose(overrides).hydra.runtime.choices
+        assert (choices.detect, choices.sample) == ("default", "default"), path.stem

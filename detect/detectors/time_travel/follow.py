@@ -191,13 +191,17 @@ def follow_text(follow: dict | None) -> str:
 
 def formats_text(follow: dict | None) -> str:
     """"asked chat (follow: chat 0.29, raw 0.10 of 50 known non-members)": the prompt format a model's instructions
-    were asked in and each format's follow rate, where it was chosen (a study's ``follow`` block); "" where not."""
+    were asked in and each format's follow rate, where it was chosen (a study's ``follow`` block); "" where not.
+    Asked with worked examples (the block's ``shots``, detect.elicit.shots), it says how many: "asked raw after 1
+    worked example on standard-library text (...)"."""
     if not follow or not follow.get("prompt_format"):
         return ""
     rates = [f"{name} {r['rate']:.2f}" for name, r in (follow.get("by_format") or {}).items()
              if r.get("rate") is not None]
-    return f"asked {follow['prompt_format']}" + (f" (follow: {', '.join(rates)} of {follow['n']} {follow['on']})"
-                                                 if rates else "")
+    shots = follow.get("shots") or 0
+    return (f"asked {follow['prompt_format']}"
+            + (f" after {shots} worked example{'s' * (shots > 1)} on standard-library text" if shots else "")
+            + (f" (follow: {', '.join(rates)} of {follow['n']} {follow['on']})" if rates else ""))
 
 
 UNINFORMATIVE = "uninformative: the instruction was not followed"
