@@ -13,6 +13,7 @@ import json
 import sys
 from pathlib import Path
 
+from detect.detectors.time_travel.follow import shots_text
 from detect.markdown import table
 
 CELLS = ("contaminated_x_members", "contaminated_x_non_members", "contaminated_x_other_split", "clean_x_members",
@@ -83,6 +84,7 @@ def follow_lines(summary: dict) -> list[str]:
     if not follows:
         return []
     text = "; ".join(f"{checkpoint} model {f['rate']:.2f} of {f['n']}, asked {f.get('prompt_format', '-')}"
+                     + shots_text(f)
                      + (" (" + ", ".join(f"{name} {r['rate']:.2f}" for name, r in f.get("by_format", {}).items()) + ")"
                         if f.get("by_format") else "") for checkpoint, f in follows.items())
     return ["", f"Follow rate on the known non-members (continuations among guided answers; below 0.50 Algorithm 1 "

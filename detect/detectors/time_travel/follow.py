@@ -198,10 +198,16 @@ def formats_text(follow: dict | None) -> str:
         return ""
     rates = [f"{name} {r['rate']:.2f}" for name, r in (follow.get("by_format") or {}).items()
              if r.get("rate") is not None]
-    shots = follow.get("shots") or 0
-    return (f"asked {follow['prompt_format']}"
-            + (f" after {shots} worked example{'s' * (shots > 1)} on standard-library text" if shots else "")
+    return (f"asked {follow['prompt_format']}{shots_text(follow)}"
             + (f" (follow: {', '.join(rates)} of {follow['n']} {follow['on']})" if rates else ""))
+
+
+def shots_text(follow: dict | None) -> str:
+    """" after 1 worked example on standard-library text" where a model's prompts had worked examples (a study's
+    ``follow`` block's ``shots``, detect.elicit.shots); "" for the paper's zero-shot prompts, or a block from before
+    shots were recorded."""
+    shots = (follow or {}).get("shots") or 0
+    return f" after {shots} worked example{'s' * (shots > 1)} on standard-library text" if shots else ""
 
 
 UNINFORMATIVE = "uninformative: the instruction was not followed"
