@@ -80,15 +80,15 @@ def test_the_whole_study_writes_every_file_and_field(study):
         assert timing["generated_tokens"] > 0 and timing["scored_tokens"] > 0 and timing["total_s"] > 0
 
     rows = instance_rows = _rows(folder)
-    # the five cells' guided, general and leak-reading rows, then each model's 50 known non-members
-    # (sample.n_heldout), guided only
-    assert len(instance_rows) == len(CELLS) * 3 * 4 + len(KNOWN_CELLS) * 50
+    # the five cells' guided, general and leak-reading rows, then each model's 40 known non-members
+    # (sample.n_heldout: a study's sample=small), guided only
+    assert len(instance_rows) == len(CELLS) * 3 * 4 + len(KNOWN_CELLS) * 40
     known = [r for r in rows if r["cell"].endswith("known_non_members")]
     assert {r["instruction"] for r in known} == {"guided"} and {r["ground_truth"] for r in known} == {"clean"}
     assert {r["instance_id"] for r in known} == set(manifest["known_non_member_ids"])
     assert not set(manifest["known_non_member_ids"]) & {*manifest["member_ids"], *manifest["non_member_ids"]}
     assert all(isinstance(r["loss_raw"], float) and isinstance(r["dc_pdd"], float) for r in known)
-    # each model's recipe on its own 50: too few to bound one exact label among 4 at 5% (76 needed), enough for the
+    # each model's recipe on its own 40: too few to bound one exact label among 4 at 5% (76 needed), enough for the
     # rule's near-exact part alone (12): that part, fitted and said so, and each of the model's cells under it
     recipe = summary["recipe"]
     assert set(recipe["models"]) == {"contaminated", "clean"} and recipe["rule"] == [1, 2]
@@ -103,7 +103,7 @@ def test_the_whole_study_writes_every_file_and_field(study):
     lines = command_lines(summary)
     assert not any("refused" in line for line in lines)
     for model in ("contaminated", "clean"):
-        assert f"recipe on the {model} model: the recipe on 50 known non-members, its near-exact part alone" in \
+        assert f"recipe on the {model} model: the recipe on 40 known non-members, its near-exact part alone" in \
             "\n".join(lines)
     assert sum(" recipe: " in line for line in lines) == len(CELLS)
     assert "## Algorithm 2 with the recipe" in (folder / "report.md").read_text()
@@ -131,7 +131,7 @@ def test_the_whole_study_writes_every_file_and_field(study):
 
     saved = json.loads((folder / "summary.json").read_text())
     assert saved == json.loads(json.dumps(summary))
-    # every generated answer is classed (follow.py); each model's follow rate on its 50 known non-members is the one
+    # every generated answer is classed (follow.py); each model's follow rate on its 40 known non-members is the one
     # its cells' Algorithm 1 / 2 are read against; each cell has its answers by reading (and Cheat?'s one answer)
     from detect.detectors.time_travel.follow import CLASSES
 
@@ -140,14 +140,16 @@ def test_the_whole_study_writes_every_file_and_field(study):
     assert set(saved["follow"]) == {"contaminated", "clean"}
     for checkpoint, follow in saved["follow"].items():
         known = [r for r in rows if r["cell"] == f"{checkpoint}_x_known_non_members"]
-        assert follow["n"] == 50 and follow["on"] == "known non-members" and follow["rate"] == sum(
-            r["answer_class"] == "continuation" for r in known) / 50
+        assert follow["n"] == 40 and follow["on"] == "known non-members" and follow["rate"] == sum(
+            r["answer_class"] == "continuation" for r in known) / 40
     assert saved["cells"]["clean_x_members"]["follow"] == saved["follow"]["clean"]
-    # the tiny model has the embedded model's chat template: its instructions were read both ways on its known
-    # non-members, the higher follow rate chose the format, and every guided / general answer of its cells was asked so
+    # a study's default reading (detect=one_shot): the tiny model has the embedded model's chat template, but its
+    # instructions are asked as the leak went in (metadata: raw), after one worked example, and every guided /
+    # general answer of its cells was asked so (detect=default, each way and the higher follow rate chosen:
+    # test_the_papers_reading_asks_each_model_both_ways below)
     for checkpoint, follow in saved["follow"].items():
         rates = {name: r["rate"] for name, r in follow["by_format"].items()}
-        assert set(rates) == {"chat", "raw"} and rates[follow["prompt_format"]] == max(rates.values())
+        assert set(rates) == {"raw"} and follow["prompt_format"] == "raw" and follow["shots"] == 1
         assert rates[follow["prompt_format"]] == follow["rate"]
         asked = {r["prompt_format"] for r in rows if r["checkpoint"] == checkpoint and r["instruction"] != "leak"
                  and r["raw_completion"] is not None}
@@ -173,6 +175,23 @@ def test_the_whole_study_writes_every_file_and_field(study):
     assert "Cheat? strict / lenient" in report and "sharded likelihood" in report and "min_k_plus" in report
     assert "on cpu in float32." in report
     assert "## Did the model answer the instruction?" in report and "- clean model: follow " in report
+
+
+@pytest.mark.slow
+def test_the_papers_reading_asks_each_model_both_ways_and_keeps_the_format_it_follows_more(study):
+    """detect=default (the paper's zero-shot prompts, every experiment's reading): each model's guided instruction
+    is asked on its known non-members raw and through the chat template, the format with the higher follow rate is
+    kept, and every guided / general answer of its cells is asked in it; no worked example before any prompt."""
+    summary, folder = study("detect=default")
+    rows = _rows(folder)
+    for checkpoint, follow in summary["follow"].items():
+        rates = {name: r["rate"] for name, r in follow["by_format"].items()}
+        assert set(rates) == {"chat", "raw"} and rates[follow["prompt_format"]] == max(rates.values())
+        assert rates[follow["prompt_format"]] == follow["rate"] and follow["shots"] == 0
+        asked = {r["prompt_format"] for r in rows if r["checkpoint"] == checkpoint and r["instruction"] != "leak"
+                 and r["raw_completion"] is not None}
+        assert asked == {follow["prompt_format"]}
+        assert not any("---" in r["prompt"] for r in rows if r["checkpoint"] == checkpoint and r.get("prompt"))
 
 
 @pytest.mark.slow
