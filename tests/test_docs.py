@@ -145,6 +145,7 @@ RECIPE = ROOT / "results" / "replicas_recipe_cpu"   # issue 45 item 5: the recip
 RECIPE_CODE = ROOT / "results" / "replicas_recipe_humaneval_cpu"  # the same on HumanEval, elicited, partitions of 6
 SHIFT = ROOT / "results" / "replicas_recipe_humaneval_shift"  # issue 47 item 4: that design on a rewritten known pool
 ARMS = ROOT / "results" / "elicit_arms_humaneval"  # issue 68 item 4: that design as left and elicited, new draws
+TRAINED_ARMS = ROOT / "results" / "shift_arms_trained"  # issue 68 item 3: those models' known pool by rewrite arm
 
 
 @pytest.mark.slow
@@ -154,10 +155,12 @@ ARMS = ROOT / "results" / "elicit_arms_humaneval"  # issue 68 item 4: that desig
     (RECIPE, [RECIPE], []), (RECIPE_CODE, [RECIPE_CODE], ["--partition-size", "6"]),
     (SHIFT, [SHIFT], ["--partition-size", "6"]), (SHIFT / "as_drawn", [SHIFT / "as_drawn"], ["--partition-size", "6"]),
     (ARMS / "none", [ARMS / "none"], ["--partition-size", "6"]),
-    (ARMS / "elicit", [ARMS / "elicit"], ["--partition-size", "6"])],
+    (ARMS / "elicit", [ARMS / "elicit"], ["--partition-size", "6"]),
+    *((TRAINED_ARMS / arm, [TRAINED_ARMS / arm], ["--partition-size", "6"])
+      for arm in ("rewrite", "rename", "reword"))],
     ids=["units", "planted", "transfer", "profile_humaneval", "profile_synth_nli", "replicas_recipe",
          "replicas_recipe_humaneval", "recipe_shift_rewritten", "recipe_shift_as_drawn", "elicit_arms_as_left",
-         "elicit_arms_elicited"])
+         "elicit_arms_elicited", "trained_arms_rewrite", "trained_arms_rename", "trained_arms_reword"])
 def test_the_committed_calibration_recomputes_from_its_committed_studies(tmp_path, folder, studies, options):
     from contaminate.calibrate import main
 
@@ -193,6 +196,25 @@ def test_the_elicitation_arms_table_is_the_scripts_output():
                "> results/elicit_arms_humaneval/arms.md")
     assert paired.report(ARMS / "none", ARMS / "elicit", ("as left", "elicited")) == (ARMS / "arms.md").read_text(), \
         command
+
+
+@pytest.mark.slow
+def test_the_trained_shift_arms_tables_are_the_scripts_output(tmp_path):
+    """results/shift_arms_trained: its as-drawn calibration recomputes from results/elicit_arms_humaneval's studies of
+    the same two draws, and each arm's table (included in its README) is contaminate/reports/paired.py's output from
+    the two committed calibrations."""
+    from contaminate.calibrate import main
+    from contaminate.reports import paired
+
+    main([str(ARMS / "none" / "studies" / draw) for draw in ("s6", "s7")] + ["--partition-size", "6", "--out",
+                                                                              str(tmp_path)])
+    again, committed = (json.loads((f / "calibration.json").read_text()) for f in (tmp_path, TRAINED_ARMS / "as_drawn"))
+    assert not differences(again["recipe"], committed["recipe"])
+    for arm in ("rewrite", "rename", "reword"):
+        command = (f"python -m contaminate.reports.paired {TRAINED_ARMS / 'as_drawn'} {TRAINED_ARMS / arm} "
+                   f"--labels 'as drawn' {arm} > {TRAINED_ARMS / arm}.md")
+        assert paired.report(TRAINED_ARMS / "as_drawn", TRAINED_ARMS / arm, ("as drawn", arm)) == \
+            (TRAINED_ARMS / f"{arm}.md").read_text(), command
 
 
 def test_the_template_spread_tables_are_the_scripts_output():
