@@ -9,8 +9,20 @@ instruction) and every general prompt with the same ~70, about half of all promp
 forward pass is compute-bound and costs the same batched or not, so it caps what batching can gain. The
 prompts are sorted by token ids, which puts prompts with a common prefix next to each other; each group's
 prefix is run once and its key/value cache copied into the rows of the batch (left-padded, so every row's
-positions stay 0, 1, 2, ... as in a plain run), and generate() continues from there.
+positions stay 0, 1, 2, ... as in a plain run), and decoding continues from there.
 Measured in ``bench/bench_detect.py``.
+
+Why greedy decoding is a loop of its own (``greedy_loop``) rather than transformers' ``generate``: a batch
+decodes until its longest answer ends, and ``generate`` keeps every finished row in the batch to the last step. On a
+CPU a decode step's cost grows with the rows in it (SmolLM2-135M in bf16 on a 2-core EPYC, 200 tokens of context:
+44 ms a step at 1 row, 107 ms at 10, 249 ms at 32; attention and the cache's concatenation grow with the rows), and
+the study's batches are mostly finished rows waiting on one straggler (a clean model counting "2017, 2018, ..." to
+the 256-token limit beside nine answers of 30 tokens). The loop drops each row from the batch (its key/value cache,
+mask and positions) the step it ends, so a straggler decodes alone. It is transformers' greedy search otherwise:
+positions from the attention mask's cumulative sum, the last position's logits only, argmax, the model's end tokens.
+It runs where the model's generation config asks nothing else of greedy decoding (``plain_greedy``); a config that
+does (a repetition penalty, suppressed or forced tokens) goes through ``generate``. Measured in
+``bench/bench_greedy.py``.
 
 ``LocalGenerator.sample(prompts, n, temperature=0.8, seed=0)``: ``n`` sampled completions per prompt (what CDD
 reads), seeded per prompt by (seed, prompt text).
@@ -181,17 +193,20 @@ class LocalGenerator:
             inputs[cache_argument()] = DynamicCache(layers, config=self.model.config)
         stops = AnswerStops(self.tokenizer, shapes, inputs["input_ids"].shape[1])
         with torch.inference_mode():
-            output = self.model.generate(
-                **inputs, do_sample=False, max_new_tokens=max_new_tokens, pad_token_id=pad,
-                temperature=None, top_p=None, top_k=None, stopping_criteria=StoppingCriteriaList([stops]),
-            )
-        new_tokens = output[:, inputs["input_ids"].shape[1] :]
-        lengths = _lengths_to_pad(new_tokens, pad)
-        reasons = [stops.reasons[row] or ("eos" if length < new_tokens.shape[1] else "max_new_tokens")
-                   for row, length in enumerate(lengths)]
+            if plain_greedy(self.model.generation_config):
+                rows, reasons = greedy_loop(self.model, inputs, stops, max_new_tokens, end_tokens(self.model, pad))
+            else:
+                output = self.model.generate(
+                    **inputs, do_sample=False, max_new_tokens=max_new_tokens, pad_token_id=pad,
+                    temperature=None, top_p=None, top_k=None, stopping_criteria=StoppingCriteriaList([stops]),
+                )
+                new_tokens = output[:, inputs["input_ids"].shape[1] :]
+                rows = [row[:length] for row, length in zip(new_tokens.tolist(), _lengths_to_pad(new_tokens, pad))]
+                reasons = [stops.reasons[row] or ("eos" if len(tokens) < new_tokens.shape[1] else "max_new_tokens")
+                           for row, tokens in enumerate(rows)]
         # the end token counts as generated; a row stopped by its answer's shape ends on its last real token
-        self.generated_tokens += sum(length + (reason == "eos") for length, reason in zip(lengths, reasons))
-        return self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True), reasons
+        self.generated_tokens += sum(len(tokens) + (reason == "eos") for tokens, reason in zip(rows, reasons))
+        return self.tokenizer.batch_decode(rows, skip_special_tokens=True), reasons
 
 
     def sample(self, prompts: Sequence[str], n: int, *, temperature: float, max_new_tokens: int | None = None,
@@ -239,14 +254,85 @@ class AnswerStops:
         self.tokenizer, self.shapes, self.prompt_width = tokenizer, list(shapes), prompt_width
         self.reasons: list[str | None] = [None] * len(self.shapes)
 
+    def check(self, row: int, tokens) -> str | None:
+        """Why row ``row`` is done after its generated ``tokens`` (kept in ``reasons``), or None."""
+        shape = self.shapes[row]
+        if shape is not None and self.reasons[row] is None:
+            self.reasons[row] = shape.done(self.tokenizer.decode(tokens, skip_special_tokens=True))
+        return self.reasons[row]
+
     def __call__(self, input_ids, scores, **kwargs):
         import torch
 
-        done = torch.tensor([reason is not None for reason in self.reasons], device=input_ids.device)
-        for row, shape in enumerate(self.shapes):
-            if shape is None or self.reasons[row] is not None:
+        return torch.tensor([self.check(row, input_ids[row, self.prompt_width :]) is not None
+                             for row in range(len(self.shapes))], device=input_ids.device)
+
+
+# What a generation config may set that changes a greedy choice (transformers' logits processors), at their neutral
+# values; ``plain_greedy`` sends any other value through generate(), which applies them.
+GREEDY_NEUTRAL = {"repetition_penalty": (None, 1.0), "no_repeat_ngram_size": (None, 0), "bad_words_ids": (None,),
+                  "min_length": (None, 0), "min_new_tokens": (None, 0), "suppress_tokens": (None,),
+                  "begin_suppress_tokens": (None,), "forced_bos_token_id": (None,), "forced_eos_token_id": (None,),
+                  "sequence_bias": (None,), "exponential_decay_length_penalty": (None,),
+                  "encoder_repetition_penalty": (None, 1.0), "encoder_no_repeat_ngram_size": (None, 0),
+                  "watermarking_config": (None,), "num_beams": (None, 1), "guidance_scale": (None, 1.0)}
+
+
+def plain_greedy(generation_config) -> bool:
+    """Whether greedy decoding under ``generation_config`` is argmax over the model's logits and nothing else."""
+    return all(getattr(generation_config, key, None) in neutral for key, neutral in GREEDY_NEUTRAL.items())
+
+
+def end_tokens(model, pad: int | None) -> set[int]:
+    """The ids that end a sequence: the generation config's end token(s), else the pad id generate() is given."""
+    eos = model.generation_config.eos_token_id
+    eos = [eos] if isinstance(eos, int) else list(eos or [])
+    return set(eos) or ({pad} if pad is not None else set())
+
+
+def greedy_loop(model, inputs: dict, stops: AnswerStops, max_new_tokens: int,
+                end: set[int]) -> tuple[list[list[int]], list[str]]:
+    """Greedy decoding of a left-padded batch (``inputs``: input_ids, attention_mask and, where a prefix was run, its
+    key/value cache), each row dropped from the batch the step it ends: at an end token (not kept), when ``stops``
+    says its answer is done (the last token kept), or after ``max_new_tokens``. Returns each row's new tokens and
+    why it stopped (eos, the shape's reason, max_new_tokens)."""
+    import inspect
+
+    import torch
+    from transformers import DynamicCache
+
+    name = cache_argument()
+    cache = inputs[name] if name in inputs else DynamicCache(config=model.config)
+    mask = inputs["attention_mask"]
+    positions = (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 0)  # as generate() makes them from the mask
+    past = cache.get_seq_length()
+    feed, feed_positions = inputs["input_ids"][:, past:], positions[:, past:]
+    last_only = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(model.forward).parameters else {}
+    alive = list(range(len(mask)))  # the batch row each row of the shrinking batch is
+    tokens: list[list[int]] = [[] for _ in alive]
+    reasons: list[str | None] = [None] * len(alive)
+    for _ in range(max_new_tokens):
+        logits = model(input_ids=feed, attention_mask=mask, position_ids=feed_positions, use_cache=True,
+                       **{name: cache}, **last_only).logits[:, -1]
+        chosen = logits.argmax(-1).tolist()
+        keep = []
+        for i, (row, token) in enumerate(zip(alive, chosen)):
+            if token in end:
+                reasons[row] = "eos"
                 continue
-            text = self.tokenizer.decode(input_ids[row, self.prompt_width :], skip_special_tokens=True)
-            self.reasons[row] = shape.done(text)
-            done[row] = self.reasons[row] is not None
-        return done
+            tokens[row].append(token)
+            reasons[row] = stops.check(row, tokens[row])
+            if reasons[row] is None:
+                keep.append(i)
+        if not keep:
+            break
+        next_positions = feed_positions[:, -1:] + 1
+        if len(keep) < len(alive):
+            index = torch.tensor(keep, device=mask.device)
+            cache.batch_select_indices(index)
+            mask, next_positions = mask[index], next_positions[index]
+            alive = [alive[i] for i in keep]
+        feed = torch.tensor([[chosen[i]] for i in keep], device=mask.device)
+        mask = torch.cat([mask, mask.new_ones((len(alive), 1))], dim=1)
+        feed_positions = next_positions
+    return tokens, [reason or "max_new_tokens" for reason in reasons]
