@@ -36,9 +36,9 @@ def main() -> None:
     from detect.datasets import load_split, sample
     from detect.generation import local
     from detect.judges.threshold import ThresholdJudge
+    from detect.markdown import table
     from detect.models import embedded_smollm2, load
     from detect.models.hf import HFModel
-    from detect.markdown import table
     from detect.pipeline import LEAK, detect_partition
     from detect.runtime import resolve_placement
 
