@@ -19,12 +19,13 @@ and each time as a ratio of the two baselines' mean. Run it on an otherwise idle
 from __future__ import annotations
 
 import argparse
-import platform
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.pass_at_1 import cpu_name  # noqa: E402  (the CPU as every bench names it)
 
 
 def main() -> None:
@@ -80,7 +81,7 @@ def main() -> None:
         completions = [row["completion"] for row in rows]
         return seconds, language_model.counters()["generated_tokens"], rows_computed[0], completions
 
-    print(f"{platform.processor() or platform.machine()}, torch {torch.__version__}, {torch.get_num_threads()} "
+    print(f"{cpu_name()}, torch {torch.__version__}, {torch.get_num_threads()} "
           f"threads, embedded SmolLM2-135M {placement.dtype}; {args.instances} synth_nli instances: guided and "
           f"general raw after one example, then the leak reading; batch {detect_cfg.batch_size}, "
           f"max_new_tokens {detect_cfg.max_new_tokens}")
