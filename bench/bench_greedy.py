@@ -1,7 +1,7 @@
 """Greedy decoding: the lab's loop, which drops each row from the batch the step it ends, against transformers'
 generate(), which decodes every row until the batch's longest answer ends (detect/generation/local.py).
 
-    python bench/bench_greedy.py                 # ~5 minutes on a 2-core CPU with bf16, alone
+    python bench/bench_greedy.py                 # its four readings 250 s on a 2-core EPYC with bf16, alone
     python bench/bench_greedy.py --instances 10 --dtype fp32
 
 The workload is the first command's reading of its untouched model (the clean model of
@@ -96,6 +96,7 @@ def main() -> None:
                     f"{sum(a == b for a, b in zip(completions, reference))}/{len(reference)}"]
                    for name, (seconds, tokens, computed, completions) in runs])
     print("\n".join(lines))
+
 
 if __name__ == "__main__":
     main()
