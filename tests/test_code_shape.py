@@ -78,3 +78,30 @@ def test_the_circle_check_finds_a_circle():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _circles(graph) == [["a", "b", "c", "a"]]
     assert _circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_layout_counts_in_the_docs_are_the_scripts_own():
+    """Each results/code_layout/<commit>.md (docs/study.md includes them) is what tests/code_layout.py counts at that
+    commit, read from git's objects: no count of the layout is typed by hand."""
+    from code_layout import Tree, report
+
+    written = sorted((ROOT / "results" / "code_layout").glob("*.md"))
+    assert written
+    for path in written:
+        rerun = f"rerun: python tests/code_layout.py --at {path.stem}"
+        assert path.read_text() == report(Tree(path.stem)) + "\n", rerun
+
+
+def test_a_lazy_import_up_a_floor_is_found():
+    """The layout's definitions on hand-made modules: ``low`` imports nothing at module level (floor 1) and ``high``
+    (floor 2, over ``low``) lazily; an entry point's lazy import is left out."""
+    from code_layout import config_reach, floors, imports, up_a_floor
+
+    modules = {"p.low": "def f():\n    from p.high import g\n", "p.high": "import p.low\n",
+               "p.__main__": "def main():\n    from p.high import g\n",
+               "p.stage": "def run(cfg, x):\n    return self.cfg, group_option('format', 'plain')\n"}
+    graph, lazy = imports(modules)
+    assert floors(graph) == {"p.low": 1, "p.high": 2, "p.__main__": 1, "p.stage": 1}
+    assert sorted(lazy) == [("p.__main__", "p.high", 2), ("p.low", "p.high", 2)]
+    assert up_a_floor(modules) == ["p.low:2 -> p.high (floor 1 -> 2)"]
+    assert config_reach(modules) == {"takes": ["p.stage.run"], "reads": ["p.stage.run"], "yaml": ["p.stage:2"]}
