@@ -37,6 +37,7 @@ from detect.detectors.time_travel.stopping import AnswerShape
 from detect.errors import InputError
 from detect.exchangeability import precheck, precheck_line
 from detect.judges.threshold import thresholds_line
+from detect.markdown import row as markdown_row
 from detect.markdown import table
 from detect.models import check_backend
 from detect.validate import check_node, count
@@ -516,8 +517,8 @@ def write_report(path: Path, summary: dict, rows: Sequence[dict]) -> None:
     for row in sorted(rows, key=lambda r: (r["instance_id"], READINGS.index(r["instruction"]))):
         semantic = "-" if row["semantic"] is None else f"{row['semantic']:.2f}"
         rouge = "-" if row["rouge_l"] is None else f"{row['rouge_l']:.2f}"
-        lines.append(f"| {row['instance_id']} | {row['instruction']} | {_cell(row['reference'])} | "
-                     f"{_cell(row['completion'] or '-')} | {rouge} | {semantic} | {row['judge'] or '-'} |")
+        lines.append(markdown_row([row["instance_id"], row["instruction"], _cell(row["reference"]),
+                                   _cell(row["completion"] or "-"), rouge, semantic, row["judge"] or "-"]))
     path.write_text("\n".join(lines) + "\n")
 
 

@@ -466,15 +466,50 @@ def test_no_test_loads_a_file_by_path():
 
 def test_every_markdown_table_goes_through_one_helper():
     """detect/markdown.py's table: a header, its rule and its rows by hand; and no other module of the lab writes a
-    table's rule line itself (issue 46: 59 headers were built by hand beside the one helper)."""
+    table's rule line itself (issue 46: 59 headers were built by hand beside the one helper), nor a row (issue 70:
+    85 rows were f-strings ``f"| {a} | {b} |"`` or ``"| " + " | ".join(cells) + " |"`` beside ``row``)."""
+    import ast
+
     from detect.markdown import row, table
 
     assert table(["a", "b"], [[1, "x"], ["", 2.5]]) == ["| a | b |", "|---|---|", "| 1 | x |", "| | 2.5 |"]
     assert row(["", "value"]) == "| | value |"
-    by_hand = [f"{path.relative_to(ROOT)}:{number}" for package in ("detect", "contaminate")
-               for path in sorted((ROOT / package).rglob("*.py")) if path.name != "markdown.py"
+
+    def starts_a_row(node: ast.AST) -> bool:
+        """A string literal (plain, or an f-string's first literal part) that opens a table line: "| ...", "|---",
+        or a lone "|" followed by a formatted value (f"|{cell}...")."""
+        if isinstance(node, ast.JoinedStr) and node.values:
+            first, *rest = node.values
+            return (isinstance(first, ast.Constant) and isinstance(first.value, str)
+                    and (first.value.startswith(("| ", "|-"))
+                         or (first.value == "|" and bool(rest) and isinstance(rest[0], ast.FormattedValue))))
+        return isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith(("| ", "|-"))
+
+    def rows_by_hand(source: str) -> list[int]:
+        """Lines that build a table line by hand: such a literal, or a concatenation whose first operand is one or
+        a lone "|" (``"|" + "---|" * n``, ``"| " + " | ".join(cells) + " |"``)."""
+        found = set()
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+                first = node.left
+                while isinstance(first, ast.BinOp) and isinstance(first.op, ast.Add):
+                    first = first.left
+                if starts_a_row(first) or (isinstance(first, ast.Constant) and first.value == "|"):
+                    found.add(node.lineno)
+            elif starts_a_row(node):
+                found.add(node.lineno)
+        return sorted(found)
+
+    assert rows_by_hand('x = f"| {a} | {b:.3f} |"\ny = f"|{a}|"\nz = "| " + " | ".join(c) + " |"\n'
+                        'w = "|" + "---|" * n\nv = "| {} |".format(a)\n') == [1, 2, 3, 4, 5]
+    assert rows_by_hand('x = row([a, f"{b:.3f}"])\ny = "|".join(p)\nz = " | ".join(c)\nw = f"{a} | {b}"\n') == []
+    modules = [path for package in ("detect", "contaminate") for path in sorted((ROOT / package).rglob("*.py"))
+               if path.name != "markdown.py"]
+    by_hand = [f"{path.relative_to(ROOT)}:{number}" for path in modules
                for number, line in enumerate(path.read_text().splitlines(), 1) if "|---" in line]
     assert not by_hand, f"write these tables with detect.markdown.table: {by_hand}"
+    by_hand = [f"{path.relative_to(ROOT)}:{number}" for path in modules for number in rows_by_hand(path.read_text())]
+    assert not by_hand, f"write these rows with detect.markdown.row (or table): {by_hand}"
 
 
 def test_the_readme_headline_states_each_studys_planted_share_of_the_training_tokens():

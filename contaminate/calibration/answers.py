@@ -71,8 +71,8 @@ def table(folders: Sequence[str | Path]) -> str:
             n = sum(counts.values())
             rate = share_interval({u: np.array([c == FOLLOWED for c in classes], float)
                                    for u, classes in by_unit.items()})
-            lines.append(f"| {reading} | {pool} | {'-' if dose is None else f'x{dose}'} | {n} | "
-                         + " | ".join(f"{counts.get(c, 0) / n:.2f}" for c in CLASSES) + f" | {interval(rate)} |")
+            lines.append(markdown.row([reading, pool, "-" if dose is None else f"x{dose}", n,
+                                       *(f"{counts.get(c, 0) / n:.2f}" for c in CLASSES), interval(rate)]))
         lines.append("")
     return "\n".join(lines)
 

@@ -28,6 +28,7 @@ from scipy.stats import binomtest
 from contaminate.calibration.statistics import clopper_pearson, holm
 from detect.judges.recipe import fit_recipe, label
 from detect.judges.threshold import ThresholdJudge, best_prefix_exact_score, exact_score
+from detect.markdown import row as markdown_row
 from detect.markdown import table
 
 PARTITION, RULE, BUDGET = 10, (1, 2), 0.05
@@ -130,15 +131,14 @@ def tables(runs: list[dict]) -> list[str]:
             counts = [f"{block['labels'][d].count('exact')} + {block['labels'][d].count('near_exact')} / "
                       f"{len(block['labels'][d])}" for d in doses]
             known = block["known"]
-            lines.append(f"| {name} | " + " | ".join(counts) +
-                         f" | {known.count('exact')} + {known.count('near_exact')} / {len(known)} |")
+            lines.append(markdown_row([name, *counts,
+                                       f"{known.count('exact')} + {known.count('near_exact')} / {len(known)}"]))
         lines += ["", "Runs whose member pool Algorithm 2 flags (TPR over runs, Clopper-Pearson 95%), the clean pools "
                   "flagged (FPR over each run's never-trained cells), and the paired contrast:", "",
                   *table(["reading", *(f"x{d}" for d in doses), "clean pools"])]
         for name, block in (("paper (as generated)", paper), ("best prefix (variant)", prefix)):
-            lines.append(f"| {name} | " + " | ".join(rate(sum(block["flags"][d]), len(block["flags"][d]))
-                                                     for d in doses) +
-                         f" | {rate(sum(block['clean']), len(block['clean']))} |")
+            lines.append(markdown_row([name, *(rate(sum(block["flags"][d]), len(block["flags"][d])) for d in doses),
+                                       rate(sum(block["clean"]), len(block["clean"]))]))
         p_values, discordant = [], []
         for d in doses:
             only_prefix = sum(b and not a for a, b in zip(paper["flags"][d], prefix["flags"][d]))
@@ -146,8 +146,8 @@ def tables(runs: list[dict]) -> list[str]:
             discordant.append((only_prefix, only_paper))
             n = only_prefix + only_paper
             p_values.append(binomtest(only_prefix, n, 0.5).pvalue if n else 1.0)
-        lines.append("| runs only the variant / only the paper flags; sign test, Holm | " +
-                     " | ".join(f"{a} / {b}; p {p:.2f}" for (a, b), p in zip(discordant, holm(p_values))) + " | |")
+        lines.append(markdown_row(["runs only the variant / only the paper flags; sign test, Holm",
+                                   *(f"{a} / {b}; p {p:.2f}" for (a, b), p in zip(discordant, holm(p_values))), ""]))
         if prefix["bound"]:
             lines += ["", f"Stated bound of each fit (marginal, the paper's reading / the variant): "
                           f"{max(paper['bound']):.3f} / {max(prefix['bound']):.3f} at most."]

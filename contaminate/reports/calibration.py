@@ -22,6 +22,7 @@ from contaminate.calibration.statistics import Unit, auc, share_floor, unit_inte
 from contaminate.reports.calibration_product import product_sections
 from contaminate.reports.calibration_regimes import error_bars, regime_details, regime_headline
 from detect.detectors import labelled
+from detect.markdown import row as markdown_row
 from detect.markdown import table
 
 EXPOSURE = "exposures"  # exposures where a study counted them, else epochs (studies.condition_of)
@@ -223,7 +224,7 @@ def judges_section(judges: dict | None) -> list[str]:
     for pair, block in judges.items():
         if isinstance(block, dict):
             kappa = "-" if block["kappa"] is None else f"{block['kappa']:.2f}"
-            lines.append(f"| {pair.replace('_vs_', ' vs ')} | {block['agreement']:.2f} | {kappa} |")
+            lines.append(markdown_row([pair.replace("_vs_", " vs "), f"{block['agreement']:.2f}", kappa]))
     block = judges["llm_vs_default"]
     lines += ["", "LLM judge (rows) against the threshold judge with the default thresholds (columns):", "",
               *table(["", *block["classes"]], ([name, *counts] for name, counts in zip(block["classes"],
@@ -262,7 +263,7 @@ def ranking_section(result: Calibration) -> list[str]:
         value = r.get("tpr_at_0.01_fpr_within_model")
         return "-" if value is None else f"{value:.2f}"
 
-    lines += [f"| {labelled(r['detector'])} | {r['needs']} | {within_auc(r)} | {within_tpr(r)} | {r['auc']:.3f} |"
+    lines += [markdown_row([labelled(r["detector"]), r["needs"], within_auc(r), within_tpr(r), f"{r['auc']:.3f}"])
               for r in ranking["instance"]]
     if ranking["partition"]:
         first = ranking["partition"][0]
@@ -272,8 +273,8 @@ def ranking_section(result: Calibration) -> list[str]:
                   f"the best replica ROUGE-L, the sharded test 1 - p. Cells of one model are not independent: no "
                   f"difference between these is claimed.", "",
                   *table(["detector", "needs", "cross-model AUC [cell bootstrap]", "TPR at 5% FPR"])]
-        lines += [f"| {r['detector']} | {r['needs']} | {r['auc']:.3f} [{r['auc_low']:.3f}, "
-                  f"{r['auc_high']:.3f}] | {r['tpr_at_0.05_fpr']:.2f} |" for r in ranking["partition"]]
+        lines += [markdown_row([r["detector"], r["needs"], f"{r['auc']:.3f} [{r['auc_low']:.3f}, {r['auc_high']:.3f}]",
+                                f"{r['tpr_at_0.05_fpr']:.2f}"]) for r in ranking["partition"]]
     return lines + [""]
 
 
@@ -359,8 +360,8 @@ def cross_model_lines(result: Calibration) -> list[str]:
     ]
     for score, block in result.instance.items():
         ci = block["auc_ci"]
-        lines.append(f"| {score} | {block['auc']:.3f} [{ci['low']:.3f}, {ci['high']:.3f}] | "
-                     f"{block['tpr_at_fpr']['0.01']:.2f} | {block['tpr_at_fpr']['0.05']:.2f} |")
+        lines.append(markdown_row([score, f"{block['auc']:.3f} [{ci['low']:.3f}, {ci['high']:.3f}]",
+                                   f"{block['tpr_at_fpr']['0.01']:.2f}", f"{block['tpr_at_fpr']['0.05']:.2f}"]))
     unit = next(iter(result.instance.values()))["auc_ci"]["unit"]
     lines += ["", f"`<score>_gain` is guided minus general (an instance-level Algorithm 1). Intervals: "
               f"percentile bootstrap resampling {unit}s within each class (cross-model: for the within-model "
@@ -370,14 +371,17 @@ def cross_model_lines(result: Calibration) -> list[str]:
               f"{targets['near_exact_fpr']:.1%} exact or near-exact (lowest such threshold, halfway to the next "
               f"lower score).", "",
               *table(["label", "score", "default", "its FPR / TPR", "calibrated", "FPR (target)", "TPR"]),
-              f"| exact | rouge_l | {default['exact_threshold']:.2f} | {default['exact']['fpr']:.3f} / "
-              f"{default['exact']['tpr']:.2f} | {thresholds['exact_threshold']:.3f} | "
-              f"{achieved['exact']['fpr']:.3f} ({targets['exact_fpr']}) | {achieved['exact']['tpr']:.2f} |"]
+              markdown_row(["exact", "rouge_l", f"{default['exact_threshold']:.2f}",
+                            f"{default['exact']['fpr']:.3f} / {default['exact']['tpr']:.2f}",
+                            f"{thresholds['exact_threshold']:.3f}",
+                            f"{achieved['exact']['fpr']:.3f} ({targets['exact_fpr']})",
+                            f"{achieved['exact']['tpr']:.2f}"])]
     for score, near in achieved["near_exact"].items():
-        default_near = (f"{default['near_exact_threshold']:.2f} | {default['near_exact']['fpr']:.3f} / "
-                        f"{default['near_exact']['tpr']:.2f}") if score == "rouge_l" else "- | -"
-        lines.append(f"| exact or near-exact | {score} | {default_near} | {near['threshold']:.3f} | {near['fpr']:.3f} "
-                     f"({targets['near_exact_fpr']}) | {near['tpr']:.2f} |")
+        default_near = [f"{default['near_exact_threshold']:.2f}",
+                        f"{default['near_exact']['fpr']:.3f} / {default['near_exact']['tpr']:.2f}"
+                        ] if score == "rouge_l" else ["-", "-"]
+        lines.append(markdown_row(["exact or near-exact", score, *default_near, f"{near['threshold']:.3f}",
+                                   f"{near['fpr']:.3f} ({targets['near_exact_fpr']})", f"{near['tpr']:.2f}"]))
     unattainable = [label for label, a in [("exact", achieved["exact"]), *achieved["near_exact"].items()]
                     if not a["attainable"]]
     if unattainable:
@@ -409,8 +413,8 @@ def partition_lines(result: Calibration, rates: dict) -> list[str]:
     rows_partition += [(text, result.partition_detectors["verdicts"][name], None)
                        for name, text in verdict_labels().items() if name in result.partition_detectors["verdicts"]]
     for name, block, binomial in rows_partition:
-        lines.append(f"| {name} | {_interval(block['tpr'])} | {_interval(block['fpr'])} | "
-                     f"{_interval(block['accuracy'])} | {'-' if binomial is None else f'{binomial:.3f}'} |")
+        lines.append(markdown_row([name, _interval(block["tpr"]), _interval(block["fpr"]), _interval(block["accuracy"]),
+                                   "-" if binomial is None else f"{binomial:.3f}"]))
     lines += ["", f"Calibrated labels: {result.calibrated_labels}. A pool is one model's cell (never instances of "
               f"two models). TPR: mean flag rate over the {paper_rule['tpr']['n_pools']} contaminated x members "
               f"pools; FPR: over the {paper_rule['fpr']['n_pools']} clean pools (every kind of clean cell, every "
@@ -422,7 +426,7 @@ def partition_lines(result: Calibration, rates: dict) -> list[str]:
     lines += table(["detector", *cells])
     for name, per_pool in rates.items():
         by_cell = [np.mean([r for (_, c, _), r in per_pool.items() if c == cell]) for cell in cells]
-        lines.append(f"| {name} | " + " | ".join(f"{v:.2f}" for v in by_cell) + " |")
+        lines.append(markdown_row([name, *(f"{v:.2f}" for v in by_cell)]))
     for which in ("default", "calibrated"):
         lines += rule_grid_lines(which, result.alg2[which])
     return lines + rule_lines(result, recommended, calibrated_rule)
@@ -442,7 +446,7 @@ def rule_grid_lines(which: str, block: dict) -> list[str]:
             r = block["rules"].get((k_exact, k_near))
             cells_text.append("" if r is None else f"{r['tpr']['mean']:.2f} / {r['fpr']['mean']:.2f} / "
                                                    f"{r['binomial_fpr']:.3f}")
-        lines.append(f"| {k_exact or 'never'} | " + " | ".join(cells_text) + " |")
+        lines.append(markdown_row([k_exact or "never", *cells_text]))
     return lines
 
 

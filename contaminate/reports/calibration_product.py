@@ -9,6 +9,7 @@ import math
 from contaminate.calibration.recipe import rates_text
 from contaminate.reports.calibration_regimes import fraction, interval
 from detect.detectors import labelled
+from detect.markdown import row as markdown_row
 from detect.markdown import table
 
 
@@ -54,12 +55,12 @@ def recipe_section(recipe: dict, budget: float) -> list[str]:
         for config in configs:
             size = "all" if config["size"] is None else f"{config['size']} ({config['subsets']} subsets)"
             fitted = "/".join(map(str, config["fitted_on"])) or "-"
-            lines.append(f"| {config['score']} | {config['rule_text']} | {size if config['size'] else fitted} | "
-                         f"{_bound(config['stated_bound'])} | {_own(config.get('own_fit'))} | "
-                         f"{_with_counts(config['fpr'])} | "
-                         f"{_with_counts(config['fpr_other_split'])} | {_with_counts(config['fpr_clean_models'])} | "
-                         + " | ".join(_with_counts(config["tpr_by_dose"].get(d)) for d in doses)
-                         + f" | {config['n_refused'] or '-'} |")
+            lines.append(markdown_row([config["score"], config["rule_text"], size if config["size"] else fitted,
+                                       _bound(config["stated_bound"]), _own(config.get("own_fit")),
+                                       _with_counts(config["fpr"]), _with_counts(config["fpr_other_split"]),
+                                       _with_counts(config["fpr_clean_models"]),
+                                       *(_with_counts(config["tpr_by_dose"].get(d)) for d in doses),
+                                       config["n_refused"] or "-"]))
         refusals = sorted({r for c in configs for r in c["refused"]})
         if refusals:
             lines += ["", "Refused (the recipe's own one-line answer where n is too small):", "",
@@ -98,9 +99,9 @@ def logit_lines(logit: dict) -> list[str]:
     for name, blocks in logit.items():
         for budget in budgets:
             block = blocks[budget]
-            lines.append(f"| {labelled(name)} | {budget} | {'/'.join(map(str, block['fitted_on']))} | "
-                         f"{cell(block.get('non_members'))} | {cell(block.get('other_split'))} | "
-                         + " | ".join(cell(block.get(f"x{d}")) for d in doses) + " |")
+            lines.append(markdown_row([labelled(name), budget, "/".join(map(str, block["fitted_on"])),
+                                       cell(block.get("non_members")), cell(block.get("other_split")),
+                                       *(cell(block.get(f"x{d}")) for d in doses)]))
     return lines
 
 
@@ -115,9 +116,8 @@ def aa_lines(aa: dict) -> list[str]:
              "flags (k of n). A flag rate well above 5% on the first says the two pools are not exchangeable.", "",
              *table(["score", *(f"{row}: {what}" for row in rows for what in ("AUC", "flagged"))])]
     for name, blocks in aa.items():
-        lines.append(f"| {labelled(name)} | " + " | ".join(
-            f"{interval(blocks[row]['auc'])} | {fraction(blocks[row]['flagged'])}" if row in blocks else "- | -"
-            for row in rows) + " |")
+        lines.append(markdown_row([labelled(name), *(text for row in rows for text in (
+            (interval(blocks[row]["auc"]), fraction(blocks[row]["flagged"])) if row in blocks else ("-", "-")))]))
     return lines
 
 
@@ -170,8 +170,9 @@ def card_section(cards: dict) -> list[str]:
             for target, block in card["transfer"].items():
                 test = block["equivalence"]
                 tprs = ", ".join(f"x{d} {rates_text(s)}" for d, s in block["tpr_by_dose"].items()) or "-"
-                lines.append(f"| {target} | {block['unit']} | {_with_counts(block['fpr'])} | {test['verdict']} "
-                             f"({test['k']}/{test['n']} partitions flagged) | {test['power']:.2f} | {tprs} |")
+                lines.append(markdown_row([target, block["unit"], _with_counts(block["fpr"]),
+                                           f"{test['verdict']} ({test['k']}/{test['n']} partitions flagged)",
+                                           f"{test['power']:.2f}", tprs]))
             lines.append("")
         elif card.get("transfer_note"):
             lines += [f"Transfer: {card['transfer_note']}.", ""]

@@ -100,7 +100,7 @@ def membership_section(by_regime: dict) -> list[str]:
         for name in names:
             aucs = [interval(block["membership"][d]["scores"].get(name, {}).get("auc")) for d in doses]
             tprs = [interval(block["membership"][d]["scores"].get(name, {}).get("tpr_at_0.01")) for d in doses]
-            lines.append(f"| {labelled(name)} | " + " | ".join(aucs + tprs) + " |")
+            lines.append(markdown.row([labelled(name), *aucs, *tprs]))
         lines += ["", blind_text(block["blind_baseline"]), ""]
     return lines
 
@@ -156,8 +156,8 @@ def thresholds_section(by_regime: dict) -> list[str]:
                         rates = result["by_dose"].get(d, {})
                         show = fraction if level == "cell" else _instance_rate
                         cells += [show(rates.get("tpr")), show(rates.get("fpr"))]
-                    lines.append(f"| {labelled(name)} | {setting} | {min(fitted)}-{max(fitted)} | "
-                                 f"{result['unflaggable_folds']} of {len(fitted)} | " + " | ".join(cells) + " |")
+                    lines.append(markdown.row([labelled(name), setting, f"{min(fitted)}-{max(fitted)}",
+                                               f"{result['unflaggable_folds']} of {len(fitted)}", *cells]))
             lines.append("")
     return lines
 
@@ -179,8 +179,8 @@ def verdicts_section(by_regime: dict) -> list[str]:
                 at = rates["by_dose"].get(d, {})
                 cells += [fraction(at.get("tpr")), fraction(at.get("fpr"))]
             role = rates["fpr_by_role"]
-            lines.append(f"| {names.get(name, name)} | " + " | ".join(cells) +
-                         f" | {fraction(role['other_split'])} | {fraction(role['clean_model'])} |")
+            lines.append(markdown.row([names.get(name, name), *cells, fraction(role["other_split"]),
+                                       fraction(role["clean_model"])]))
         alg2 = block["alg2"]
         rule = "none keeps the budget" if alg2["rule"] is None else _rule_text(alg2["rule"])
         lines += ["", f"Algorithm 2 calibrated here ({alg2['labels']}): exact >= {alg2['exact_threshold']:.3f}, "
@@ -202,8 +202,8 @@ def calibrated_section(by_regime: dict) -> list[str]:
         lines += [f"### {regime}", "", f"Rests on {block['unit']}; folds: leave one {block['calibrated']['folds']} "
                   f"out.", "", *markdown.table(["score", "Brier (held out)", "mean p, members", "mean p, non-members",
                                                  "n"])]
-        lines += [f"| {name} | {r['brier']:.3f} | {r['mean_member']:.2f} | {r['mean_non_member']:.2f} | {r['n']} |"
-                  for name, r in sorted(scores.items(), key=lambda item: item[1]["brier"])]
+        lines += [markdown.row([name, f"{r['brier']:.3f}", f"{r['mean_member']:.2f}", f"{r['mean_non_member']:.2f}",
+                                r["n"]]) for name, r in sorted(scores.items(), key=lambda item: item[1]["brier"])]
         lines.append("")
     return lines
 
@@ -245,8 +245,8 @@ def transfer_section(by_regime: dict) -> list[str]:
     for name, rows in table["thresholds"].items():
         cells = [cell for row in rows.values() for cell in row["to"].values()]
         counts = {v: sum(c["verdict"] == v for c in cells) for v in ("within", "over", "not enough data")}
-        lines.append(f"| {name} | {counts['within']} | {counts['over']} | {counts['not enough data']} | "
-                     f"{max((c['power'] for c in cells), default=0):.2f} |")
+        lines.append(markdown.row([name, counts["within"], counts["over"], counts["not enough data"],
+                                   f"{max((c['power'] for c in cells), default=0):.2f}"]))
     regimes = list(by_regime["regimes"])
     for name, rows in table["thresholds"].items():
         lines += ["", f"### {name}: FPR k/n (verdict) · TPR k/n", "",
@@ -263,7 +263,7 @@ def transfer_section(by_regime: dict) -> list[str]:
                 tpr = cell["tpr"]
                 cells.append(f"{cell['k']}/{cell['n']} ({VERDICT_MARK[cell['verdict']]}) · "
                              + ("-" if not tpr["n"] else f"{tpr['k']}/{tpr['n']}"))
-            lines.append(f"| {source} | " + " | ".join(cells) + " |")
+            lines.append(markdown.row([source, *cells]))
     if table["calibrated"]:
         lines += ["", "Platt-calibrated scores fitted on the row regime's planted examples, Brier score on the "
                   "column regime's models (compare each regime's held-out Brier above):", ""]

@@ -96,7 +96,7 @@ def table() -> str:
             return f"{name}: {said}" if said else name
 
         keys = ", ".join(f"`{key}`" for key in settings(files))
-        lines.append(f"| `{group}` | {'; '.join(option(p) for p in files)} | {keys} |")
+        lines.append(markdown.row([f"`{group}`", "; ".join(option(p) for p in files), keys]))
     return "\n".join(lines) + "\n"
 
 

@@ -130,9 +130,9 @@ def table(out: Path) -> str:
     lines = markdown.table(["detector", *(f"{fmt}: {reading}" for fmt in formats
                                   for reading in ("before", "fixed", "fixed, read as the leak"))])
     for label, before, fixed in DETECTORS:
-        cells = [f"{cell(fmt, 'raw', before)} | {cell(fmt, 'raw', fixed)} | {cell(fmt, 'leak', fixed)}"
-                 for fmt in formats]
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        cells = [text for fmt in formats for text in (cell(fmt, "raw", before), cell(fmt, "raw", fixed),
+                                                      cell(fmt, "leak", fixed))]
+        lines.append(markdown.row([label, *cells]))
     counts = {fmt: (sum(r["format"] == fmt and r["reading"] == "raw" and r["role"] == "member" for r in rows),
                     sum(r["format"] == fmt and r["reading"] == "raw" and r["role"] == "non_member" for r in rows))
               for fmt in formats}
@@ -143,8 +143,9 @@ def table(out: Path) -> str:
         lines += ["", *markdown.table(["format", "pool", "accuracy on the pool", "on 50 known non-members",
                               "one-sided Fisher p"])]
         for row in json.loads((out / "performance.json").read_text()):
-            lines.append(f"| {row['format']} | {row['n_instances']} {row['role'].replace('_', '-')}s | "
-                         f"{row['accuracy']:.3f} | {row['accuracy_heldout']:.3f} | {row['p_value']:.2g} |")
+            lines.append(markdown.row([row["format"], f"{row['n_instances']} {row['role'].replace('_', '-')}s",
+                                       f"{row['accuracy']:.3f}", f"{row['accuracy_heldout']:.3f}",
+                                       f"{row['p_value']:.2g}"]))
     return "\n".join(lines) + "\n"
 
 
@@ -187,8 +188,8 @@ def orders_table(out: Path) -> str:
     lines = markdown.table(["format", "pool", "test", "instances", "p-value",
                    "canonical minus shuffled log-likelihood (nats)"])
     for row in json.loads((out / "orders.json").read_text()):
-        lines.append(f"| {row['format']} | {row['role'].replace('_', '-')}s | {row['detector']} | "
-                     f"{row['n_instances']} | {row['p_value']:.2g} | {row['statistic']:.1f} |")
+        lines.append(markdown.row([row["format"], f"{row['role'].replace('_', '-')}s", row["detector"],
+                                   row["n_instances"], f"{row['p_value']:.2g}", f"{row['statistic']:.1f}"]))
     return "\n".join(lines) + "\n"
 
 
@@ -216,7 +217,7 @@ def studies_table(out: Path) -> str:
             found[summary_path.parent.name, name] = "-" if any(v is None for v in values) else \
                 f"{auc([v for v, m in zip(values, member) if m], [v for v, m in zip(values, member) if not m]):.2f}"
     for name in STUDY_SCORES:
-        lines.append(f"| {name} | " + " | ".join(found[f.parent.name, name] for f in folders) + " |")
+        lines.append(markdown.row([name, *(found[f.parent.name, name] for f in folders)]))
     lines += ["", *markdown.table(["cell", *(f"{f.parent.name}: " + ", ".join(PARTITION) for f in folders)])]
     summaries = {f.parent.name: json.loads(f.read_text()) for f in folders}
     cells = list(next(iter(summaries.values()))["cells"])
@@ -231,8 +232,8 @@ def studies_table(out: Path) -> str:
                 "cheat": lambda b: {"contaminated": "C", "suspicious": "S"}.get(b["verdict"], "-")}[name](found)
 
     for cell in cells:
-        lines.append(f"| {cell} | " + " | ".join(", ".join(verdict(summaries[f.parent.name]["cells"][cell], name)
-                                                         for name in PARTITION) for f in folders) + " |")
+        lines.append(markdown.row([cell, *(", ".join(verdict(summaries[f.parent.name]["cells"][cell], name)
+                                                     for name in PARTITION) for f in folders)]))
     return "\n".join(lines) + "\n"
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from detect.detectors.time_travel import rule_text
 from detect.judges.threshold import alg2_verdict
-from detect.markdown import table
+from detect.markdown import row, table
 
 PARTITION = 10  # the paper's sample: 10 instances a partition
 LOGIT_BLOCKS = ("membership", "membership_raw", "dc_pdd")  # instance scores, higher = more likely seen
@@ -68,29 +68,32 @@ def verdict_rows(summary: dict, rows: list[dict]) -> list[str]:
         block = summary["alg2"]
         labels = [r["judge"] for r in of(rows, "guided")]
         flagged, chunks = flagged_partitions(labels, block)
-        lines += [f"| Time Travel, Algorithm 2 | {n} guided completions, the judge's labels | {block['exact']} exact, "
-                  f"{block['near_exact']} near-exact | {verdict(block['contaminated'])} "
-                  f"(rule: {rule_text(block)} of {n}) |",
-                  f"| the same, at the paper's sample size | {chunks} disjoint partitions of {PARTITION} (id order) | "
-                  f"{flagged} of {chunks} flagged | (rule: {rule_text(block)} of {PARTITION}) |"]
+        lines += [row(["Time Travel, Algorithm 2", f"{n} guided completions, the judge's labels",
+                       f"{block['exact']} exact, {block['near_exact']} near-exact",
+                       f"{verdict(block['contaminated'])} (rule: {rule_text(block)} of {n})"]),
+                  row(["the same, at the paper's sample size",
+                       f"{chunks} disjoint partitions of {PARTITION} (id order)", f"{flagged} of {chunks} flagged",
+                       f"(rule: {rule_text(block)} of {PARTITION})"])]
     for score, result in summary.get("alg1", {}).items():
-        lines.append(f"| Time Travel, Algorithm 1, {score} | guided against general completions, "
-                     f"{'paired' if summary['bootstrap']['paired'] else 'unpaired'} bootstrap | "
-                     f"{result['guided_mean']:.3f} against {result['general_mean']:.3f}, p {result['p_value']:.3f} | "
-                     f"{verdict(result['significant'])} (flagged at p <= {summary['bootstrap']['alpha']}) |")
+        lines.append(row([f"Time Travel, Algorithm 1, {score}",
+                          f"guided against general completions, "
+                          f"{'paired' if summary['bootstrap']['paired'] else 'unpaired'} bootstrap",
+                          f"{result['guided_mean']:.3f} against {result['general_mean']:.3f}, "
+                          f"p {result['p_value']:.3f}",
+                          f"{verdict(result['significant'])} (flagged at p <= {summary['bootstrap']['alpha']})"]))
     if "cheat" in summary:
         block = summary["cheat"]
-        lines.append(f"| ChatGPT-Cheat? | one request for the split's first instances, searched in its "
-                     f"{block['n_references']} | {block['exact']} exact, {block['near_exact']} near-exact, best "
-                     f"ROUGE-L {block['best_score']:.2f} | {block['verdict']} |")
+        lines.append(row(["ChatGPT-Cheat?", f"one request for the split's first instances, searched in its "
+                          f"{block['n_references']}", f"{block['exact']} exact, {block['near_exact']} near-exact, best "
+                          f"ROUGE-L {block['best_score']:.2f}", block["verdict"]]))
     for name, label in (("sharded_likelihood", "Oren et al., sharded"), ("permutation", "Oren et al., permutation")):
         if name in summary:
             block = summary[name]
-            lines.append(f"| {label} | the first {block['n_instances']} instances in the dataset's order | "
-                         f"p {block['p_value']:.3f} | {verdict(block['significant'])} |")
+            lines.append(row([label, f"the first {block['n_instances']} instances in the dataset's order",
+                              f"p {block['p_value']:.3f}", verdict(block["significant"])]))
     if "ts_guessing" in summary:
-        lines.append(f"| TS-Guessing | each instance's masked keyword | exact match "
-                     f"{summary['ts_guessing']['ts_guessing']:.3f} of {n} | (no partition rule) |")
+        lines.append(row(["TS-Guessing", "each instance's masked keyword",
+                          f"exact match {summary['ts_guessing']['ts_guessing']:.3f} of {n}", "(no partition rule)"]))
     return lines
 
 
@@ -100,8 +103,8 @@ def completion_rows(rows: list[dict]) -> list[str]:
         scores = [r["rouge_l"] for r in of(rows, instruction) if r.get("rouge_l") is not None]
         if len(scores) >= 2:
             low, mid, high = quantiles(scores)
-            lines.append(f"| {instruction} | {len(scores)} | {low:.3f} | {mid:.3f} | {high:.3f} | {max(scores):.3f} | "
-                         f"{statistics.fmean(scores):.3f} |")
+            lines.append(row([instruction, len(scores), f"{low:.3f}", f"{mid:.3f}", f"{high:.3f}", f"{max(scores):.3f}",
+                              f"{statistics.fmean(scores):.3f}"]))
     return lines
 
 
@@ -117,8 +120,8 @@ def logit_rows(summary: dict, rows: list[dict]) -> list[str]:
                 continue
             if len(values) >= 2:
                 low, mid, high = quantiles(values)
-                lines.append(f"| {score} | {len(values)} | {low:.4g} | {mid:.4g} | {high:.4g} | "
-                             f"{statistics.fmean(values):.4g} |")
+                lines.append(row([score, len(values), f"{low:.4g}", f"{mid:.4g}", f"{high:.4g}",
+                                  f"{statistics.fmean(values):.4g}"]))
     if same:
         lines += ["", f"{', '.join(same)}: the same values as without `_raw` (no leak format here: the bare text is "
                       f"what was scored)."]

@@ -21,6 +21,7 @@ import re
 import sys
 from pathlib import Path
 
+from detect.markdown import row as markdown_row
 from detect.markdown import table
 
 
@@ -40,17 +41,18 @@ def throughput_lines(folder: Path) -> list[str]:
         bench = json.loads(path.read_text())
         args, training = bench["args"], bench.get("training")
         if training:
-            what = (f"training, {args['attn']}, {args['batch_size']} x {args['doc_tokens']} tokens a step "
-                    f"({training['steps_timed']} steps timed) | {training['parameters'] / 1e9:.2f}B")
+            what = [f"training, {args['attn']}, {args['batch_size']} x {args['doc_tokens']} tokens a step "
+                    f"({training['steps_timed']} steps timed)", f"{training['parameters'] / 1e9:.2f}B"]
             loss = training_loss(path, training)
             if loss is not None and (not math.isfinite(loss) or loss == 0):
-                lines.append(f"| {what} | no measurement: mean training loss {loss:g}, non-finite steps | | | |")
+                lines.append(markdown_row([*what, f"no measurement: mean training loss {loss:g}, non-finite steps",
+                                           "", "", ""]))
             else:
-                lines.append(f"| {what} | {training['tokens_per_s']:,} | {training['model_tflops']} | "
-                             f"{training['mfu']:.1%} | {training['max_memory_gib']} GiB |")
+                lines.append(markdown_row([*what, f"{training['tokens_per_s']:,}", training["model_tflops"],
+                                           f"{training['mfu']:.1%}", f"{training['max_memory_gib']} GiB"]))
         for batch, tokens_per_s in bench.get("generation_tokens_per_s", {}).items():
-            lines.append(f"| generation ({args['prompt_tokens']}-token prompts, {args['new_tokens']} new tokens), "
-                         f"batch {batch} | | {tokens_per_s:,} | | | |")
+            lines.append(markdown_row([f"generation ({args['prompt_tokens']}-token prompts, {args['new_tokens']} new "
+                                       f"tokens), batch {batch}", "", f"{tokens_per_s:,}", "", "", ""]))
     device = json.loads(next(folder.glob("bench_*.json")).read_text())["device"]
     return [f"On one {device}, bf16 (fp32 master weights, bf16 autocast, padding-free batches):", "", *lines]
 
@@ -73,9 +75,9 @@ def planted_row(run: Path) -> str:
 
     cached = [cell for cell, t in group_manifest(run, "x1")["timings"]["cells"].items() if t.get("cached")]
     note = f" ({len(cached)} clean cells from the cache)" if cached else ""
-    return (f"| {run.name.removeprefix('planted_')} | {plant['stream']['training_tokens']:,} | "
-            f"{timings['train_s']:.0f} s | {timings['detect_x1_s']:.0f} s{note} | "
-            f"{timings['detect_x4_s']:.0f} s | {auc('loss')} | {auc('min_k')} |")
+    return markdown_row([run.name.removeprefix("planted_"), f"{plant['stream']['training_tokens']:,}",
+                         f"{timings['train_s']:.0f} s", f"{timings['detect_x1_s']:.0f} s{note}",
+                         f"{timings['detect_x4_s']:.0f} s", auc("loss"), auc("min_k")])
 
 
 def logged_row(log: Path) -> str:
@@ -84,8 +86,9 @@ def logged_row(log: Path) -> str:
     runtime = float(re.search(r"'train_runtime': '([^']+)'", text).group(1))
     aucs = {name: dict(re.findall(r"(\w+) ([\d.]+)", scores)) for name, scores in
             re.findall(r"^group (x\d+) .*within-model AUC (.*)$", text, flags=re.M)}
-    return (f"| {log.stem.removeprefix('planted_')} (log only) | | {runtime:.0f} s (Trainer's runtime) | | | "
-            f"{aucs['x1']['loss']} / {aucs['x4']['loss']} | {aucs['x1']['min_k']} / {aucs['x4']['min_k']} |")
+    return markdown_row([f"{log.stem.removeprefix('planted_')} (log only)", "", f"{runtime:.0f} s (Trainer's runtime)",
+                         "", "", f"{aucs['x1']['loss']} / {aucs['x4']['loss']}",
+                         f"{aucs['x1']['min_k']} / {aucs['x4']['min_k']}"])
 
 
 def planted_lines(folder: Path) -> list[str]:
@@ -118,8 +121,8 @@ def dose_lines(folder: Path) -> list[str]:
                           "Algorithm 2, leak (oracle)"])]
         for g in groups:
             aucs = g["within_model_auc"]
-            lines.append(f"| x{g['exposures']} | {g['token_share']:.2%} | {aucs['loss']:.2f} | {aucs['min_k']:.2f} | "
-                         f"{replicas(g, 'guided')} | {replicas(g, 'leak')} |")
+            lines.append(markdown_row([f"x{g['exposures']}", f"{g['token_share']:.2%}", f"{aucs['loss']:.2f}",
+                                       f"{aucs['min_k']:.2f}", replicas(g, "guided"), replicas(g, "leak")]))
     return lines
 
 

@@ -35,7 +35,7 @@ from contaminate.calibration.recipe import rates_text
 from contaminate.reports.calibration_product import aa_lines
 from contaminate.reports.calibration_regimes import VERDICT_NAMES, fraction, interval
 from detect.detectors import labelled
-from detect.markdown import table
+from detect.markdown import row, table
 
 SCORES = ("loss", "zlib", "min_k", "min_k_plus", "reference_ratio", "dc_pdd", "loss_raw", "min_k_plus_raw",
           "reference_ratio_raw")
@@ -60,8 +60,8 @@ def recipe(calibration: dict) -> list[str]:
                   *table(["rule", "stated bound", "realised FPR, own non-members", *(f"TPR x{d}" for d in doses)])]
         for c in chosen:
             bound = "refused" if c["stated_bound"] is None else f"{c['stated_bound']:.3f}"
-            lines.append(f"| {c['rule_text']} | {bound} | {rate_with_labelled(c['fpr'])} | "
-                         + " | ".join(rate_with_labelled(c["tpr_by_dose"].get(d)) for d in doses) + " |")
+            lines.append(row([c["rule_text"], bound, rate_with_labelled(c["fpr"]),
+                              *(rate_with_labelled(c["tpr_by_dose"].get(d)) for d in doses)]))
         lines += ["", "A rate: the probability that the rule flags a partition of its size drawn from a model's cell, "
                   "at the model's own fitted thresholds, over models; in brackets, the instances those thresholds "
                   "label exact or near-exact, of those read.", ""]
@@ -74,18 +74,18 @@ def cards(calibration: dict) -> list[str]:
     moved = []
     for group, card in calibration["cards"].items():
         if not card["written"]:
-            lines.append(f"| {group} | no card: {card['why'].split(': ', 1)[-1]} | | | | | |")
+            lines.append(row([group, f"no card: {card['why'].split(': ', 1)[-1]}", "", "", "", "", ""]))
             continue
         held = card["held_out"]
         tpr = ", ".join(f"x{d} {rate_with_labelled(s)}" for d, s in held["tpr_by_dose"].items())
-        lines.append(f"| {group} | {card['rests_on']['unit']} | {rates_text(card['thresholds']['exact'], _three)} | "
-                     f"{rates_text(card['thresholds']['near_exact'], _three)} | {card['rule_text']} | "
-                     f"{rate_with_labelled(held['fpr'])} | {tpr} |")
+        lines.append(row([group, card["rests_on"]["unit"], rates_text(card["thresholds"]["exact"], _three),
+                          rates_text(card["thresholds"]["near_exact"], _three), card["rule_text"],
+                          rate_with_labelled(held["fpr"]), tpr]))
         for target, block in (card.get("transfer") or {}).items():
             test = block["equivalence"]
             tpr = ", ".join(f"x{d} {rate_with_labelled(s)}" for d, s in block["tpr_by_dose"].items())
-            moved.append(f"| {group} | {target} | {rate_with_labelled(block['fpr'])} | {test['verdict']} "
-                         f"({test['k']}/{test['n']}) | {test['power']:.2f} | {tpr} |")
+            moved.append(row([group, target, rate_with_labelled(block["fpr"]),
+                              f"{test['verdict']} ({test['k']}/{test['n']})", f"{test['power']:.2f}", tpr]))
     if moved:
         lines += ["", *table(["card fitted on", "applied to", "partition FPR", "FPR within 5% + 5%?", "power", "TPR"]),
                   *moved]
@@ -107,7 +107,7 @@ def membership(calibration: dict, names: tuple[str, ...] = SCORES) -> list[str]:
             cells = [interval(block["membership"][d]["scores"].get(name, {}).get("auc")) for d in doses]
             if any(c != "-" for c in cells):
                 label = "rouge_l (guided completion: Alg. 2's score)" if name == "rouge_l" else labelled(name)
-                lines.append(f"| {label} | " + " | ".join(cells) + " |")
+                lines.append(row([label, *cells]))
         lines.append("")
     return lines
 
@@ -131,8 +131,8 @@ def practitioner(calibration: dict) -> list[str]:
         for name in names:
             for budget in budgets:
                 at = logit[name][budget]
-                lines.append(f"| {labelled(name)} | {float(budget):g} | {rate_with_count(at.get('non_members'))} | "
-                             + " | ".join(rate_with_count(at.get(f"x{d}")) for d in doses) + " |")
+                lines.append(row([labelled(name), f"{float(budget):g}", rate_with_count(at.get("non_members")),
+                                  *(rate_with_count(at.get(f"x{d}")) for d in doses)]))
         lines.append("")
         if block.get("aa"):
             lines += [f"{group}, {unit}:", "", *aa_lines(block["aa"]), ""]
@@ -152,8 +152,8 @@ def verdicts(calibration: dict) -> list[str]:
                   *table(["verdict", "FPR, never-planted group", *(f"TPR x{d}" for d in doses)])]
         for name, rates in block["verdicts"].items():
             fpr = rates["fpr_by_role"].get("non_member")
-            lines.append(f"| {VERDICTS.get(name, name)} | {fraction(fpr)} | "
-                         + " | ".join(fraction(rates["by_dose"].get(d, {}).get("tpr")) for d in doses) + " |")
+            lines.append(row([VERDICTS.get(name, name), fraction(fpr),
+                              *(fraction(rates["by_dose"].get(d, {}).get("tpr")) for d in doses)]))
         lines.append("")
     return lines
 

@@ -94,8 +94,8 @@ def table(rows: list[dict]) -> str:
     lines = markdown.table(["test", "instances", "shards", "orders per shard / permutations", "leak delta",
                    "rejects at 5% [95% CI]", "Oren's code (population sd)"])
     for row in rows:
-        lines.append(f"| {row['test']} | {row['n_instances']} | {row['n_shards'] or '-'} | {row['n_permutations']} "
-                     f"| {row['delta']:g} | {cell(row['lab'])} | {cell(row.get('oren_population_std'))} |")
+        lines.append(markdown.row([row["test"], row["n_instances"], row["n_shards"] or "-", row["n_permutations"],
+                                   f"{row['delta']:g}", cell(row["lab"]), cell(row.get("oren_population_std"))]))
     return "\n".join(lines) + "\n"
 
 

@@ -43,6 +43,7 @@ from contaminate.reports.calibration_product import aa_lines
 from contaminate.reports.headline import SCORES, rate_with_count, rate_with_labelled
 from contaminate.reports.replicas import read_rows
 from detect.detectors import labelled
+from detect.markdown import row as markdown_row
 from detect.markdown import table
 
 LABELS = ("as drawn", "rewritten")  # the pool shift's readings (issue 47), the default
@@ -118,10 +119,10 @@ def recipe_lines(group: str, first: dict, second: dict, labels: tuple[str, str] 
         for unit in units:
             ta, tb = a["thresholds"][unit], b["thresholds"][unit]
             pa, pb = a["per_model"].get(unit, {}), b["per_model"].get(unit, {})
-            lines.append(f"| {unit} | {_arrow(ta['exact'], tb['exact'], '{:.3f}')} | "
-                         f"{_arrow(ta['near_exact'], tb['near_exact'], '{:.3f}')} | "
-                         f"{_arrow(pa.get('non_members'), pb.get('non_members'))} | "
-                         + " | ".join(_arrow(pa.get(f'x{d}'), pb.get(f'x{d}')) for d in doses) + " |")
+            lines.append(markdown_row([unit, _arrow(ta["exact"], tb["exact"], "{:.3f}"),
+                                       _arrow(ta["near_exact"], tb["near_exact"], "{:.3f}"),
+                                       _arrow(pa.get("non_members"), pb.get("non_members")),
+                                       *(_arrow(pa.get(f"x{d}"), pb.get(f"x{d}")) for d in doses)]))
         lines.append("")
     lines += ["The recipe over draws (rates as the calibration's recipe table prints them: a mean over draws, "
               "never narrower than Clopper-Pearson on the instances labelled, in brackets):", "",
@@ -130,8 +131,8 @@ def recipe_lines(group: str, first: dict, second: dict, labels: tuple[str, str] 
     for a, b in pairs:
         for label, c in zip(labels, (a, b)):
             bound = "refused" if c["stated_bound"] is None else f"{c['stated_bound']:.3f}"
-            lines.append(f"| {c['rule_text']} | {label} | {bound} | {rate_with_labelled(c['fpr'])} | "
-                         + " | ".join(rate_with_labelled(c["tpr_by_dose"].get(d)) for d in doses) + " |")
+            lines.append(markdown_row([c["rule_text"], label, bound, rate_with_labelled(c["fpr"]),
+                                       *(rate_with_labelled(c["tpr_by_dose"].get(d)) for d in doses)]))
     lines += ["", f"How far the fitted thresholds move ({lb} minus {la}, within each model; mean and 95% "
                   f"t-interval over {len(units)} draws, from {MIN_UNITS}):", "",
               *table(["rule", "exact >=", "near-exact >="])]
@@ -141,7 +142,7 @@ def recipe_lines(group: str, first: dict, second: dict, labels: tuple[str, str] 
             before, after = ([c["thresholds"][u][label] for u in units] for c in (a, b))
             finite = np.isfinite(before).all() and np.isfinite(after).all()  # a rule without that part: inf
             cells.append(_move_text(move(before, after)) if finite else "- (no such part)")
-        lines.append(f"| {b['rule_text']} | {' | '.join(cells)} |")
+        lines.append(markdown_row([b["rule_text"], *cells]))
     return lines + [""]
 
 
@@ -160,9 +161,9 @@ def logit_lines(group: str, first: dict, second: dict, labels: tuple[str, str] =
     for name in names:
         for budget in budgets:
             at_a, at_b = la[name].get(budget, {}), lb[name].get(budget, {})
-            lines.append(f"| {labelled(name)} | {float(budget):g} | {rate_with_count(at_a.get('non_members'))} | "
-                         f"{rate_with_count(at_b.get('non_members'))} | {rate_with_count(at_a.get(f'x{low}'))} | "
-                         f"{rate_with_count(at_b.get(f'x{low}'))} |")
+            lines.append(markdown_row([labelled(name), f"{float(budget):g}", rate_with_count(at_a.get("non_members")),
+                                       rate_with_count(at_b.get("non_members")), rate_with_count(at_a.get(f"x{low}")),
+                                       rate_with_count(at_b.get(f"x{low}"))]))
     if second.get("aa"):
         lines += ["", f"{group}, A/A rows ({labels[1]}):", "", *aa_lines(second["aa"])]
     return lines + [""]
@@ -185,13 +186,13 @@ def known_answers(folder: Path) -> dict[str, dict]:
     return found
 
 
-def _tail(block: dict | None) -> str:
+def _tail(block: dict | None) -> list[str]:
+    """One reading's four cells of a draw: follow rate, ROUGE-L mean, max and share >= 0.75."""
     if not block or not block["rouge_l"]:
-        return "- | - | - | -"
+        return ["-"] * 4
     values, follow = block["rouge_l"], block["follow"]
     rate = "-" if not follow else f"{follow['follow_rate']:.2f} of {follow['n']}"
-    return (f"{rate} | {np.mean(values):.2f} | {max(values):.2f} | "
-            f"{sum(v >= 0.75 for v in values)}/{len(values)}")
+    return [rate, f"{np.mean(values):.2f}", f"{max(values):.2f}", f"{sum(v >= 0.75 for v in values)}/{len(values)}"]
 
 
 def answer_lines(first_folder: Path, second_folder: Path, labels: tuple[str, str]) -> list[str]:
@@ -205,7 +206,7 @@ def answer_lines(first_folder: Path, second_folder: Path, labels: tuple[str, str
              "true second pieces:", "",
              *table(["draw", *(f"{label} {what}" for label in labels
                                for what in ("follow", "ROUGE-L mean", "max", ">= 0.75"))])]
-    lines += [f"| {unit} | {_tail(first[unit])} | {_tail(second[unit])} |" for unit in units]
+    lines += [markdown_row([unit, *_tail(first[unit]), *_tail(second[unit])]) for unit in units]
     means = [[float(np.mean(block[u]["rouge_l"])) for u in units] for block in (first, second)]
     if len(units) >= MIN_UNITS:
         lines += ["", f"The ROUGE-L mean's move ({labels[1]} minus {labels[0]}, mean and 95% t-interval over "

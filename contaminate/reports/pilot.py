@@ -24,6 +24,7 @@ from pathlib import Path
 import yaml
 
 from contaminate.reports.replicas import kept_runs
+from detect.markdown import row as markdown_row
 from detect.markdown import table
 
 X1_AT_MOST, TOP_AT_LEAST = 0.75, 0.95  # the rule: the loss curve neither saturated at x1 nor flat at the top
@@ -133,14 +134,13 @@ def settings_table(runs: list[dict]) -> list[str]:
                    "rule"])
     for run in runs:
         checkpoint = run["checkpoint"]
-        aucs = " | ".join(_f(group_auc(g)) for g in planted(run))
-        lines.append(f"| {setting(run)} | {checkpoint['steps']} | {run['stream']['training_tokens']:,} | "
-                     f"{checkpoint['train_seconds']:.0f} | {_f(checkpoint.get('final_loss'))} | {aucs} | "
-                     f"{'meets' if meets_rule(run) else '-'} |")
+        lines.append(markdown_row([setting(run), checkpoint["steps"], f"{run['stream']['training_tokens']:,}",
+                                   f"{checkpoint['train_seconds']:.0f}", _f(checkpoint.get("final_loss")),
+                                   *(_f(group_auc(g)) for g in planted(run)), "meets" if meets_rule(run) else "-"]))
     base = next((run for run in runs if run["base_auc"]), None)
     if base is not None:  # every run reads the same groups (one draw): the untouched model's AUC is one row
-        aucs = " | ".join(_f(base["base_auc"].get(g["name"])) for g in planted(base))
-        lines.append(f"| untouched base model, the same groups | - | - | - | - | {aucs} | - |")
+        lines.append(markdown_row(["untouched base model, the same groups", "-", "-", "-", "-",
+                                   *(_f(base["base_auc"].get(g["name"])) for g in planted(base)), "-"]))
     return lines
 
 
@@ -161,7 +161,7 @@ def replicas_table(runs: list[dict]) -> list[str]:
             control = ((planted(run)[0].get("replicas") or {}).get(reading) or {}).get("non_members")
             cells.append("-" if control is None else
                          f"{control['exact']} + {control['near_exact']} / {control['n']} ({never['name']})")
-            lines.append(f"| {setting(run)} | {label} | " + " | ".join(cells) + " |")
+            lines.append(markdown_row([setting(run), label, *cells]))
     return lines
 
 
@@ -170,7 +170,7 @@ def scores_table(run: dict) -> list[str]:
     lines = table(["score", *doses])
     for score in (*SCORES, "rouge_l", "rouge_l_leak"):
         if any(group_auc(g, score) is not None for g in planted(run)):
-            lines.append(f"| {score} | " + " | ".join(_f(group_auc(g, score)) for g in planted(run)) + " |")
+            lines.append(markdown_row([score, *(_f(group_auc(g, score)) for g in planted(run))]))
     return lines
 
 

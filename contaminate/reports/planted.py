@@ -174,12 +174,12 @@ def runs_table(runs: list[dict]) -> list[str]:
     lines = table(["run", "draw", "seed", "training tokens", "steps", "train s", "detect s",
                    *(f"{g['name']} share" for g in runs[0]["groups"] if g["exposures"])])
     for run in runs:
-        shares = " | ".join(f"{g['token_share']:.2%}" for g in run["groups"] if g["exposures"])
         detect = sum(v for k, v in run["timings"].items() if k.startswith("detect_"))
         cached, read = run["members_cached"]
         resumed = f" (resumed: {cached} of {read} groups' members detected earlier)" if cached else ""
-        lines.append(f"| {run['folder']} | {run['draw']} | {run['seed']} | {run['stream']['training_tokens']:,} | "
-                     f"{run['checkpoint']['steps']} | {train_seconds(run):.0f} | {detect:.0f}{resumed} | {shares} |")
+        lines.append(row([run["folder"], run["draw"], run["seed"], f"{run['stream']['training_tokens']:,}",
+                          run["checkpoint"]["steps"], f"{train_seconds(run):.0f}", f"{detect:.0f}{resumed}",
+                          *(f"{g['token_share']:.2%}" for g in run["groups"] if g["exposures"])]))
     trained = sum(train_seconds(run) for run in runs)
     lines += ["", f"{len(runs)} training runs, {trained / 3600:.2f} h of training in all (each checkpoint's "
               f"train_seconds{', the twins included' if any(r.get('control_checkpoint') for r in runs) else ''})."]
@@ -244,7 +244,7 @@ def auc_table(calibration: dict) -> list[str]:
                   *table(["score", *(f"x{d}" for d in doses)])]
         for name in names:
             cells = [interval(block["membership"][dose]["scores"][name]["auc"]) for dose in doses]
-            lines.append(f"| {labelled(name)} | " + " | ".join(cells) + " |")
+            lines.append(row([labelled(name), *cells]))
         # each dose its own family (the calibration's Holm correction runs within a dose): a claim says its dose
         supported = [f"x{dose}: " + "; ".join(found) for dose in doses
                      if (found := (block["membership"][dose].get("comparisons") or {}).get("better"))]

@@ -78,6 +78,7 @@ from contaminate.reports.calibration_regimes import FLOOR_NOTE, fraction, interv
 from contaminate.shift import shift_of
 from detect.detectors import labelled
 from detect.errors import InputError
+from detect.markdown import row as markdown_row
 from detect.markdown import table
 
 SCORES = ("loss", "zlib", "min_k", "min_k_plus", "reference_ratio", "dc_pdd", "loss_raw", "zlib_raw", "min_k_raw",
@@ -679,10 +680,10 @@ def harm_table(h: dict | None) -> list[str]:
     lines: list[str] = []
     lines += ["", f"### Harm: pass@1 on each dose's {h['n']} problems (their own tests), and the gain over the "
                   f"run's x0 group", "", *table(["", *(f"x{d}" for d in sorted(h['pass_at_1']))]),
-              "| pass@1 | " + " | ".join(interval(h["pass_at_1"][d], 3) for d in sorted(h["pass_at_1"])) + " |",
-              "| gain over x0 | " + " | ".join(interval(h["gain"][d], 3) for d in sorted(h["gain"])) + " |",
-              "| problems passed, all runs | " + " | ".join(
-                  f"{h['pass_at_1'][d]['k']}/{h['pass_at_1'][d]['n']}" for d in sorted(h["pass_at_1"])) + " |"]
+              markdown_row(["pass@1", *(interval(h["pass_at_1"][d], 3) for d in sorted(h["pass_at_1"]))]),
+              markdown_row(["gain over x0", *(interval(h["gain"][d], 3) for d in sorted(h["gain"]))]),
+              markdown_row(["problems passed, all runs", *(f"{h['pass_at_1'][d]['k']}/{h['pass_at_1'][d]['n']}"
+                                                            for d in sorted(h["pass_at_1"]))])]
     if h.get("classes"):
         counts = h["classes"]["counts"]
         asked = h["classes"]["prompt_format"]
@@ -712,17 +713,17 @@ def harm_detection_table(h: dict | None) -> list[str]:
                      *(f"TPR {labelled(s)}" for s in scores)])]
     for d in doses:
         block = h["doses"][d]
-        lines.append(f"| x{d} | {_share(block['pass_at_1'])} | {interval(block['gain_untouched'], 3)} | "
-                     f"{interval(block['gain_x0'], 3) if 'gain_x0' in block else '-'} | "
-                     + " | ".join(_share(block["tpr"][s]) for s in scores) + " |")
+        lines.append(markdown_row([f"x{d}", _share(block["pass_at_1"]), interval(block["gain_untouched"], 3),
+                                   interval(block["gain_x0"], 3) if "gain_x0" in block else "-",
+                                   *(_share(block["tpr"][s]) for s in scores)]))
     lines += ["", "The members pooled over runs: detected by the threshold or not, exploited or not.", "",
               *table(["score", "dose", "detected, exploited", "detected, not exploited", "exploited, not detected",
                       "neither"])]
     for s in scores:
         for d in doses:
             t = h["doses"][d]["table"][s]
-            lines.append(f"| {labelled(s)} | x{d} | {t['detected_exploited']} | {t['detected_only']} | "
-                         f"{t['exploited_only']} | {t['neither']} |")
+            lines.append(markdown_row([labelled(s), f"x{d}", t["detected_exploited"], t["detected_only"],
+                                       t["exploited_only"], t["neither"]]))
     return lines
 
 
@@ -734,8 +735,8 @@ def precheck_table(rows: dict | None) -> list[str]:
                 "saw neither (bare-text loss; detect/exchangeability.py: warn at a two-sided Mann-Whitney p <= 0.05)",
             "", *table(["known pool", "AUC, x0 above the pool", "runs warned [Clopper-Pearson]",
                         f"the untouched model's {CONFORMAL_FPR:.0%} threshold on the pool: FPR on x0"]),
-            *(f"| {POOL_NAMES[pool]} | {interval(row['auc'])} | "
-              f"{fraction(row['warned'])} | {_share(row['fpr_untouched'])} |" for pool, row in rows.items())]
+            *(markdown_row([POOL_NAMES[pool], interval(row["auc"]), fraction(row["warned"]),
+                            _share(row["fpr_untouched"])]) for pool, row in rows.items())]
 
 
 def report(found: dict) -> str:
@@ -756,9 +757,9 @@ def report(found: dict) -> str:
                       "told"])]
     for c in found["contrasts"]:
         ci = f"{c['difference']:+.3f}" + ("" if c["low"] is None else f" [{c['low']:+.3f}, {c['high']:+.3f}]")
-        lines.append(f"| {c['dataset']} | x{c['dose']} | {labelled(c['a'])} | {labelled(c['b'])} | {ci} | "
-                     f"{_p(c['p_t'])} | {_p(c['p_t_holm'])} | {_p(c['p_sign_flip'])} | {_p(c['p_sign_flip_holm'])} | "
-                     f"{'yes' if c['told'] else 'no'} |")
+        lines.append(markdown_row([c["dataset"], f"x{c['dose']}", labelled(c["a"]), labelled(c["b"]), ci,
+                                   _p(c["p_t"]), _p(c["p_t_holm"]), _p(c["p_sign_flip"]), _p(c["p_sign_flip_holm"]),
+                                   "yes" if c["told"] else "no"]))
     for dataset, block in found["datasets"].items():
         doses = block["doses"]
         negatives = f"x0 ({block['x0']}) and the known non-members ({block['known']})"
@@ -767,8 +768,7 @@ def report(found: dict) -> str:
                   "rendering reads the leak's exact format (an oracle); `_raw`, the bare text.", "",
                   f"### Within-model AUC by dose: {block['members']} members a dose against {negatives}", "",
                   *table(["score", *(f"x{d}" for d in doses)])]
-        lines += [f"| {labelled(s)} | " + " | ".join(interval(block['auc'][s][d]) for d in doses) + " |"
-                  for s in block["auc"]]
+        lines += [markdown_row([labelled(s), *(interval(block["auc"][s][d]) for d in doses)]) for s in block["auc"]]
         for fpr, scored in block["curve"].items():
             count = block["x0"] + block["known"]
             above = int(math.floor(float(fpr) * count + 1e-9))
@@ -776,7 +776,7 @@ def report(found: dict) -> str:
                       f"their own quantile, not a practitioner's: at most {above} of the {count} negatives above it, "
                       f"so a realised FPR of {above / count:.3f} on them and about {(above + 1) / (count + 1):.3f} "
                       f"expected on a new one)", "", *table(["score", *(f"x{d}" for d in doses)])]
-            lines += [f"| {labelled(s)} | " + " | ".join(interval(scored[s][d]) for d in doses) + " |" for s in scored]
+            lines += [markdown_row([labelled(s), *(interval(scored[s][d]) for d in doses)]) for s in scored]
         lines += ["", f"### The practitioner's threshold: split conformal at {CONFORMAL_FPR:.0%} on the model's own "
                       f"known non-members, as drawn and as each arm rewrote them (contaminate/shift.py)", "",
                   f"At 1% a split-conformal threshold needs 99 known non-members; the runs have {block['known']}.", "",
@@ -789,18 +789,18 @@ def report(found: dict) -> str:
                 if not got:
                     continue
                 if "refused" in got:
-                    lines.append("| " + " | ".join([labelled(s), pool, got["refused"], *["-"] * len(doses)]) + " |")
+                    lines.append(markdown_row([labelled(s), pool, got["refused"], *["-"] * len(doses)]))
                     continue
-                lines.append(f"| {labelled(s)} | {pool} | {_share(got['fpr'])} | "
-                             + " | ".join(_share(got["tpr"][d]) for d in doses) + " |")
+                lines.append(markdown_row([labelled(s), pool, _share(got["fpr"]),
+                                           *(_share(got["tpr"][d]) for d in doses)]))
         lines += ["", "### A/A rows: pools neither trained (or the labels reversed)", "",
                   "AUC of the first pool against the second, and the runs whose one-sided Mann-Whitney test (the first "
                   "higher) rejects at 0.05; exchangeable pools: about 5% of runs.", "",
                   *table(["score", *(f"{name}: {what}" for name in next(iter(block['aa'].values()))
                                      for what in ("AUC", "runs flagged"))])]
         for s, rows in block["aa"].items():
-            lines.append(f"| {labelled(s)} | " + " | ".join(f"{interval(r['auc'])} | {fraction(r['flagged'])}"
-                                                            for r in rows.values()) + " |")
+            lines.append(markdown_row([labelled(s), *(text for r in rows.values()
+                                                      for text in (interval(r["auc"]), fraction(r["flagged"])))]))
         lines += precheck_table(block.get("precheck"))
         lines += harm_table(block["harm"])
         lines += harm_detection_table(block.get("harm_detection"))
@@ -808,8 +808,8 @@ def report(found: dict) -> str:
                                          "planted run s", "shifted pool s"])]
     for name, cost in found["cost"].items():
         share = "-" if cost.get("planted_share") is None else f"{cost['planted_share']:.1%}"
-        lines.append(f"| {name} | {cost['training_tokens']:,} | {share} | {cost['steps']} | {cost['train_s']} | "
-                     f"{cost['total_s']} | {cost['shifted_s'] if cost['shifted_s'] is not None else '-'} |")
+        lines.append(markdown_row([name, f"{cost['training_tokens']:,}", share, cost["steps"], cost["train_s"],
+                                   cost["total_s"], cost["shifted_s"] if cost["shifted_s"] is not None else "-"]))
     return "\n".join(lines) + "\n"
 
 
@@ -826,12 +826,11 @@ def status(runs: Sequence[PowerRun]) -> str:
         shifted = ", ".join(a for a, pool in ARM_POOLS.items() if any(pool in pools for pools in r.pools.values())) \
             or "-"
         passed = next(iter(r.pass_at_1.values()), {})
-        lines.append(f"| {r.name} | {r.draw} | {r.seed} | {r.precision or '-'} | {r.background or '-'} | "
-                     f"{c['training_tokens']:,} | "
-                     f"{c['planted_share']:.1%} | {c['train_s']} | {c['total_s']} | "
-                     f"{c['shifted_s'] if c['shifted_s'] is not None else '-'} | "
-                     f"{shifted} | " + " | ".join(f"{passed[d]['passed']}/{passed[d]['n']}" if d in passed else "-"
-                                                  for d in doses) + " |")
+        lines.append(markdown_row([r.name, r.draw, r.seed, r.precision or "-", r.background or "-",
+                                   f"{c['training_tokens']:,}", f"{c['planted_share']:.1%}", c["train_s"], c["total_s"],
+                                   c["shifted_s"] if c["shifted_s"] is not None else "-", shifted,
+                                   *(f"{passed[d]['passed']}/{passed[d]['n']}" if d in passed else "-"
+                                     for d in doses)]))
     note = backgrounds_note(runs)
     return "\n".join(lines + ([] if note is None else ["", note])) + "\n"
 

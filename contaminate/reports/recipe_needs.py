@@ -20,8 +20,7 @@ def table() -> str:
     columns = [(m, b) for m in SIZES for b in BUDGETS]
     lines = markdown.table(["rule (of m)", *(f"m = {m}, FPR <= {b:g}" for m, b in columns)])
     for rule in RULES:
-        needs = " | ".join(f"{rule_needs(m, rule, b):,}" for m, b in columns)
-        lines.append(f"| {rule_text(rule, 'm')} | {needs} |")
+        lines.append(markdown.row([rule_text(rule, "m"), *(f"{rule_needs(m, rule, b):,}" for m, b in columns)]))
     return "\n".join(lines) + "\n"
 
 

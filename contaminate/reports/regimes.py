@@ -14,6 +14,7 @@ import argparse
 import json
 from pathlib import Path
 
+from detect.markdown import row as markdown_row
 from detect.markdown import table
 
 
@@ -67,15 +68,15 @@ def main() -> None:
                            "blind AUC", "train s", "study s"])))
     for values in rows:
         cells = [" / ".join("C" if flagged else "-" for flagged in three) for three in values["verdicts"].values()]
-        print(f"| {values['exposures']} | {values['share']} | {values['tokens']} | {values['loss']} | "
-              + " | ".join(cells) + f" | {values['blind']} | {values['train_s']:.0f} | {values['total_s']:.0f} |")
+        print(markdown_row([values["exposures"], values["share"], values["tokens"], values["loss"], *cells,
+                            values["blind"], f"{values['train_s']:.0f}", f"{values['total_s']:.0f}"]))
     print("\nEach detector: its verdict on the members under the contaminated model / the non-members under the "
           "contaminated model / the members under the control (C: contaminated, -: clean; right is C / - / - at "
           "exposures >= 1, - / - / - at 0).\n")
     scores = list(rows[0]["aucs"])
     print("\n".join(table(["exposures", *(f"{score} AUC" for score in scores)])))
     for values in rows:
-        print(f"| {values['exposures']} | " + " | ".join(f"{values['aucs'][score]:.2f}" for score in scores) + " |")
+        print(markdown_row([values["exposures"], *(f"{values['aucs'][score]:.2f}" for score in scores)]))
     print("\nLogit scores: AUC of the members against the non-members under the contaminated model "
           "(its guided rows, sample.n_detect of each).")
 

@@ -26,6 +26,7 @@ from typing import Iterator
 import yaml
 
 from contaminate.planted import answers, replicas
+from detect.markdown import row as markdown_row
 from detect.markdown import table
 
 MIN_EXACT, MIN_NEAR_EXACT = 1, 2  # Algorithm 2's rule on a group (conf/detect/default.yaml alg2)
@@ -179,8 +180,8 @@ def dataset_table(runs: list[dict], dataset: str) -> list[str]:
             control = (planted[0]["replicas"].get(key) or {}).get("non_members") if planted else None
             known = (planted[0]["replicas"].get(key) or {}).get("known_non_members") if planted else None
             named = f" ({never['name']})" if never and control else ""
-            lines.append(f"| {setting} | {label} | {follow(groups, key, 'known_non_members')} | " + " | ".join(cells)
-                         + f" | {counts(control)}{named} | {counts(known)} | {smallest_dose(groups, key)} |")
+            lines.append(markdown_row([setting, label, follow(groups, key, "known_non_members"), *cells,
+                                       f"{counts(control)}{named}", counts(known), smallest_dose(groups, key)]))
     return lines
 
 
@@ -190,8 +191,8 @@ def main(folder: str) -> str:
     lines = ["## Runs", "", *table(["setting", "reading", "steps", "training tokens", "train s", "post-train s"])]
     for run in runs:
         post = "-" if run["post_train_seconds"] is None else f"{run['post_train_seconds']:.0f}"
-        lines.append(f"| lr {run['learning_rate']:g}, {run['batch_size']} a batch | {run['reading']} | "
-                     f"{run['steps']} | {run['training_tokens']:,} | {run['train_seconds']:.0f} | {post} |")
+        lines.append(markdown_row([f"lr {run['learning_rate']:g}, {run['batch_size']} a batch", run["reading"],
+                                   run["steps"], f"{run['training_tokens']:,}", f"{run['train_seconds']:.0f}", post]))
     for dataset in datasets:
         shares = ", ".join(f"x{g['exposures']} {g['token_share']:.2%}" for g in runs[0]["groups"]
                            if g["dataset"] == dataset and g["exposures"] and g.get("token_share") is not None)
@@ -211,8 +212,8 @@ def main(folder: str) -> str:
             values = run["known_rouge_l"].get(dataset) or []
             cells += ([f"{sum(values) / len(values):.2f}", f"{max(values):.2f}",
                        f"{sum(v >= 0.75 for v in values)}/{len(values)}"] if values else ["-"] * 3)
-        lines.append(f"| lr {run['learning_rate']:g}, {run['batch_size']} a batch | {run['reading']} | "
-                     + " | ".join(cells) + " |")
+        lines.append(markdown_row([f"lr {run['learning_rate']:g}, {run['batch_size']} a batch", run["reading"],
+                                   *cells]))
     return "\n".join(lines) + "\n"
 
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from detect.detectors.time_travel.follow import shots_text
-from detect.markdown import table
+from detect.markdown import row, table
 
 CELLS = ("contaminated_x_members", "contaminated_x_non_members", "contaminated_x_other_split", "clean_x_members",
          "clean_x_non_members")  # contaminate/study.py's CELLS, in its order
@@ -53,9 +53,8 @@ def verdict_table(summary: dict) -> list[str]:
         alg2, rouge = cell["alg2"], cell["alg1"]["rouge_l"]
         fitted = [f"{recipe[name]['exact']} / {recipe[name]['near_exact']}, {verdict_text(cell, recipe[name])}"
                   if name in recipe else "-"] if recipe else []
-        lines.append(f"| {label} | {alg2['exact']} | {alg2['near_exact']} | {verdict_text(cell, alg2)} | "
-                     + "".join(f"{text} | " for text in fitted)
-                     + f"{rouge['guided_mean']:.2f} / {rouge['general_mean']:.2f} ({rouge['p_value']:.3f}) |")
+        lines.append(row([label, alg2["exact"], alg2["near_exact"], verdict_text(cell, alg2), *fitted,
+                          f"{rouge['guided_mean']:.2f} / {rouge['general_mean']:.2f} ({rouge['p_value']:.3f})"]))
     return lines
 
 

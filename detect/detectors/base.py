@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple, Sequence
 
 from detect.datasets import Example
+from detect.markdown import table
 
 LEVELS = ("instance", "partition")
 NEEDS = ("generations", "judge", "logits", "moments", "token_ids", "reference", "pool", "heldout")
@@ -192,8 +193,7 @@ class Detector:
         if not cls.scores:
             return []
         return [f"## {cls.title or cls.name} (mean over the instances; higher = more likely seen in training)", "",
-                "| " + " | ".join(block) + " |", "|" + "---|" * len(block),
-                "| " + " | ".join(f"{value:.3f}" for value in block.values()) + " |", ""]
+                *table(list(block), [[f"{value:.3f}" for value in block.values()]]), ""]
 
     @classmethod
     def study_section(cls, cells: dict[str, dict], manifest: dict) -> list[str]:

@@ -19,7 +19,7 @@ from typing import Sequence
 from detect.detectors.base import Detector, Evidence, verdict
 from detect.detectors.time_travel.stats import bootstrap_test
 from detect.judges.threshold import alg2_verdict, thresholds_line
-from detect.markdown import table
+from detect.markdown import row, table
 from detect.validate import FRACTION, Range
 
 SCORES = ("rouge_l", "semantic")  # the generation scores on every row; Algorithm 1 tests each
@@ -74,8 +74,8 @@ class Algorithm1(Detector):
         lines = ["## Algorithm 1 (guided vs general, one-sided bootstrap)", "",
                  *table(["score", "guided mean", "general mean", "p-value", "contaminated"])]
         for score, result in block.items():
-            lines.append(f"| {score} | {result['guided_mean']:.3f} | {result['general_mean']:.3f} | "
-                         f"{result['p_value']:.4f} | {'yes' if result['significant'] else 'no'} |")
+            lines.append(row([score, f"{result['guided_mean']:.3f}", f"{result['general_mean']:.3f}",
+                              f"{result['p_value']:.4f}", "yes" if result["significant"] else "no"]))
         return lines + [""]
 
 
@@ -147,9 +147,8 @@ class Algorithm2(Detector):
             block = cell.get(cls.name)
             if block is None:
                 continue
-            lines.append(f"| {name} | {cell['instances']} ({cell['split']}) | {cell['ground_truth']} | "
-                         f"{block['exact']} | {block['near_exact']} | "
-                         f"{verdict(block['contaminated'], cell['correct'][cls.name])} |")
+            lines.append(row([name, f"{cell['instances']} ({cell['split']})", cell["ground_truth"], block["exact"],
+                              block["near_exact"], verdict(block["contaminated"], cell["correct"][cls.name])]))
         return lines
 
 
