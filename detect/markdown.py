@@ -15,3 +15,10 @@ def row(cells: Iterable[object]) -> str:
 def table(header: Sequence[object], rows: Iterable[Iterable[object]] = ()) -> list[str]:
     """A table's lines: the header, its rule, a line a row (rows may be added later with ``row``)."""
     return [row(header), "|" + "---|" * len(header), *(row(cells) for cells in rows)]
+
+
+def interval_text(estimate: object, low: object, high: object, spec: str = ".2f") -> str:
+    """An estimate with its interval, the one way the lab writes it: ``"0.17 [0.00, 0.60]"`` (``spec`` formats all
+    three: ``"+.3f"`` gives ``"+0.080 [-0.009, +0.169]"``). Numbers a caller formats itself (``"never"``, a count)
+    pass as text with ``spec=""``."""
+    return f"{estimate:{spec}} [{low:{spec}}, {high:{spec}}]"

@@ -512,6 +512,29 @@ def test_every_markdown_table_goes_through_one_helper():
     assert not by_hand, f"write these rows with detect.markdown.row (or table): {by_hand}"
 
 
+def test_every_interval_goes_through_one_helper():
+    """Issue 70 item 4: "estimate [low, high]" is written by detect/markdown.py's interval_text, the same format spec
+    on all three numbers; no module of the lab builds "[{low}, {high}]" by hand beside it (a count "k/n [low, high]"
+    excepted: its estimate is no number in the bounds' format)."""
+    from detect.markdown import interval_text
+
+    assert interval_text(0.1666, 0.0, 0.6) == "0.17 [0.00, 0.60]"
+    assert interval_text(0.08, -0.0091, 0.1694, "+.3f") == "+0.080 [-0.009, +0.169]"
+    assert interval_text(0.8125, 0.62, 0.95049, ".3f") == "0.812 [0.620, 0.950]"
+    assert interval_text(1, 0.5, 1.0, ".3f") == "1.000 [0.500, 1.000]"
+    assert interval_text("0.50", "0.12", "never", spec="") == "0.50 [0.12, never]"  # formatted by the caller
+
+    by_hand = re.compile(r"\[\{[^}]*low[^}]*\}, \{[^}]*high")
+    allowed = {"contaminate/reports/calibration_regimes.py": 1}  # fraction: "3/6 [0.12, 0.88]"
+    found = {}
+    for package in ("detect", "contaminate"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            count = len(by_hand.findall(path.read_text()))
+            if count > allowed.get(str(path.relative_to(ROOT)), 0):
+                found[str(path.relative_to(ROOT))] = count
+    assert not found, f"write these intervals with detect.markdown.interval_text: {found}"
+
+
 def test_the_readme_headline_states_each_studys_planted_share_of_the_training_tokens():
     """Issue 47 item 6: every headline names its regime by the planted share of the training tokens, as the
     committed runs' plant.json (or the power profile's kept run.json) counted it (``planted_share_text``)."""

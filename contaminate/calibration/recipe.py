@@ -47,6 +47,7 @@ from contaminate.calibration.statistics import (
 )
 from detect.errors import InputError
 from detect.judges.recipe import PAPER_RULE, fit_recipe, label, rule_text
+from detect.markdown import interval_text
 
 SIZES = (50, 100, 200)   # fewer known non-members than a study read: how the recipe fares with what a user may have
 SUBSETS = 10              # seeded subsets of each size, per model (their rates averaged)
@@ -329,9 +330,9 @@ def rates_text(summary: dict | None, fmt: Callable[[float], str] = lambda v: f"{
         return "-"
     if summary.get("low") is None:
         return f"{fmt(summary['estimate'])} (no interval: {summary['unit']})"
+    interval = interval_text(*(fmt(summary[key]) for key in ("estimate", "low", "high")), spec="")
     if summary.get("method") == "Clopper-Pearson":  # k of n models, each flagged or not
         p = summary.get("p_over_bound")
         against = "" if p is None else f"; p {p:.3f} over the bound"
-        return (f"{summary['k']}/{summary['n']} {fmt(summary['estimate'])} [{fmt(summary['low'])}, "
-                f"{fmt(summary['high'])}] (Clopper-Pearson{against})")
-    return f"{fmt(summary['estimate'])} [{fmt(summary['low'])}, {fmt(summary['high'])}]"
+        return f"{summary['k']}/{summary['n']} {interval} (Clopper-Pearson{against})"
+    return interval

@@ -28,8 +28,8 @@ from scipy.stats import binomtest
 from contaminate.calibration.statistics import clopper_pearson, holm
 from detect.judges.recipe import fit_recipe, label
 from detect.judges.threshold import ThresholdJudge, best_prefix_exact_score, exact_score
+from detect.markdown import interval_text, table
 from detect.markdown import row as markdown_row
-from detect.markdown import table
 
 PARTITION, RULE, BUDGET = 10, (1, 2), 0.05
 MEMBERS, KNOWN = "contaminated_x_members", "contaminated_x_known_non_members"
@@ -110,7 +110,7 @@ def read(runs: list[dict]) -> dict:
 
 def rate(k: int, n: int) -> str:
     ci = clopper_pearson(k, n)
-    return f"{k}/{n} ({ci['rate']:.2f} [{ci['low']:.2f}, {ci['high']:.2f}])" if n else "-"
+    return f"{k}/{n} ({interval_text(ci['rate'], ci['low'], ci['high'])})" if n else "-"
 
 
 def tables(runs: list[dict]) -> list[str]:

@@ -22,8 +22,8 @@ from contaminate.calibration.statistics import Unit, auc, share_floor, unit_inte
 from contaminate.reports.calibration_product import product_sections
 from contaminate.reports.calibration_regimes import error_bars, regime_details, regime_headline
 from detect.detectors import labelled
+from detect.markdown import interval_text, table
 from detect.markdown import row as markdown_row
-from detect.markdown import table
 
 EXPOSURE = "exposures"  # exposures where a study counted them, else epochs (studies.condition_of)
 MAX_DOSE_VARIANTS = 3  # conditions per dose beyond which the pooled dose-response plot is skipped
@@ -257,7 +257,7 @@ def ranking_section(result: Calibration) -> list[str]:
             return "-"
         if r["auc_within_model_low"] is None:
             return f"{r['auc_within_model']:.3f} (no interval: {within.get('unit', '')})"
-        return f"{r['auc_within_model']:.3f} [{r['auc_within_model_low']:.3f}, {r['auc_within_model_high']:.3f}]"
+        return interval_text(r["auc_within_model"], r["auc_within_model_low"], r["auc_within_model_high"], ".3f")
 
     def within_tpr(r):
         value = r.get("tpr_at_0.01_fpr_within_model")
@@ -273,7 +273,7 @@ def ranking_section(result: Calibration) -> list[str]:
                   f"the best replica ROUGE-L, the sharded test 1 - p. Cells of one model are not independent: no "
                   f"difference between these is claimed.", "",
                   *table(["detector", "needs", "cross-model AUC [cell bootstrap]", "TPR at 5% FPR"])]
-        lines += [markdown_row([r["detector"], r["needs"], f"{r['auc']:.3f} [{r['auc_low']:.3f}, {r['auc_high']:.3f}]",
+        lines += [markdown_row([r["detector"], r["needs"], interval_text(r["auc"], r["auc_low"], r["auc_high"], ".3f"),
                                 f"{r['tpr_at_0.05_fpr']:.2f}"]) for r in ranking["partition"]]
     return lines + [""]
 
@@ -281,7 +281,7 @@ def ranking_section(result: Calibration) -> list[str]:
 def _interval(summary: dict) -> str:
     if summary["mean"] is None:
         return "-"
-    return f"{summary['mean']:.2f} [{summary['low']:.2f}, {summary['high']:.2f}]"
+    return interval_text(summary["mean"], summary["low"], summary["high"])
 
 
 def reference_section(sources) -> list[str]:
@@ -360,7 +360,7 @@ def cross_model_lines(result: Calibration) -> list[str]:
     ]
     for score, block in result.instance.items():
         ci = block["auc_ci"]
-        lines.append(markdown_row([score, f"{block['auc']:.3f} [{ci['low']:.3f}, {ci['high']:.3f}]",
+        lines.append(markdown_row([score, interval_text(block["auc"], ci["low"], ci["high"], ".3f"),
                                    f"{block['tpr_at_fpr']['0.01']:.2f}", f"{block['tpr_at_fpr']['0.05']:.2f}"]))
     unit = next(iter(result.instance.values()))["auc_ci"]["unit"]
     lines += ["", f"`<score>_gain` is guided minus general (an instance-level Algorithm 1). Intervals: "

@@ -45,7 +45,7 @@ def interval(block: dict | None, digits: int = 2) -> str:
         return _num(block["estimate"], digits) + ("" if draws is None else
                                                  f" ({draws} draw{'s' * (draws != 1)}: no interval)")
     floored = FLOORED if str(block.get("method", "")).startswith("normal floor") else ""
-    return f"{_num(block['estimate'], digits)} [{_num(block['low'], digits)}, {_num(block['high'], digits)}]{floored}"
+    return markdown.interval_text(*(_num(block[key], digits) for key in ("estimate", "low", "high")), spec="") + floored
 
 
 FLOORED = "†"  # beside an interval whose width the instance-level floor set, not the t over draws
@@ -108,7 +108,8 @@ def membership_section(by_regime: dict) -> list[str]:
 def blind_text(blind: dict | None) -> str:
     if blind is None:
         return "Blind baseline: not in these studies' summaries."
-    auc = f"{blind['auc']:.2f}" + ("" if blind["low"] is None else f" [{blind['low']:.2f}, {blind['high']:.2f}]")
+    auc = (f"{blind['auc']:.2f}" if blind["low"] is None
+           else markdown.interval_text(blind["auc"], blind["low"], blind["high"]))
     critical = [c for c in blind["critical_auc"] if c is not None]
     rejectable = "" if not critical else (
         f"; the smallest AUC a draw's sample could have rejected at p < 0.05 (its permutation null's 95th percentile): "

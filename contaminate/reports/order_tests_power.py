@@ -89,7 +89,7 @@ def run(replications: int, seed: int) -> list[dict]:
 def table(rows: list[dict]) -> str:
     """The markdown table of ``rows`` (docs/detectors.md includes it; tests/test_docs.py checks it is current)."""
     def cell(found: dict | None) -> str:
-        return "" if found is None else f"{found['rate']:.3f} [{found['low']:.3f}, {found['high']:.3f}]"
+        return "" if found is None else markdown.interval_text(found["rate"], found["low"], found["high"], ".3f")
 
     lines = markdown.table(["test", "instances", "shards", "orders per shard / permutations", "leak delta",
                    "rejects at 5% [95% CI]", "Oren's code (population sd)"])

@@ -43,8 +43,8 @@ from contaminate.reports.calibration_product import aa_lines
 from contaminate.reports.headline import SCORES, rate_with_count, rate_with_labelled
 from contaminate.reports.replicas import read_rows
 from detect.detectors import labelled
+from detect.markdown import interval_text, table
 from detect.markdown import row as markdown_row
-from detect.markdown import table
 
 LABELS = ("as drawn", "rewritten")  # the pool shift's readings (issue 47), the default
 
@@ -94,7 +94,7 @@ def move(before: list[float], after: list[float]) -> dict:
 def _move_text(m: dict) -> str:
     if m["n"] < MIN_UNITS:  # as every table of the lab: no interval over fewer draws (t on 2 spans +-12.7 SE)
         return f"{m['estimate']:+.3f} (no interval: {m['n']} draw{'s' * (m['n'] != 1)})"
-    return f"{m['estimate']:+.3f} [{m['low']:+.3f}, {m['high']:+.3f}]"
+    return interval_text(m["estimate"], m["low"], m["high"], "+.3f")
 
 
 def recipe_lines(group: str, first: dict, second: dict, labels: tuple[str, str] = LABELS) -> list[str]:

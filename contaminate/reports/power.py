@@ -78,8 +78,8 @@ from contaminate.reports.calibration_regimes import FLOOR_NOTE, fraction, interv
 from contaminate.shift import shift_of
 from detect.detectors import labelled
 from detect.errors import InputError
+from detect.markdown import interval_text, table
 from detect.markdown import row as markdown_row
-from detect.markdown import table
 
 SCORES = ("loss", "zlib", "min_k", "min_k_plus", "reference_ratio", "dc_pdd", "loss_raw", "zlib_raw", "min_k_raw",
           "min_k_plus_raw", "reference_ratio_raw")
@@ -756,7 +756,8 @@ def report(found: dict) -> str:
               *table(["dataset", "dose", "a", "b", "a - b [95% CI]", "paired t p", "Holm", "sign-flip p", "Holm",
                       "told"])]
     for c in found["contrasts"]:
-        ci = f"{c['difference']:+.3f}" + ("" if c["low"] is None else f" [{c['low']:+.3f}, {c['high']:+.3f}]")
+        ci = (f"{c['difference']:+.3f}" if c["low"] is None
+              else interval_text(c["difference"], c["low"], c["high"], "+.3f"))
         lines.append(markdown_row([c["dataset"], f"x{c['dose']}", labelled(c["a"]), labelled(c["b"]), ci,
                                    _p(c["p_t"]), _p(c["p_t_holm"]), _p(c["p_sign_flip"]), _p(c["p_sign_flip_holm"]),
                                    "yes" if c["told"] else "no"]))

@@ -14,8 +14,8 @@ import argparse
 import json
 from pathlib import Path
 
+from detect.markdown import interval_text, table
 from detect.markdown import row as markdown_row
-from detect.markdown import table
 
 
 def instance_aucs(folder: Path) -> dict[str, float]:
@@ -53,7 +53,7 @@ def row(folder: Path) -> tuple[tuple, dict]:
         "loss": f"{checkpoint['first_loss']:.2f} -> {checkpoint['final_loss']:.2f}",
         "verdicts": {name: (members[name], non_members[name], control[name]) for name in members},
         "aucs": instance_aucs(folder),
-        "blind": f"{blind['auc']:.2f} [{blind['low']:.2f}, {blind['high']:.2f}]" if blind else "-",
+        "blind": interval_text(blind["auc"], blind["low"], blind["high"]) if blind else "-",
         "train_s": manifest["timings"].get("train_s"), "total_s": manifest["timings"]["total_s"],
     }
 

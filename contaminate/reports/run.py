@@ -11,7 +11,7 @@ from pathlib import Path
 
 from detect.detectors import read_back
 from detect.detectors.time_travel.follow import CLASSES, follow_text, formats_text
-from detect.markdown import row, table
+from detect.markdown import interval_text, row, table
 from detect.pipeline import uninformative
 
 
@@ -250,7 +250,7 @@ def write_report(path: Path, summary: dict, manifest: dict) -> None:
         repeated = f", repeated {blind['repeats']} times" if "repeats" in blind else ""
         lines += ["", f"Blind baseline (the texts alone, no model: {blind['features']}, {blind['classifier']}, "
                       f"{blind['folds']}-fold cross-validation{repeated}): members vs "
-                      f"non-members AUC {blind['auc']:.2f} [{blind['low']:.2f}, {blind['high']:.2f}]." + null
+                      f"non-members AUC {interval_text(blind['auc'], blind['low'], blind['high'])}." + null
                   + (" **Warning: the texts alone separate the members from the non-members, so the detectors' "
                      "numbers cannot be read as membership.**" if blind["biased"] else
                      " The split is not separable without the model at this size, as a random split should be.")]

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from contaminate.calibration.statistics import clopper_pearson
-from detect.markdown import table
+from detect.markdown import interval_text, table
 
 UNTOUCHED = "untouched"
 BAR = 0.5  # detect.follow.min_rate's default
@@ -88,7 +88,7 @@ def spread(found: dict[str, dict[str, dict[str, dict]]]) -> dict[str, dict[str, 
 def rate(k: int, n: int) -> str:
     """"0.30 [0.17, 0.47]": a share of instances with its Clopper-Pearson 95% interval."""
     ci = clopper_pearson(k, n)
-    return f"{k / n:.2f} [{ci['low']:.2f}, {ci['high']:.2f}]"
+    return interval_text(k / n, ci["low"], ci["high"])
 
 
 def verdict(flagged: bool, is_informative: bool) -> str:

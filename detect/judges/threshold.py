@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from detect.errors import InputError
+from detect.markdown import interval_text
 
 LABELS = ("exact", "near_exact", "none", "unparseable")  # unparseable: an LLM judge's answer that was neither
 _PUNCTUATION = re.compile(f"[{re.escape(string.punctuation)}\u2018\u2019\u201c\u201d]")
@@ -168,8 +169,8 @@ def card_line(card: Mapping) -> str:
     """What a loaded card rests on, in one line (the report and the console say it beside the verdict)."""
     rests = card["rests_on"]
     held = (card.get("held_out") or {}).get("fpr") or {}
-    fpr = "-" if held.get("estimate") is None else f"{held['estimate']:.2f}" + (
-        "" if held.get("low") is None else f" [{held['low']:.2f}, {held['high']:.2f}]")
+    fpr = ("-" if held.get("estimate") is None else f"{held['estimate']:.2f}" if held.get("low") is None
+           else interval_text(held["estimate"], held["low"], held["high"]))
     known = "/".join(map(str, rests["known_non_members_per_model"]))
     return (f"threshold card ({rests['regime']}, {rests['dataset']}, {rests['model']}; {rests['unit']}, {known} "
             f"known non-members each): exact >= {card['exact_threshold']:.3f}, near-exact {card['score']} >= "
