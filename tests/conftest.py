@@ -22,18 +22,6 @@ from servers import free_port, pytest_runtest_makereport, serving  # noqa: E402,
 
 from detect.cli import CONF_DIR  # noqa: E402
 
-# The suite's wall time is its busier worker's: a long test started last runs alone while the other worker idles
-# (.ci/run at 1f38b22: the three below took 200, 190 and 123 s, and 746 tests 20 min 35 s in all). So the longest
-# run first, then the other slow ones, and the fast tests (about 0.5 s each) fill the tail on both workers.
-LONGEST = ("test_a_small_planted_run_on_gemma_reads_every_stage_raw_and_its_pass_at_1",
-           "test_study_on_the_embedded_model_with_a_small_dose",
-           "test_a_study_judged_by_an_llm_gets_an_agreement_report")
-
-
-def pytest_collection_modifyitems(config, items):
-    """Slow tests before fast ones, the longest first (a stable sort: the order is otherwise the files')."""
-    items.sort(key=lambda item: (item.get_closest_marker("slow") is None, item.originalname not in LONGEST))
-
 
 @pytest.fixture
 def compose_config():
