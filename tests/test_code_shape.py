@@ -20,28 +20,15 @@ def test_no_function_is_over_80_lines():
     assert not long, "split into stages: " + "; ".join(long)
 
 
-def _module(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def _imports(package: str) -> tuple[dict[str, set[str]], list[str]]:
-    """Each module's imports of other modules of ``package`` (at the top or inside a function: a lazy import is
-    still a dependency), and every private name one module imports from another."""
-    modules = {_module(path): path for path in (ROOT / package).rglob("*.py")}
-    graph, private = {name: set() for name in modules}, []
-    for name, path in modules.items():
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                for alias in node.names:
-                    target = next((m for m in (f"{node.module}.{alias.name}", node.module) if m in modules), None)
-                    if target and target != name:
-                        graph[name].add(target)
-                    if node.module in modules and alias.name.startswith("_") and not alias.name.startswith("__"):
-                        private.append(f"{name} imports {node.module}.{alias.name}")
-            elif isinstance(node, ast.Import):
-                graph[name].update(alias.name for alias in node.names if alias.name in modules and alias.name != name)
-    return graph, private
+def _private(modules: dict[str, str]) -> list[str]:
+    """Every private name one module of the package imports from another."""
+    found = []
+    for name, text in modules.items():
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ImportFrom) and node.module in modules:
+                found += [f"{name} imports {node.module}.{alias.name}" for alias in node.names
+                          if alias.name.startswith("_") and not alias.name.startswith("__")]
+    return found
 
 
 def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -66,9 +53,12 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_no_import_circle_and_no_private_name_crosses_a_module():
     """contaminate/ and detect/ import in one direction (contaminate/run.py -> planted -> study -> checkpoints, ...):
     a circle, lazy imports included, and a module reaching into another's private names fail here."""
+    from code_layout import Tree, every_import
+
+    tree = Tree()
     for package in ("contaminate", "detect"):
-        graph, private = _imports(package)
-        circles = _circles(graph)
+        modules = tree.sources(package)
+        circles, private = _circles(every_import(modules)), _private(modules)
         assert not circles, f"import circles in {package}/: " + "; ".join(" -> ".join(c) for c in circles)
         assert not private, "private names imported across modules: " + "; ".join(private)
 
@@ -95,7 +85,7 @@ def test_the_layout_counts_in_the_docs_are_the_scripts_own():
 def test_a_lazy_import_up_a_floor_is_found():
     """The layout's definitions on hand-made modules: ``low`` imports nothing at module level (floor 1) and ``high``
     (floor 2, over ``low``) lazily; an entry point's lazy import is left out."""
-    from code_layout import config_reach, floors, imports, up_a_floor
+    from code_layout import config_reach, every_import, floors, imports, up_a_floor
 
     modules = {"p.low": "def f():\n    from p.high import g\n", "p.high": "import p.low\n",
                "p.__main__": "def main():\n    from p.high import g\n",
@@ -103,5 +93,7 @@ def test_a_lazy_import_up_a_floor_is_found():
     graph, lazy = imports(modules)
     assert floors(graph) == {"p.low": 1, "p.high": 2, "p.__main__": 1, "p.stage": 1}
     assert sorted(lazy) == [("p.__main__", "p.high", 2), ("p.low", "p.high", 2)]
-    assert up_a_floor(modules) == ["p.low:2 -> p.high (floor 1 -> 2)"]
+    assert up_a_floor(graph, lazy) == ["p.low:2 -> p.high (floor 1 -> 2)"]
+    assert every_import(modules) == {"p.low": {"p.high"}, "p.high": {"p.low"}, "p.__main__": {"p.high"},
+                                     "p.stage": set()}  # a circle through a lazy import: test_no_import_circle
     assert config_reach(modules) == {"takes": ["p.stage.run"], "reads": ["p.stage.run"], "yaml": ["p.stage:2"]}
