@@ -48,11 +48,11 @@ def one(detector: str, scale: int) -> dict:
             "+experiment=power_cpu", *(f"{key}={value}" for key, value in params.items()), "seed=0",
             f"background.max_tokens={base * scale}"])
     run = Run(cfg, placement_from(cfg.runtime))
-    run.sample()
-    planted = run.plan()  # the stream as the run would train it; nothing is trained
-    stream = list(planted.stream)
+    draw = run.sample()
+    plan = run.plan(draw)  # the stream as the run would train it; nothing is trained
+    stream = list(plan.regime.stream)
     background = [document for document in stream if not document.members]
-    tokens = TokenUnits(run.tokenizer)
+    tokens = TokenUnits(plan.tokenizer)
     lengths = [len(ids) for i in range(0, len(background), 64)
                for ids in tokens.many([d.text for d in background[i:i + 64]])]
     novel = sum(lengths)
@@ -74,7 +74,7 @@ def one(detector: str, scale: int) -> dict:
                                                       "enabled": True}},
                              "batch_size": node.batch_size})
     started = time.perf_counter()
-    block = planted_decontamination(stream, run.draw, run.design.groups, run.datasets, only, tokenizer=run.tokenizer,
+    block = planted_decontamination(stream, draw, run.design.groups, run.datasets, only, tokenizer=plan.tokenizer,
                                     seed=0, formats={})
     seconds = time.perf_counter() - started
     found = block["detectors"][detector]

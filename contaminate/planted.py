@@ -46,7 +46,7 @@ from contaminate.regime.plant import PlantedGroup, control_group, group_position
 from contaminate.regime.stream import Document, build_stream, stream_counts
 from contaminate.reports.planted import ANSWER_POOLS, plant_report
 from contaminate.sampling import PLANT_FIX, GroupDraw, Sampled
-from contaminate.study import contaminate
+from contaminate.study import Plan, contaminate
 from contaminate.study_models import StudyModels
 from detect.datasets import Example
 from detect.detectors import instance_scores
@@ -318,49 +318,43 @@ class PlantedStream:
         self.pairs = [(g, control_group(self.groups, g)) for g in self.trained]  # each studied against its x0
         self.controls = None  # the other split's pool: as large as each dataset's first never-planted group
 
-    def plan(self, run) -> PlantedRegime:
-        """The planted stream: each group's documents among the background, where they fell, the control's."""
-        setup = run.setup
-        cfg = self.cfg
-        if self.pass_at_1:  # pass@1 in chat asks the base model's template: one line before anything trains
-            check_prompt_format(self.harm_options["prompt_format"], TemplateOf(run.tokenizer))
-        self.planted = plan_planted(cfg.plant, run.draw, self.groups, run.tokenizer, setup.background, setup.format,
-                                    run.layouts, run.datasets, seed=cfg.seed,
-                                    max_length=cfg.contaminate.get("max_length"))
-        return self.planted
-
-    def streamed(self, run) -> tuple[list[Document], dict[str, str]]:
-        """What ``plan`` laid out, as the data-side check reads it: the stream and each group's format name."""
-        return self.planted.stream, {g.name: self.planted.formats.get(g.name, self.planted.format)
-                                     for g in self.groups}
-
-    def contaminate(self, run, out_dir: Path):
-        """The planted stream (and its twin, with plant.control=twin) trained once, or reused."""
-        cfg, setup, draw = self.cfg, run.setup, run.draw
-        everyone = [e for g in self.trained for e in draw.groups[g.name]]
-        regime = training_regime(cfg.plant.name, self.planted, self.trained, self.control)
-        post_train = (cfg.get("post_train") or {}).get("name", "none")
-        first = lead_study(run, self.trained, post_train, cfg.dataset.key)
-        self.plant_key = {"plant": [g.describe() for g in self.groups],
-                          "groups": {g.name: [e.instance_id for e in draw.groups[g.name]] for g in self.groups}}
-        contaminated = contaminate(replace(first, members=everyone), regime, run.placement, out_dir, setup,
-                                   key=self.plant_key, post_control=self.control.post_control)
-        if contaminated is None:
-            return None
-        return self.control.after(contaminated, draw=draw, planted=self.planted, setup=setup,
-                                  placement=run.placement, plant_key=self.plant_key, lead=first)
-
-    @property
-    def clean_is_twin(self) -> bool:
+    def clean_is_twin(self, plan: Plan) -> bool:
         """The clean model is the contaminated one's twin before the leak unless it is the untouched base model
         beside a background (plant.control=base or none): then the reference ratio against it is not an oracle's."""
-        return self.control.clean_is_twin(self.planted)
+        return self.control.clean_is_twin(plan.regime)
 
-    def view(self, group: PlantedGroup, control: PlantedGroup, group_cfg, contaminated, out_dir: Path
+    def plan(self, draw: GroupDraw, tokenizer, setup, layouts: dict, datasets: dict) -> Plan:
+        """The planted stream: each group's documents among the background, where they fell, the control's; the
+        lead study (``lead_study``) and the groups the checkpoint's key names."""
+        cfg = self.cfg
+        if self.pass_at_1:  # pass@1 in chat asks the base model's template: one line before anything trains
+            check_prompt_format(self.harm_options["prompt_format"], TemplateOf(tokenizer))
+        post_train = (cfg.get("post_train") or {}).get("name", "none")
+        lead = lead_study(draw, self.groups, self.trained, post_train, cfg.dataset.key, cfg.sample)
+        planted = plan_planted(cfg.plant, draw, self.groups, tokenizer, setup.background, setup.format, layouts,
+                               datasets, seed=cfg.seed, max_length=cfg.contaminate.get("max_length"))
+        key = {"plant": [g.describe() for g in self.groups],
+               "groups": {g.name: [e.instance_id for e in draw.groups[g.name]] for g in self.groups}}
+        formats = {g.name: planted.formats.get(g.name, planted.format) for g in self.groups}
+        return Plan(draw, tokenizer, planted, lead, planted.stream, formats, key)
+
+    def contaminate(self, plan: Plan, setup, placement, out_dir: Path):
+        """The planted stream (and its twin, with plant.control=twin) trained once, or reused."""
+        draw = plan.draw
+        everyone = [e for g in self.trained for e in draw.groups[g.name]]
+        regime = training_regime(self.cfg.plant.name, plan.regime, self.trained, self.control)
+        contaminated = contaminate(replace(plan.lead, members=everyone), regime, placement, out_dir, setup,
+                                   key=plan.key, post_control=self.control.post_control)
+        if contaminated is None:
+            return None
+        return self.control.after(contaminated, draw=draw, planted=plan.regime, setup=setup, placement=placement,
+                                  plant_key=plan.key, lead=plan.lead)
+
+    def view(self, plan: Plan, group: PlantedGroup, control: PlantedGroup, group_cfg, contaminated, out_dir: Path
              ) -> tuple[object, Path, dict]:
         """One planted group's view of the run: the models as its dose sees them (its regime, its exposures, its
         format's template), its folder, and its place in the stream (its manifest's ``plant`` block)."""
-        planted, name = self.planted, self.cfg.plant.name
+        planted, name = plan.regime, self.cfg.plant.name
         hyperparameters = {k: v for k, v in contaminated.hyperparameters.items() if k != "exposures"}
         view = replace(contaminated, regime=planted.regime(group, name, self.control),
                        template=group_cfg.format.templates.get(group_cfg.dataset.task),
@@ -369,36 +363,37 @@ class PlantedStream:
                  "groups": [g.describe() for g in self.groups], "placed": planted.placed[group.name]}
         return view, out_dir / "groups" / group.name, {"plant": plant}
 
-    def finish(self, run, contaminated, results: dict, models: StudyModels, timings: dict, out_dir: Path) -> dict:
+    def finish(self, plan: Plan, contaminated, results: dict, models: StudyModels, timings: dict,
+               decontamination: dict | None, out_dir: Path, *, datasets: dict, checkpoints: tuple) -> dict:
         """plant.json and plant.md: each group's share and place in the stream, each score's within-model AUC."""
         timings = {**{k: v for k, v in timings.items() if k != "total_s"},
                    **{f"detect_{name}_s": manifest["timings"]["detect_s"] for name, (_, _, manifest) in
                       results.items()}, "total_s": timings["total_s"]}
         cfg = self.cfg
-        record = plant_record(cfg.plant, self.groups, run.draw, self.planted, contaminated, results, timings,
+        record = plant_record(cfg.plant, self.groups, plan.draw, plan.regime, contaminated, results, timings,
                               control=self.control, dataset_key=cfg.dataset.key, seed=cfg.seed,
                               member_draw=cfg.sample.draw)
         record["reference_model"] = models.reference.describe()
-        record["decontamination"] = run.decontamination
+        record["decontamination"] = decontamination
         if self.pass_at_1:
-            record["pass_at_1"] = self.harm(run, models, out_dir)
+            record["pass_at_1"] = self.harm(plan.draw, datasets, checkpoints, models, out_dir)
             record["pass_at_1_options"] = self.harm_options  # the prompt format and the boundary (or the opt-out)
         (out_dir / "plant.json").write_text(json.dumps(record, indent=2))
         (out_dir / "plant.md").write_text(plant_report(record))
         return {"plant": record, "groups": {name: summary for name, (summary, _, _) in results.items()}}
 
-
-    def harm(self, run, models: StudyModels, out_dir: Path) -> dict:
-        """pass@1 of each model read (the contaminated one, and the clean one where read) on each group's problems;
-        every completion and outcome in pass_at_1.json beside plant.json."""
+    def harm(self, draw: GroupDraw, datasets: dict, checkpoints: tuple, models: StudyModels, out_dir: Path) -> dict:
+        """pass@1 of each model read (``checkpoints``: the contaminated one, and the clean one where read) on each
+        group's problems (``datasets``: each group's dataset config); every completion and outcome in
+        pass_at_1.json beside plant.json."""
         by_dataset: dict[str, dict] = {}  # dataset key -> its groups' instances, by group name
         for group in self.groups:
-            if run.draw.dataset_of[group.name] in self.pass_at_1:
-                by_dataset.setdefault(run.draw.dataset_of[group.name], {})[group.name] = run.draw.groups[group.name]
-        problems = {key: executable_problems(run.configs[next(iter(groups))].dataset, run.draw.splits[key][0])
+            if draw.dataset_of[group.name] in self.pass_at_1:
+                by_dataset.setdefault(draw.dataset_of[group.name], {})[group.name] = draw.groups[group.name]
+        problems = {key: executable_problems(datasets[next(iter(groups))], draw.splits[key][0])
                     for key, groups in by_dataset.items()}  # each split's problems read once, for every model
         found, details = {}, {}
-        for checkpoint in run.checkpoints:
+        for checkpoint in checkpoints:
             found[checkpoint], details[checkpoint] = {}, {}
             for key, groups in by_dataset.items():
                 for name, block in group_pass_at_1(models.model(checkpoint), problems[key], groups,
@@ -419,16 +414,17 @@ def training_regime(plant_name: str, planted: PlantedRegime, trained: Sequence[P
                   control.trained_with(planted), planted.counts)
 
 
-def lead_study(run, trained: Sequence[PlantedGroup], post_train: str, dataset_key: str) -> Sampled:
+def lead_study(draw: GroupDraw, groups: Sequence[PlantedGroup], trained: Sequence[PlantedGroup], post_train: str,
+               dataset_key: str, sample_cfg) -> Sampled:
     """The study the training key and post-training read (its split, its other split's pool): a group of the run's
     own dataset (post-training, ``post_train`` by name, trains on that dataset, ``dataset_key``, so a run that
-    plants only others refuses it, in one line)."""
+    plants only others refuses it, in one line, before anything trains)."""
     lead = next((g for g in trained if g.dataset is None), None)
     if lead is None and post_train != "none":
         raise InputError(f"post_train={post_train} trains on the run's dataset {dataset_key}, and every "
                          f"planted group plants another; plant a group of {dataset_key} or use post_train=none")
     lead = lead or trained[0]
-    return run.study(lead, control_group(run.all_groups, lead))
+    return draw.study(lead, control_group(groups, lead), sample_cfg.n_detect, sample_cfg.draw)
 
 
 def within_model_auc(rows: dict[str, list[dict]], model: str = "contaminated") -> dict[str, float]:

@@ -12,11 +12,14 @@ laid into what is trained, each group's view of the trained models, and what the
 bottom:
 
     setup (every component built once and checked, nothing read or trained) -> sample (every group, one draw:
-    contaminate/sampling.py) -> plan (what is trained) -> decontaminate (the data-side check of it,
-    contaminate/decontam.py) -> contaminate (the one checkpoint store:
-    contaminate/checkpoints.py) -> per group: detect, summarize, write (contaminate/study.py ``study_group``) ->
-    finish (a planted run's plant.json). With ``decontam.only`` it stops after decontaminate (decontamination.json),
-    nothing trained
+    contaminate/sampling.py; a ``GroupDraw``) -> plan (what is trained; a ``Plan``) -> decontaminate (the
+    data-side check of it, contaminate/decontam.py) -> contaminate (the one checkpoint store:
+    contaminate/checkpoints.py; a ``Contaminated``) -> per group: detect, summarize, write (contaminate/study.py
+    ``study_group``) -> finish (a planted run's plant.json). With ``decontam.only`` it stops after decontaminate
+    (decontamination.json), nothing trained
+
+Each stage returns its record and the next reads only the records it is handed: a design keeps no state between
+stages and never calls back into the ``Run``.
 """
 
 from __future__ import annotations
@@ -33,12 +36,13 @@ from contaminate.planted import PlantedStream, group_layouts
 from contaminate.regime import chat_renderer
 from contaminate.regime.layouts import LeakReader
 from contaminate.regime.plant import PlantedGroup, plant_groups
-from contaminate.sampling import GroupDraw, Sampled, asked_split, sample_groups
+from contaminate.sampling import GroupDraw, asked_split, sample_groups
 from contaminate.study import (
     DETECTION_ORDER,
     Contaminated,
     GroupStudy,
     OneGroup,
+    Plan,
     Reading,
     Setup,
     check_study,
@@ -52,7 +56,8 @@ from detect.runtime import from_config as placement_from
 
 
 class Design(Protocol):
-    """Where a study (``OneGroup``) and a planted run (``PlantedStream``) differ, and only there."""
+    """Where a study (``OneGroup``) and a planted run (``PlantedStream``) differ, and only there. Set up once from the
+    config; each stage is handed the records it reads and keeps nothing between stages."""
     cfg: object              # the run's config as the design reads it (a planted run's: one pass over its stream)
     groups: list[PlantedGroup]   # every group, in the order they are drawn
     pairs: list[tuple[PlantedGroup, PlantedGroup]]  # each studied group and the never-planted group it is read against
@@ -60,20 +65,17 @@ class Design(Protocol):
     control: Control         # the clean cells' model (contaminate/controls.py; a planted run's plant.control)
     fix: str                 # what to lower where a split has too few instances for the groups
 
-    @property
-    def clean_is_twin(self) -> bool: ...  # the clean model is the contaminated one's twin before the leak
+    def clean_is_twin(self, plan: Plan) -> bool: ...  # the clean model is the contaminated one's twin before the leak
 
-    def plan(self, run: Run): ...  # what is trained: a study's regime, a planted run's stream
+    def plan(self, draw: GroupDraw, tokenizer, setup: Setup, layouts: dict, datasets: dict) -> Plan: ...
 
-    def streamed(self, run: Run) -> tuple[list, dict[str, str]]: ...  # plan's documents and each group's format
+    def contaminate(self, plan: Plan, setup: Setup, placement: Placement, out_dir: Path) -> Contaminated | None: ...
 
-    def contaminate(self, run: Run, out_dir: Path) -> Contaminated | None: ...
-
-    def view(self, group: PlantedGroup, control: PlantedGroup, group_cfg, contaminated: Contaminated,
+    def view(self, plan: Plan, group: PlantedGroup, control: PlantedGroup, group_cfg, contaminated: Contaminated,
              out_dir: Path) -> tuple[Contaminated, Path, dict]: ...  # the group's models, folder, manifest block
 
-    def finish(self, run: Run, contaminated: Contaminated, results: dict, models: StudyModels, timings: dict,
-               out_dir: Path) -> dict: ...
+    def finish(self, plan: Plan, contaminated: Contaminated, results: dict, models: StudyModels, timings: dict,
+               decontamination: dict | None, out_dir: Path, *, datasets: dict, checkpoints: tuple) -> dict: ...
 
 
 def planted_groups(cfg) -> list:
@@ -86,7 +88,7 @@ def planted_groups(cfg) -> list:
 class Run:
     """One run, stage by stage (``run_config`` reads them top to bottom). Made, it is set up: every component built
     once and checked (one line on the first failure), nothing read or trained. ``placement``: where its models go
-    (None: a check of the config alone)."""
+    (None: a check of the config alone). Each stage method returns a record and reads only the records given it."""
 
     def __init__(self, cfg, placement: Placement | None) -> None:
         planted = planted_groups(cfg)
@@ -96,77 +98,71 @@ class Run:
         # each group's config (a planted group's own dataset and format) and format object, checked
         self.configs, self.layouts = group_layouts(self.cfg, self.all_groups, self.setup.format)
         self.checkpoints = DETECTION_ORDER if self.design.control.reads_clean else ("contaminated",)
-        self.decontamination: dict | None = None  # decontaminate's block
 
     @property
     def datasets(self) -> dict:
         """Each group's dataset config, by group name."""
         return {name: group_cfg.dataset for name, group_cfg in self.configs.items()}
 
-    def sample(self) -> None:
-        self.draw: GroupDraw = sample_groups(self.all_groups, self.datasets, self.cfg.sample,
-                                             splits=asked_split(self.cfg), twin=self.design.control.draws_twin,
-                                             controls=self.design.controls, fix=self.design.fix)
+    def sample(self) -> GroupDraw:
+        return sample_groups(self.all_groups, self.datasets, self.cfg.sample, splits=asked_split(self.cfg),
+                             twin=self.design.control.draws_twin, controls=self.design.controls, fix=self.design.fix)
 
-    def study(self, group: PlantedGroup, control: PlantedGroup) -> Sampled:
-        """One group's pools: its instances the members, ``control``'s the non-members."""
-        return self.draw.study(group, control, self.cfg.sample.n_detect, self.cfg.sample.draw)
-
-    def plan(self):
+    def plan(self, draw: GroupDraw) -> Plan:
         """What is trained (nothing is yet): the base model's tokenizer cuts and counts it."""
-        self.tokenizer = self.setup.trainer.tokenizer(self.setup.training.base)
-        return self.design.plan(self)
+        tokenizer = self.setup.trainer.tokenizer(self.setup.training.base)
+        return self.design.plan(draw, tokenizer, self.setup, self.layouts, self.datasets)
 
-    def decontaminate(self) -> dict | None:
+    def decontaminate(self, plan: Plan) -> dict | None:
         """The data-side check of what ``plan`` laid out, before training (contaminate/decontam.py): every
         decontaminator on the stream, the benchmark each group's split; None where decontam.enabled is false."""
-        documents, formats = self.design.streamed(self)
-        self.decontamination = stream_check(self.cfg, self.draw, self.all_groups, documents, self.datasets, formats,
-                                            tokenizer=self.tokenizer)
-        return self.decontamination
+        return stream_check(self.cfg, plan.draw, self.all_groups, plan.documents, self.datasets, plan.formats,
+                            tokenizer=plan.tokenizer)
 
-    def decontamination_only(self, out_dir: Path) -> dict:
+    def decontamination_only(self, decontamination: dict | None, out_dir: Path) -> dict:
         """``decontam.only``: the check is the run's one result (decontamination.json), nothing trained or
         detected."""
-        if self.decontamination is None:
+        if decontamination is None:
             raise InputError("decontam.only=true reads the stream with the decontaminators, and decontam.enabled is "
                              "false; set decontam.enabled=true")
         found = {"dataset": self.cfg.dataset.key, "seed": self.cfg.seed, "draw": self.cfg.sample.draw,
-                 "groups": [g.describe() for g in self.all_groups], "decontamination": self.decontamination}
+                 "groups": [g.describe() for g in self.all_groups], "decontamination": decontamination}
         if is_main_process():
             (out_dir / "decontamination.json").write_text(json.dumps(found, indent=2))
         return found
 
-    def contaminate(self, out_dir: Path) -> Contaminated | None:
+    def contaminate(self, plan: Plan, out_dir: Path) -> Contaminated | None:
         """The trained models (of what ``plan`` laid out), or reused; None for an API dry run or a non-main process
         of a distributed launch."""
-        return self.design.contaminate(self, out_dir)
+        return self.design.contaminate(plan, self.setup, self.placement, out_dir)
 
     def unfinished(self, out_dir: Path) -> dict:
         """A dry run of an API job (its estimate), or a non-main process of a distributed launch."""
         estimate = out_dir / "estimate.json"
         return {"dry_run": json.loads(estimate.read_text())} if is_main_process() else {"distributed_worker": True}
 
-    def models(self, contaminated: Contaminated) -> StudyModels:
+    def models(self, plan: Plan, contaminated: Contaminated) -> StudyModels:
         refs = {"contaminated": (contaminated.model, contaminated.record["id"]), "clean": contaminated.clean}
         return StudyModels(self.cfg.detect, self.placement, refs, self.setup.serving, self.setup.detectors,
-                           base=contaminated.base, clean_is_twin=self.design.clean_is_twin)
+                           base=contaminated.base, clean_is_twin=self.design.clean_is_twin(plan))
 
-    def groups(self, contaminated: Contaminated, out_dir: Path) -> list[GroupStudy]:
+    def groups(self, plan: Plan, contaminated: Contaminated, out_dir: Path) -> list[GroupStudy]:
         """Each studied group's study: its dataset and format (the detectors read each instance as the format
         rendered it for training, its chat turns the base's), its pools, the models as its dose sees them."""
         studies = []
         for group, control in self.design.pairs:
             group_cfg, layout = self.configs[group.name], self.layouts[group.name]
-            view, folder, manifest = self.design.view(group, control, group_cfg, contaminated, out_dir)
-            reader = LeakReader(layout, group_cfg.dataset, chat_renderer(self.tokenizer, layout.name))
-            studies.append(GroupStudy(group.name, Reading.of(group_cfg), self.study(group, control), view, reader,
-                                      folder, manifest, self.checkpoints))
+            view, folder, manifest = self.design.view(plan, group, control, group_cfg, contaminated, out_dir)
+            reader = LeakReader(layout, group_cfg.dataset, chat_renderer(plan.tokenizer, layout.name))
+            sampled = plan.draw.study(group, control, self.cfg.sample.n_detect, self.cfg.sample.draw)
+            studies.append(GroupStudy(group.name, Reading.of(group_cfg), sampled, view, reader, folder, manifest,
+                                      self.checkpoints))
         return studies
 
-    def finish(self, contaminated: Contaminated, results: dict, models: StudyModels, timings: dict,
-               out_dir: Path) -> dict:
-        return self.design.finish(self, contaminated, results, models, timings, out_dir)
+    def finish(self, plan: Plan, contaminated: Contaminated, results: dict, models: StudyModels, timings: dict,
+               decontamination: dict | None, out_dir: Path) -> dict:
+        return self.design.finish(plan, contaminated, results, models, timings, decontamination, out_dir,
+                                  datasets=self.datasets, checkpoints=self.checkpoints)
 
 
 def check_config(cfg) -> Setup:
@@ -187,20 +183,20 @@ def run_config(cfg, out_dir: Path) -> dict:
         write_config(out_dir / "config.yaml", cfg, placement)  # as composed, so that it composes again
 
     stage = time.time()
-    run.sample()
+    draw = run.sample()
     timings = {"sample_s": round(time.time() - stage, 2)}
 
-    run.plan()
-    run.decontaminate()  # before training: would decontamination have caught it?
+    plan = run.plan(draw)
+    decontamination = run.decontaminate(plan)  # before training: would decontamination have caught it?
     if (run.cfg.get("decontam") or {}).get("only"):  # the data-side check of the stream alone: nothing trained
-        return run.decontamination_only(out_dir)
-    contaminated = run.contaminate(out_dir)
+        return run.decontamination_only(decontamination, out_dir)
+    contaminated = run.contaminate(plan, out_dir)
     if contaminated is None:  # an API dry run, or a non-main process of a distributed launch
         return run.unfinished(out_dir)
     timings["train_s"] = round(contaminated.seconds, 1)
 
-    models = run.models(contaminated)
+    models = run.models(plan, contaminated)
     results = {group.name: study_group(group, run.setup, models, placement, timings, started)
-               for group in run.groups(contaminated, out_dir)}
+               for group in run.groups(plan, contaminated, out_dir)}
     timings["total_s"] = round(time.time() - started, 1)
-    return run.finish(contaminated, results, models, timings, out_dir)
+    return run.finish(plan, contaminated, results, models, timings, decontamination, out_dir)

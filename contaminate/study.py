@@ -59,11 +59,12 @@ from contaminate.regime import Regime, check_regime, plan_regime
 from contaminate.regime.background import instantiate_background
 from contaminate.regime.layouts import LeakReader, build_format
 from contaminate.reports.run import write_report
-from contaminate.sampling import STUDY_FIX, Sampled, study_groups
+from contaminate.sampling import STUDY_FIX, GroupDraw, Sampled, study_groups
 from contaminate.shift import check_shift, shift_of
 from contaminate.study_models import StudyModels
 from contaminate.training import TrainingBackend, instantiate_backend
 from contaminate.training.local import UNKEYED
+from contaminate.training.post import post_train_stage
 from detect.datasets import Example
 from detect.datasets.corpus import PYDOC, STDLIB_DOCSTRINGS
 from detect.datasets.sources import source_of
@@ -151,6 +152,21 @@ class Contaminated:
         if self.control is None:
             return self.base, digest(asdict(self.base))
         return self.control.model, self.control.record["id"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the plan stage lays out, nothing trained yet: the draw it laid out, the base model's tokenizer that cut
+    and counted it, what is trained (a study's ``Regime``, a planted run's ``PlantedRegime``), the study whose split
+    and pools the training key and post-training read (``lead``), what the data-side check reads (the documents
+    trained on, each group's format name) and what a planted run adds to its checkpoint's key (its groups)."""
+    draw: GroupDraw
+    tokenizer: Any
+    regime: Any
+    lead: Sampled
+    documents: list
+    formats: dict[str, str]
+    key: dict | None = None
 
 
 def study_cells(regime: Regime, sampled: Sampled | None = None,
@@ -263,7 +279,6 @@ class OneGroup:
     folder itself. A planted run's design is ``planted.PlantedStream``."""
 
     control = BackgroundControl()  # the clean cells' model: the background alone, trained (the base model, none)
-    clean_is_twin = True  # ... the contaminated model's own twin before the leak: the reference ratio's oracle
     fix = STUDY_FIX  # what to lower where the split has too few instances for the pools
 
     def __init__(self, cfg) -> None:
@@ -272,31 +287,33 @@ class OneGroup:
         self.groups, self.pairs = [members, non_members], [(members, non_members)]
         self.controls = {cfg.dataset.key: non_members}  # the other split's pool is as large as the non-members'
 
-    def plan(self, run) -> Regime:
+    def clean_is_twin(self, plan: Plan) -> bool:
+        """The clean model is the contaminated one's own twin before the leak: the reference ratio's oracle."""
+        return True
+
+    def plan(self, draw: GroupDraw, tokenizer, setup: Setup, layouts: dict, datasets: dict) -> Plan:
         """The study's regime: the members' documents, alone or in a stream among the background, and its control."""
-        cfg, self.sampled = self.cfg, run.study(*self.pairs[0])
-        self.regime = plan_regime(cfg.dataset, cfg.contaminate, self.sampled.members, self.sampled.split,
-                                  run.tokenizer, run.setup.background, run.setup.format, seed=cfg.seed)
-        return self.regime
+        cfg = self.cfg
+        sampled = draw.study(*self.pairs[0], cfg.sample.n_detect, cfg.sample.draw)
+        regime = plan_regime(cfg.dataset, cfg.contaminate, sampled.members, sampled.split, tokenizer,
+                             setup.background, setup.format, seed=cfg.seed)
+        return Plan(draw, tokenizer, regime, sampled, regime.stream or regime.documents,
+                    {g.name: cfg.format.name for g in self.groups})
 
-    def streamed(self, run) -> tuple[list, dict[str, str]]:
-        """What ``plan`` laid out, as the data-side check reads it: the documents trained on and the format name."""
-        return self.regime.stream or self.regime.documents, {g.name: self.cfg.format.name for g in self.groups}
-
-    def contaminate(self, run, out_dir: Path) -> Contaminated | None:
+    def contaminate(self, plan: Plan, setup: Setup, placement: Placement, out_dir: Path) -> Contaminated | None:
         """The members' checkpoint (and the control's), trained on the regime ``plan`` drew, or reused."""
-        return contaminate(self.sampled, self.regime, run.placement, out_dir, run.setup)
+        return contaminate(plan.lead, plan.regime, placement, out_dir, setup)
 
-    def view(self, group, control, group_cfg, contaminated: Contaminated, out_dir: Path
+    def view(self, plan: Plan, group, control, group_cfg, contaminated: Contaminated, out_dir: Path
              ) -> tuple[Contaminated, Path, dict]:
         """The one group sees the models as trained; its folder is the run's."""
         return contaminated, out_dir, {}
 
-    def finish(self, run, contaminated: Contaminated, results: dict, models: StudyModels, timings: dict,
-               out_dir: Path) -> dict:
+    def finish(self, plan: Plan, contaminated: Contaminated, results: dict, models: StudyModels, timings: dict,
+               decontamination: dict | None, out_dir: Path, **_) -> dict:
         summary = results["members"][0]  # the one group's summary: its folder is the run's
-        if run.decontamination:
-            summary["decontamination"] = run.decontamination
+        if decontamination:
+            summary["decontamination"] = decontamination
             (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
         return summary
 
@@ -341,7 +358,6 @@ def check_study(cfg, *, planted: bool = False) -> Setup:
                          "'recipe', report.md): use judge=threshold or judge=llm for the study's judge")
     trainer = instantiate_backend(cfg.contaminate)
     trainer.check()  # its numbers, and every trainer / adapter argument
-    from contaminate.training.post import post_train_stage
 
     post = post_train_stage(cfg, trainer)  # the post-training stage's settings, if any: one line before any data
     if post is not None and post.needs_other_split and len(cfg.dataset.splits) < 2:  # is read

@@ -613,8 +613,7 @@ def test_a_planted_run_of_a_one_split_dataset_draws_from_it_and_has_no_other_spl
 
     overrides = ["+dataset=humaneval", *TINY[1:], "plant.groups=[{exposures:0},{exposures:1},{exposures:2}]"]
     run = Run(compose_config("contaminate", overrides), None)
-    run.sample()
-    draw = run.draw
+    draw = run.sample()
     assert draw.splits == {"humaneval": ("test", None)} and draw.other == {}
     assert list(draw.heldout["humaneval"]) == ["test"]
     pools = [{e.instance_id for e in draw.groups[name]} for name in ("x0", "x1", "x2")]
@@ -628,6 +627,33 @@ def test_a_planted_run_of_a_one_split_dataset_draws_from_it_and_has_no_other_spl
     assert [cell for cell, *_ in study_cells(regime, sampled)] == [
         "contaminated_x_members", "contaminated_x_non_members", "clean_x_members", "clean_x_non_members"]
     assert list(not_run(run.cfg.dataset.key, sampled)) == ["contaminated_x_other_split"]
+
+
+def test_the_stages_pass_records_and_a_design_keeps_nothing_between_them(compose_config):
+    """contaminate/run.py: each stage returns its record (the draw, the plan) and the next reads only the records it
+    is handed; a design, set up once, keeps nothing between stages and no stage of it takes the recipe itself. The
+    plan of a planted run and of a study, twice from one draw, nothing trained."""
+    import dataclasses
+    import inspect
+
+    from contaminate.run import Design, Run
+    from contaminate.study import Plan
+
+    stages = [name for name in vars(Design) if not name.startswith("_") and callable(getattr(Design, name))]
+    assert set(stages) == {"clean_is_twin", "plan", "contaminate", "view", "finish"}
+    for cfg in (compose_config("contaminate", TINY), compose_config("contaminate", TINY_STUDY)):
+        run = Run(cfg, None)
+        for name in stages:  # no stage is handed the Run (the recipe) to call back into
+            assert "run" not in inspect.signature(getattr(run.design, name)).parameters, name
+        before = dict(vars(run.design))
+        draw = run.sample()
+        plan, again = run.plan(draw), run.plan(draw)
+        assert isinstance(plan, Plan) and plan.draw is draw and vars(run.design) == before  # nothing kept
+        assert [d.text for d in plan.documents] == [d.text for d in again.documents] and plan.formats == again.formats
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            plan.regime = None
+        assert run.design.clean_is_twin(plan) is True  # the background alone (or the base model): the leak's twin
+    assert plan.key is None and plan.lead.members == draw.groups["members"]  # the study: its members lead
 
 
 def test_the_shared_template_is_what_the_documents_hold_beyond_their_instances():
@@ -659,8 +685,7 @@ def test_a_study_is_a_run_of_two_groups_whose_draw_is_the_pools_a_study_drew(com
     study, planted = Run(cfg, None), Run(compose_config("contaminate", TINY), None)
     assert isinstance(study.design, OneGroup) and isinstance(planted.design, PlantedStream)
     assert [(g.name, g.exposures, g.n) for g in study.all_groups] == [("members", 1, 12), ("non-members", 0, 10)]
-    study.sample()
-    sampled = study.study(*study.design.pairs[0])
+    sampled = study.sample().study(*study.design.pairs[0], cfg.sample.n_detect, cfg.sample.draw)
     members, non_members, known = disjoint_pools(load_split(cfg.dataset, sampled.split), [12, 10, 5],
                                                  seed=cfg.sample.draw, where="synth_nli")
     assert (sampled.members, sampled.non_members, sampled.heldout[sampled.split]) == (members, non_members, known)

@@ -42,12 +42,12 @@ def test_the_profiles_stream_keeps_every_draw_under_the_bound_at_the_pilots_sche
     x1 = []
     for seed in range(6):
         run = Run(compose_config("contaminate", profile_run(seed)), None)
-        run.sample()
-        planted = run.plan()  # plant.max_share_per_exposure=0.02 refuses a draw past the bound here
+        draw = run.sample()
+        planted = run.plan(draw).regime  # plant.max_share_per_exposure=0.02 refuses a draw past the bound here
         groups = {g.name: g for g in run.all_groups}
         assert set(groups) == {"x0", "x0_synth_nli", *humaneval, *nli}
-        assert {run.draw.dataset_of[name] for name in nli} == {"synth_nli"}
-        assert {len(run.draw.heldout[key]["test"]) for key in ("humaneval", "synth_nli")} == {100}
+        assert {draw.dataset_of[name] for name in nli} == {"synth_nli"}
+        assert {len(draw.heldout[key]["test"]) for key in ("humaneval", "synth_nli")} == {100}
         # the pilot's schedule: 314 documents at 4 a batch are 79 optimizer steps; this stream's at its batch size
         steps = -(-len(planted.stream) // run.cfg.contaminate.batch_size)
         assert abs(steps - 79) <= 0.1 * 79, steps
