@@ -21,6 +21,8 @@ from typing import Sequence
 
 import numpy as np
 
+from contaminate.calibration.instance_level import rank_auc
+from contaminate.calibration.statistics import auc as auc_of
 from detect.errors import InputError
 
 
@@ -44,9 +46,6 @@ def blind_baseline(members: Sequence[str], non_members: Sequence[str], *, seed: 
     from scipy.stats import bootstrap
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.pipeline import make_union
-
-    from contaminate.calibration.instance_level import rank_auc  # the lab's one AUC, by labels
-    from contaminate.calibration.statistics import auc as auc_of
 
     folds = min(folds, len(members), len(non_members))
     if folds < 2:

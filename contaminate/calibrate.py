@@ -71,12 +71,11 @@ from contaminate.calibration.studies import (  # noqa: F401
     needs,
     score_names,
 )
+from contaminate.reports.calibration import write_reports
 from detect.judges.recipe import EXACT_SHARE
 
 
 def main(argv: Sequence[str] | None = None) -> Path:
-    from contaminate.reports.calibration import write_reports
-
     parser = argparse.ArgumentParser(prog="python -m contaminate.calibrate", description=__doc__.split("\n")[0])
     parser.add_argument("folders", nargs="+", help="study folders, or multirun folders holding studies")
     parser.add_argument("--out", help="output folder (default: <first folder>/calibration)")

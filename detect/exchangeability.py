@@ -23,6 +23,8 @@ from typing import Sequence
 import numpy as np
 from scipy.stats import mannwhitneyu
 
+from detect.detectors.membership import membership_scores
+
 PRECHECK_ALPHA = 0.05
 PRECHECK_SCORES = ("loss", "zlib", "min_k_plus")  # read under the reference model alone
 RULE_SCORE = "loss"
@@ -61,8 +63,6 @@ def precheck(reference, known_texts: Sequence[str], judged_texts: Sequence[str],
              alpha: float = PRECHECK_ALPHA) -> dict:
     """Each score of ``PRECHECK_SCORES`` of both pools' bare texts under ``reference`` (a ``LanguageModel`` that saw
     neither), its departure, and the rule's verdict."""
-    from detect.detectors.membership import membership_scores
-
     known = membership_scores(reference, list(known_texts))
     judged = membership_scores(reference, list(judged_texts))
     found = {score: departure([row[score] for row in known], [row[score] for row in judged])

@@ -63,6 +63,19 @@ def test_no_import_circle_and_no_private_name_crosses_a_module():
         assert not private, "private names imported across modules: " + "; ".join(private)
 
 
+def test_no_lazy_import_runs_up_a_floor():
+    """A module-level import puts its importer above what it imports (tests/code_layout.py's floors); a lazy import
+    that reaches its importer's floor or above hides that the importer sits higher than it reads (issue 70): import
+    it at the top. Entry points (``__main__``) may defer loading."""
+    from code_layout import Tree, imports, up_a_floor
+
+    tree = Tree()
+    for package in ("contaminate", "detect"):
+        climbing = up_a_floor(*imports(tree.sources(package)))
+        assert not climbing, f"lazy imports of {package}/ running up a floor, import them at the top: " + "; ".join(
+            climbing)
+
+
 def test_the_circle_check_finds_a_circle():
     """The check is not vacuous: a lazy import back from a module it depends on is a circle."""
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}

@@ -7,6 +7,7 @@ from typing import Sequence
 import numpy as np
 
 from contaminate.calibration.constants import FPR_POINTS
+from contaminate.calibration.membership import folds_of
 from contaminate.calibration.statistics import auc
 from contaminate.calibration.studies import Instance, distinct
 from detect.errors import InputError
@@ -134,8 +135,6 @@ def cross_fitted_labels(instances: Sequence[Instance], *, exact_fpr: float, near
                         score: str) -> tuple[list[str], str]:
     """Each instance labelled with thresholds fitted without its model: leave one draw out (models of a draw share
     their members), or one seed where there is one draw; in-sample where there is one model."""
-    from contaminate.calibration.membership import folds_of
-
     kind, folds = folds_of([i.unit for i in instances])
     if len(folds) < 2:
         fitted = fit_thresholds(distinct(instances), exact_fpr=exact_fpr, near_exact_fpr=near_exact_fpr)

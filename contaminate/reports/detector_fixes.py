@@ -35,6 +35,9 @@ from pathlib import Path
 import numpy as np
 
 from contaminate.calibration.statistics import auc
+from contaminate.regime import chat_renderer
+from contaminate.regime.layouts import LeakReader, build_format
+from contaminate.sampling import sample_pools
 from detect import markdown
 
 K = 0.2
@@ -48,8 +51,6 @@ def _ceil_lowest(values, k: float) -> float:  # the lab's Min-K% count before is
 def score(folders: list[Path], out: Path) -> None:
     from omegaconf import OmegaConf
 
-    from contaminate.regime import chat_renderer
-    from contaminate.regime.layouts import LeakReader, build_format
     from detect.datasets import load_split
     from detect.detectors.base import Rendering
     from detect.detectors.dc_pdd import DCPDD, dc_pdd_score
@@ -90,7 +91,6 @@ def score(folders: list[Path], out: Path) -> None:
                                  **found})
         # the performance test (after ConStat) on the same model: the first 40 members, and the first 40
         # non-members, each against 50 known non-members of the split (a third pool that leaves the draw as it was)
-        from contaminate.sampling import sample_pools
         from detect.detectors.base import Evidence
         from detect.detectors.performance import PerformanceTest
 
@@ -154,8 +154,6 @@ def orders(folders: list[Path], out: Path) -> None:
     the format lays a run out), on each study's contaminated model: its member pool and its non-member pool."""
     from omegaconf import OmegaConf
 
-    from contaminate.regime import chat_renderer
-    from contaminate.regime.layouts import LeakReader, build_format
     from detect.datasets import load_split
     from detect.detectors.base import Evidence
     from detect.detectors.sharded import PermutationTest, ShardedLikelihood

@@ -14,6 +14,7 @@ import argparse
 import json
 from pathlib import Path
 
+from contaminate.calibration.statistics import auc
 from detect.markdown import interval_text, table
 from detect.markdown import row as markdown_row
 
@@ -21,7 +22,6 @@ from detect.markdown import row as markdown_row
 def instance_aucs(folder: Path) -> dict[str, float]:
     """Each logit score's AUC of the members against the non-members under the contaminated model (its guided rows:
     sample.n_detect instances each, so a coarse number)."""
-    from contaminate.calibration.statistics import auc
     from detect.detectors import instance_scores
 
     rows = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]

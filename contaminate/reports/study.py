@@ -13,6 +13,7 @@ import json
 import sys
 from pathlib import Path
 
+from contaminate.reports.run import verdict_of
 from detect.detectors.time_travel.follow import shots_text
 from detect.markdown import row, table
 
@@ -60,8 +61,6 @@ def verdict_table(summary: dict) -> list[str]:
 
 def verdict_text(cell: dict, block: dict) -> str:
     """"contaminated (right)", or "uninformative (the rule: clean, right)" where its model mostly did not answer."""
-    from contaminate.reports.run import verdict_of
-
     verdict, right, unread = verdict_of(cell, block)
     judged = "right" if right else "wrong"
     return f"uninformative (the rule: {verdict}, {judged})" if unread else f"{verdict} ({judged})"

@@ -58,6 +58,9 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from contaminate.checkpoints import Checkpoint, reuse_or_train
+from contaminate.regime import chat_renderer
+from contaminate.regime.layouts import build_format
+from contaminate.regime.stream import Document
 from detect.datasets import Example, load_split, sample
 from detect.errors import InputError
 from detect.models import ModelRef, digest
@@ -289,7 +292,6 @@ class SFTPostTrain(PostTrain):
                   hint=" (tokens per conversation; null: no cut)")
 
     def trainer(self, model, tokenizer, turns, names, output_dir, *, seed, placement):
-        from contaminate.regime.stream import Document
         from contaminate.training.local import build_trainer, training_rows
 
         rows = training_rows([Document(t.text, (), t.prompt) for t in turns], tokenizer, self.node.get("max_length"))
@@ -359,7 +361,6 @@ def elicitation_examples(run: FollowedRun, n: int) -> tuple[list[tuple[str, Exam
 def elicitation_data(run: FollowedRun, n: int, tokenizer) -> tuple[list[Example], list[Turn]]:
     """``elicitation_examples``, each as its conversation through the base model's chat template (raw text where it
     has none): the guided prompt for its first piece, its true second piece the answer."""
-    from contaminate.regime import chat_renderer
     from detect.detectors.time_travel.elicit import SOURCE_SPLIT, SOURCE_TITLE
     from detect.detectors.time_travel.prompts import build_prompt
     from detect.detectors.time_travel.split import cut_unit, split_instance
@@ -476,7 +477,6 @@ def check_generations(batch_size: int, arguments: dict) -> None:
 
 def instruction_format():
     """The instruction format as ``conf/format/instruction.yaml`` gives it: the user turn for each task."""
-    from contaminate.regime.layouts import build_format
     from detect.cli import group_option
 
     return build_format(group_option("format", "instruction"))
@@ -513,8 +513,6 @@ def halves(text: str) -> tuple[str, str]:
 def task_turns(data: Sequence[Example], dataset, split: str, tokenizer) -> list[Turn]:
     """Each instance as the task's conversation through the base model's chat template: the instruction format's
     user turn and the label, or for a task without a label the continuation of the text's first half."""
-    from contaminate.regime import chat_renderer
-
     chat = chat_renderer(tokenizer, "instruction (post_train's data)")
     if dataset.fields.get("label"):
         documents = instruction_format().documents(data, dataset, split, chat=chat)

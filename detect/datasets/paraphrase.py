@@ -30,6 +30,7 @@ import numpy as np
 
 from detect.datasets import Example
 from detect.errors import InputError
+from detect.models.hf import HFModel
 
 # Defaults: the rewriter's prompt and its styles (variant v asks for style v), and its answer length in tokens.
 REWRITE_PROMPT = ("Rewrite the text below in other words: {style}. Keep every fact, name and number, and the "
@@ -87,7 +88,6 @@ def rewriter_of(spec) -> Rewriter | None:
     if not isinstance(spec, str):
         return Rewriter(spec)
     if spec not in _LOADED:
-        from detect.models.hf import HFModel
         from detect.models.loading import hub, load
 
         model, tokenizer = load(hub(spec))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from detect.cli import instantiate
 from detect.errors import InputError
 
 SYNTH_KEYS = "+dataset=synth_nli, +dataset=synth_news or +dataset=synth_xsum"
@@ -187,8 +188,6 @@ def check_json_lines(file: Path) -> None:
 
 def source_of(cfg):
     """The dataset config's source: ``dataset.path`` if set (a local copy), else its ``source`` (``_target_``)."""
-    from detect.cli import instantiate
-
     if cfg.get("path"):
         return LocalSource(str(cfg.path))
     source = cfg.get("source")

@@ -25,6 +25,7 @@ from collections import defaultdict
 from typing import Mapping
 
 from detect.decontam.base import Batch, Decontaminator, Findings, Key
+from detect.detectors.time_travel.scores import SemanticScorer
 from detect.errors import InputError
 
 _EMBEDDED: dict = {}  # (model, digest of the benchmark's texts) -> their embeddings: the last benchmark embedded
@@ -42,8 +43,6 @@ def _digest(text: str) -> bytes:
 @functools.lru_cache(maxsize=2)
 def _scorer(model: str):
     """The sentence encoder, loaded once a process (a multirun's draws share it)."""
-    from detect.detectors.time_travel.scores import SemanticScorer
-
     return SemanticScorer(model)
 
 

@@ -11,6 +11,7 @@ import json
 import time
 from pathlib import Path
 
+from detect.datasets import load_split
 from detect.decontam import build_detectors, scan
 from detect.decontam.stream import stream_documents, stream_files
 from detect.errors import InputError
@@ -40,7 +41,6 @@ def run(cfg, out_dir: Path) -> dict:
     from tqdm.auto import tqdm
 
     from detect.cli import instantiate
-    from detect.datasets import load_split
 
     if cfg.get("stream") in (None, "", []):
         raise InputError("no stream given: add stream=<file or folder> (or stream=[a.jsonl,docs/]), the training "

@@ -17,6 +17,7 @@ from functools import cache
 from typing import Iterator
 
 from detect.detectors.base import Detector, Evidence
+from detect.detectors.time_travel import LEAK_SCORES, LeakReading
 from detect.errors import InputError
 
 __all__ = ["Detector", "Evidence", "registry", "build", "read_back", "describe"]
@@ -85,8 +86,6 @@ def instance_scores() -> tuple[str, ...]:
 def reading_of(score: str) -> str:
     """How a score's text was read (a detector's ``reading``: the leak's rendering, an oracle reading, or the bare
     text); '' where a score has no second reading."""
-    from detect.detectors.time_travel import LEAK_SCORES, LeakReading
-
     for cls in registry().values():
         if score in cls.scores:
             return cls.reading

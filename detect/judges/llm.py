@@ -20,6 +20,8 @@ from __future__ import annotations
 from typing import Callable, Mapping, Sequence
 
 from detect.errors import InputError
+from detect.models import GenerationSettings, build_backend
+from detect.runtime import from_config as placement_from
 
 INSTRUCTION = """INSTRUCTION:
 You are provided with a reference text and a candidate text.
@@ -68,9 +70,6 @@ class LLMJudge:
         """From ``conf/judge/llm*.yaml``: ``generator`` is a ``generation`` node (an OpenAI-compatible server by
         default; ``generation@judge.generator=local judge.generator.model=<folder or hub id>`` runs it here),
         opened by the one model factory on the run's ``runtime`` policy."""
-        from detect.models import GenerationSettings, build_backend
-        from detect.runtime import from_config as placement_from
-
         backend = build_backend(generator, where="judge.generator")
         if getattr(backend, "cache_path", "") is None:  # a server judge's answers keep the file they always had
             from detect.cache import cache_dir

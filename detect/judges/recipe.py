@@ -62,7 +62,9 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
+from detect.datasets import load_split
 from detect.errors import InputError
+from detect.judges.threshold import exact_score
 
 BUDGET, EXACT_SHARE = 0.05, 0.5
 PAPER_RULE = (1, 2)
@@ -417,16 +419,12 @@ class RecipeJudge:
         """The known non-members, read with the dataset's fields (its labels written as the partition's)."""
         from omegaconf import OmegaConf
 
-        from detect.datasets import load_split
-
         local = OmegaConf.create(OmegaConf.to_container(dataset, resolve=True))
         local.path = self.known_non_members
         return load_split(local, split)
 
     def fit_on(self, rows: Sequence[dict], *, partition_size: int, rule: tuple[int | None, int | None]) -> dict:
         """Fit on the model's guided rows of the known non-members (reference, completion, rouge_l, semantic)."""
-        from detect.judges.threshold import exact_score
-
         if self.score == "semantic" and any(row.get("semantic") is None for row in rows):
             raise InputError("judge.score=semantic needs the semantic score; set detect.semantic_model (the default "
                              "packaged-minilm) or use judge.score=rouge_l")
@@ -442,8 +440,6 @@ class RecipeJudge:
                 "line": None if self.fit is None else fit_line(self.fit)}
 
     def label_row(self, row) -> str:
-        from detect.judges.threshold import exact_score
-
         if self.fit is None:
             raise RuntimeError("the recipe judge labels after fit_on (python -m detect fits it on the model's own "
                                "completions of the known non-members)")

@@ -29,6 +29,7 @@ import string
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
+from detect.detectors.time_travel.scores import rouge_l_best_prefix
 from detect.errors import InputError
 from detect.markdown import interval_text
 
@@ -86,8 +87,6 @@ class ThresholdJudge:
 def best_prefix_exact_score(reference: str, completion: str) -> float:
     """What the best-prefix variant's exact label compares: 1.0 where the normalised reference starts the normalised
     completion, else the completion's best-prefix ROUGE-L (its near-exact score too, with ``score: rouge_l``)."""
-    from detect.detectors.time_travel.scores import rouge_l_best_prefix
-
     expected = normalize(reference)
     if expected and normalize(completion).startswith(expected):
         return 1.0

