@@ -691,11 +691,9 @@ def summarize_study(reading: Reading, sampled: Sampled, contaminated: Contaminat
         summary["follow"] = follows
     # the cells whose verdict read answers that mostly did not answer: counted right or wrong by the rule's outcome
     # above, said beside it ("alg2 5/5, 2 uninformative"), never read as a clean model's
-    instructed = {name for c in summary["cells"].values() for cls, block in read_back(c) if cls.follows_instruction
-                  for name in cls.verdicts(block)}  # Algorithm 1 and 2's verdicts
-    unread = sum(1 for c in summary["cells"].values() if uninformative(c))
-    if unread and instructed:
-        summary["uninformative"] = {name: unread for name in verdict_names if name in instructed}
+    unread = uninformative_counts(summary["cells"])
+    if unread:
+        summary["uninformative"] = {name: unread[name] for name in verdict_names if name in unread}
     recipe = study_recipe(reading.detect.known_non_members, reading.n_detect, cell_rows, detectors, cells)
     if recipe is not None:
         summary["recipe"] = recipe
@@ -703,6 +701,18 @@ def summarize_study(reading: Reading, sampled: Sampled, contaminated: Contaminat
     if missing:
         summary["cells_not_run"] = missing
     return summary
+
+
+def uninformative_counts(cells: dict[str, dict]) -> dict[str, int]:
+    """Each verdict's cells read from answers that mostly did not answer (Algorithm 1 and 2's: their model's guided
+    answers; Algorithm 1's also the partition's general answers, ``detect.pipeline.uninformative``)."""
+    unread: dict[str, int] = {}
+    for cell in cells.values():
+        for cls, block in read_back(cell):
+            if cls.follows_instruction and uninformative(cell, cls):
+                for name in cls.verdicts(block):
+                    unread[name] = unread.get(name, 0) + 1
+    return unread
 
 
 def model_follow(cell_rows: dict[str, list[dict]], bar: float, shots: int = 0) -> dict[str, dict]:

@@ -24,12 +24,15 @@ def main(cfg) -> None:
     out_dir = Path(HydraConfig.get().runtime.output_dir)
     with one_line_errors():
         summary = run(cfg, out_dir)
+    from detect.detectors.time_travel import Algorithm1
     from detect.judges.threshold import thresholds_line
     from detect.pipeline import uninformative, verdicts
 
     print(out_dir)
     if uninformative(summary):
         print(f"Algorithm 1 and 2: {uninformative(summary)}; their rules' outcomes follow")
+    elif uninformative(summary, Algorithm1):
+        print(f"Algorithm 1: {uninformative(summary, Algorithm1)}; its rule's outcome follows")
     if "alg1" in summary:
         print("Algorithm 1: " + ", ".join(f"{score} p={result['p_value']:.4f}"
                                           for score, result in summary["alg1"].items()))

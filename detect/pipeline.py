@@ -26,7 +26,7 @@ from typing import Callable, Sequence
 from detect.datasets import Example, load_split, sample
 from detect.detectors import Detector, Evidence, build, read_back
 from detect.detectors.base import PlainText
-from detect.detectors.time_travel import SCORES  # the generation scores (public here too)
+from detect.detectors.time_travel import SCORES, Algorithm1  # SCORES: the generation scores (public here too)
 from detect.detectors.time_travel.elicit import demonstrations
 from detect.detectors.time_travel.follow import UNINFORMATIVE, answer_classes, classify_row, follow_block, follow_text
 from detect.detectors.time_travel.leak import locate
@@ -475,14 +475,24 @@ def is_record(row: dict) -> bool:
     return row.get("level") == "partition" and ("skipped" in row or row.get("detector") == FORMAT_CHOICE)
 
 
-def uninformative(summary: dict) -> str | None:
+def uninformative(summary: dict, detector=None) -> str | None:
     """"uninformative: the instruction was not followed (follow 0.12 of 100 known non-members, below 0.50)" where a
-    summary's follow rate is below its bar (Algorithm 1 and 2's verdicts then read answers that mostly do not answer),
-    else None."""
+    summary's follow rate (its model's guided answers) is below its bar: Algorithm 1 and 2's verdicts then read
+    answers that mostly do not answer. For a ``detector`` whose verdict compares the guided answers with another
+    instruction's (its ``completions``: Algorithm 1's general instruction), also where this partition's answers to
+    that instruction mostly do not answer it, below the same bar: a general answer that copies the worked example or
+    echoes the instruction is no baseline, so guided > general says nothing of the leak (the first command's clean
+    model: 0.00 and 0.10 of 10, two false flags). Else None."""
     follow = summary.get("follow")
-    if not follow or follow["informative"]:
-        return None
-    return f"{UNINFORMATIVE} ({follow_text(follow)}, below {follow['bar']:.2f})"
+    if follow and not follow["informative"]:
+        return f"{UNINFORMATIVE} ({follow_text(follow)}, below {follow['bar']:.2f})"
+    bar = follow["bar"] if follow else FOLLOW_BAR
+    for reading in getattr(detector, "completions", ()):
+        block = (summary.get("answers") or {}).get(reading)
+        if reading != "guided" and block and block["n"] and block["follow_rate"] < bar:
+            return (f"uninformative: the {reading} instruction was not followed (follow {block['follow_rate']:.2f} "
+                    f"of {block['n']} {reading} answers of this partition, below {bar:.2f})")
+    return None
 
 
 def verdicts(summary: dict) -> dict[str, bool]:
@@ -504,7 +514,10 @@ def write_report(path: Path, summary: dict, rows: Sequence[dict]) -> None:
                   f"bar: {summary['follow']['bar']:.2f})." + (f" **{uninformative(summary)}**: Algorithm 1 and 2's "
                                                               f"verdicts below are their rules' outcomes on answers "
                                                               f"that mostly do not answer, not evidence of a clean "
-                                                              f"model." if uninformative(summary) else ""), ""]
+                                                              f"model." if uninformative(summary) else "")
+                  + (f" **Algorithm 1: {general}**: its verdict below is its rule's outcome against answers that do "
+                     f"not answer." if (general := uninformative(summary, Algorithm1)) and not uninformative(summary)
+                     else ""), ""]
     if summary.get("judge", {}).get("name") == "recipe":  # the pre-check runs beside the recipe alone
         lines += [precheck_line(summary.get("precheck")), ""]
     lines += answers_table(summary)

@@ -153,6 +153,52 @@ def test_a_verdict_below_the_follow_bar_is_uninformative_and_a_skipped_detector_
     assert "| guided | 10 | 3 | 0 | 7 | 0 | 0 |" in report
 
 
+def test_algorithm_1_against_general_answers_that_do_not_answer_is_uninformative(tmp_path):
+    """The first command's clean model, one worked example before each prompt: it follows the guided instruction
+    (0.68 of its known non-members) but copies the worked example's second piece as its general answer, so guided
+    beats general and Algorithm 1 flags a clean partition. Its general answers are read like the guided ones: below
+    the bar (here 1 of 10), Algorithm 1's verdict is uninformative; Algorithm 2, which reads the guided answers alone,
+    is not; a partition whose general answers follow is read as before. The study's count and report say so per
+    verdict."""
+    from contaminate.reports.run import write_report
+    from contaminate.study import uninformative_counts
+    from detect.detectors.time_travel import Algorithm1, Algorithm2
+    from detect.pipeline import summarize, uninformative, verdicts
+
+    guided = [{**row, "rouge_l": 0.3 + 0.01 * row["instance_id"], "semantic": None}
+              for row in _guided(["continuation"] * 8 + ["restatement"] * 2)]
+    general = [{**row, "instruction": "general", "rouge_l": 0.0, "semantic": None}
+               for row in _guided(["instruction_echo"] * 9 + ["continuation"])]
+    known = {"rate": 0.68, "n": 40, "on": "known non-members", "bar": 0.5, "informative": True}
+    cell = summarize(guided + general, [Algorithm1(n_resamples=200), Algorithm2()], follow=known)
+    assert cell["alg1"]["rouge_l"]["significant"]  # the paper's test, as computed: guided > general
+    assert cell["answers"]["general"]["follow_rate"] == 0.1
+    assert uninformative(cell) is None and uninformative(cell, Algorithm2) is None
+    assert uninformative(cell, Algorithm1) == ("uninformative: the general instruction was not followed (follow "
+                                               "0.10 of 10 general answers of this partition, below 0.50)")
+    followed = [{**row, "answer_class": "continuation"} for row in general]
+    assert uninformative(summarize(guided + followed, [Algorithm1(n_resamples=200)], follow=known), Algorithm1) is None
+    not_known = {**known, "rate": 0.2, "informative": False}  # the model-level reason comes first, for both
+    assert uninformative(summarize(guided + general, [Algorithm1(n_resamples=200)], follow=not_known),
+                         Algorithm1).startswith("uninformative: the instruction was not followed (follow 0.20")
+
+    cell |= {"checkpoint": "clean", "instances": "non_members", "split": "test", "ground_truth": "clean",
+             "correct": {name: flagged is False for name, flagged in verdicts(cell).items()}}
+    summary = {"dataset": "synth_nli", "split": "test", "base_model": "m", "backend": "full", "format": "metadata",
+               "seed": 0, "cells": {"clean_x_non_members": cell}, "accuracy": {"alg1_rouge_l": 0.0, "alg2": 1.0},
+               "follow": {"clean": known}}
+    manifest = {"member_ids": [1], "non_member_ids": [2], "timings": {"total_s": 1.0},
+                "judge": {"name": "threshold", "exact_threshold": 0.95, "near_exact_threshold": 0.75,
+                          "score": "rouge_l"},
+                "checkpoint": {"reused": True, "first_loss": 2.0, "final_loss": 1.0, "train_seconds": 3.0}}
+    write_report(tmp_path / "report.md", summary, manifest)
+    verdict_row = next(line for line in (tmp_path / "report.md").read_text().splitlines()
+                       if line.startswith("| clean_x_non_members | clean |"))
+    assert verdict_row.split(" | ")[2].startswith("uninformative (contaminated ✗")  # Algorithm 1 on rouge_l
+    assert verdict_row.split(" | ")[3] == "clean ✓ |"  # Algorithm 2: read as before
+    assert uninformative_counts(summary["cells"]) == {"alg1_rouge_l": 1}  # "alg1_rouge_l 0/1 (1 uninformative)"
+
+
 def test_the_study_report_reads_an_uninformative_model_as_such(tmp_path):
     """A study cell whose model mostly did not answer: its Algorithm 2 column says uninformative beside the rule's
     outcome, and the answers section gives each model's follow rate on its known non-members."""

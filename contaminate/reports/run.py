@@ -226,8 +226,9 @@ def write_report(path: Path, summary: dict, manifest: dict) -> None:
     lines += ["", "## Verdicts against ground truth (cf. the paper's Tables 3 and 4)", "",
               *table(["cell", "ground truth", *headers])]
     for name, cell in cells.items():
-        unread = uninformative(cell)  # its model mostly did not answer: Algorithm 1 / 2 say nothing either way
-        columns = [f"uninformative ({text})" if unread and cls.follows_instruction else text
+        # its model mostly did not answer (or, for Algorithm 1, the partition's general answers did not): Algorithm 1
+        # / 2 say nothing either way
+        columns = [f"uninformative ({text})" if cls.follows_instruction and uninformative(cell, cls) else text
                    for cls, block in read_back(cell) for _, text in cls.report_columns(block, cell["correct"])]
         lines.append(row([name, cell["ground_truth"], *columns]))
     lines += [row([name, f"not run: {why}"]) for name, why in (summary.get("cells_not_run") or {}).items()]
