@@ -285,7 +285,7 @@ def test_the_profile_tables_are_the_scripts_output():
 
 def test_the_readme_first_command_output_is_what_the_command_prints_from_the_measured_summary():
     """The README's block of what the first command prints is, line by line, what the measured run printed
-    (results/readme_study_71/small/stdout.txt, below its run folder's line) and
+    (results/readme_study_71/general/stdout.txt, below its run folder's line) and
     contaminate.reports.run.command_lines of that run's committed summary: what a fresh run prints, and what the code
     prints from its summary today."""
     import re
@@ -294,7 +294,7 @@ def test_the_readme_first_command_output_is_what_the_command_prints_from_the_mea
 
     readme = (ROOT / "README.md").read_text()
     block = re.search(r"The first command prints.*?\n```\n(.*?)\n```", readme, re.DOTALL).group(1).splitlines()
-    measured = ROOT / "results" / "readme_study_71" / "small"
+    measured = ROOT / "results" / "readme_study_71" / "general"
     printed = (measured / "stdout.txt").read_text().splitlines()
     assert block[0] == "runs/contaminate/<time>_synth_nli_smollm2_135m_full"
     assert re.fullmatch(r".*runs/contaminate/[\d_-]+_synth_nli_smollm2_135m_full", printed[0])
