@@ -26,9 +26,8 @@ OFF = ("membership", "dc_pdd", "cheat", "sharded_likelihood")
 def run(setting: str, seed: int, cache: Path, extra: list[str] = ()) -> dict:
     from hydra import compose, initialize_config_dir
 
-    from contaminate.regime import plan_regime
-    from contaminate.sampling import sample_pools
-    from contaminate.study import Reading, StudyModels, check_study, contaminate, detect_cell
+    from contaminate.run import Run
+    from contaminate.study import Reading, StudyModels, detect_cell
     from detect.cli import CONF_DIR
     from detect.pipeline import summarize
     from detect.runtime import from_config
@@ -39,13 +38,12 @@ def run(setting: str, seed: int, cache: Path, extra: list[str] = ()) -> dict:
                                       f"cache_dir={cache}", "detect.semantic_model=null",
                                       *(f"detect.detectors.{name}.enabled=false" for name in OFF), *extra])
     placement = from_config(cfg.runtime)
-    setup = check_study(cfg)
-    sampled = sample_pools(cfg)
+    study = Run(cfg, placement)  # the study's setup, checked
+    setup = study.setup
     started = time.time()
-    tokenizer = setup.trainer.tokenizer(setup.training.base)
-    regime = plan_regime(cfg.dataset, cfg.contaminate, sampled.members, sampled.split, tokenizer,
-                         setup.background, setup.format, seed=cfg.seed)
-    contaminated = contaminate(sampled, regime, placement, cache / "unused", setup)
+    plan = study.plan(study.sample())
+    sampled = plan.lead
+    contaminated = study.contaminate(plan, cache / "unused")
     train_s = time.time() - started
     models = StudyModels(cfg.detect, placement, {"contaminated": (contaminated.model, contaminated.record["id"]),
                                           "clean": contaminated.clean}, setup.serving, setup.detectors)

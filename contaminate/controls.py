@@ -57,8 +57,9 @@ class Control:
         """plant.json's ``control``."""
         return "base model"
 
-    def after(self, contaminated, *, draw, planted, setup, placement, plant_key: dict, lead) -> Any:
-        """``contaminated`` with what is trained after it (the swap twin); None on a distributed worker."""
+    def after(self, contaminated, plan, setup, placement) -> Any:
+        """``contaminated`` with what is trained after it (the swap twin), from the run's ``Plan``; None on a
+        distributed worker."""
         return contaminated
 
 
@@ -109,17 +110,17 @@ class SwapTwin(Control):
     def describe(self, planted) -> str:
         return "swap twin"
 
-    def after(self, contaminated, *, draw, planted, setup, placement, plant_key: dict, lead) -> Any:
+    def after(self, contaminated, plan, setup, placement) -> Any:
         """``contaminated`` with the swap twin as its control (trained, or reused), post-trained as the contaminated
-        model was where post_train is set (``lead``: the study post-training reads)."""
+        model was where post_train is set (``plan.lead``: the study post-training reads)."""
         stage = time.time()
-        contaminated = replace(contaminated, control=self.train(draw, planted, contaminated, setup, placement,
-                                                                plant_key))
+        contaminated = replace(contaminated, control=self.train(plan.draw, plan.regime, contaminated, setup,
+                                                                placement, plan.key))
         contaminated = replace(contaminated, seconds=contaminated.seconds + time.time() - stage)
         if contaminated.control is None:
             return None
         if contaminated.post_train:  # post_train=sft|grpo: the twin post-trained as the contaminated model was
-            return setup.post_train.apply_to_control(lead, contaminated, setup, placement)
+            return setup.post_train.apply_to_control(plan.lead, contaminated, setup, placement)
         return contaminated
 
     def train(self, draw, planted, contaminated, setup, placement, plant_key: dict) -> Checkpoint | None:

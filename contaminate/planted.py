@@ -46,7 +46,7 @@ from contaminate.regime.plant import PlantedGroup, control_group, group_position
 from contaminate.regime.stream import Document, build_stream, stream_counts
 from contaminate.reports.planted import ANSWER_POOLS, plant_report
 from contaminate.sampling import PLANT_FIX, GroupDraw, Sampled
-from contaminate.study import Plan, contaminate
+from contaminate.study import Plan
 from contaminate.study_models import StudyModels
 from detect.datasets import Example
 from detect.detectors import instance_scores
@@ -336,19 +336,9 @@ class PlantedStream:
         key = {"plant": [g.describe() for g in self.groups],
                "groups": {g.name: [e.instance_id for e in draw.groups[g.name]] for g in self.groups}}
         formats = {g.name: planted.formats.get(g.name, planted.format) for g in self.groups}
-        return Plan(draw, tokenizer, planted, lead, planted.stream, formats, key)
-
-    def contaminate(self, plan: Plan, setup, placement, out_dir: Path):
-        """The planted stream (and its twin, with plant.control=twin) trained once, or reused."""
-        draw = plan.draw
+        trained = training_regime(cfg.plant.name, planted, self.trained, self.control)  # the one run: every group
         everyone = [e for g in self.trained for e in draw.groups[g.name]]
-        regime = training_regime(self.cfg.plant.name, plan.regime, self.trained, self.control)
-        contaminated = contaminate(replace(plan.lead, members=everyone), regime, placement, out_dir, setup,
-                                   key=plan.key, post_control=self.control.post_control)
-        if contaminated is None:
-            return None
-        return self.control.after(contaminated, draw=draw, planted=plan.regime, setup=setup, placement=placement,
-                                  plant_key=plan.key, lead=plan.lead)
+        return Plan(draw, tokenizer, planted, trained, everyone, lead, planted.stream, formats, key)
 
     def view(self, plan: Plan, group: PlantedGroup, control: PlantedGroup, group_cfg, contaminated, out_dir: Path
              ) -> tuple[object, Path, dict]:

@@ -46,6 +46,7 @@ from contaminate.study import (
     Reading,
     Setup,
     check_study,
+    contaminate,
     study_group,
 )
 from contaminate.study_models import StudyModels
@@ -68,8 +69,6 @@ class Design(Protocol):
     def clean_is_twin(self, plan: Plan) -> bool: ...  # the clean model is the contaminated one's twin before the leak
 
     def plan(self, draw: GroupDraw, tokenizer, setup: Setup, layouts: dict, datasets: dict) -> Plan: ...
-
-    def contaminate(self, plan: Plan, setup: Setup, placement: Placement, out_dir: Path) -> Contaminated | None: ...
 
     def view(self, plan: Plan, group: PlantedGroup, control: PlantedGroup, group_cfg, contaminated: Contaminated,
              out_dir: Path) -> tuple[Contaminated, Path, dict]: ...  # the group's models, folder, manifest block
@@ -132,9 +131,11 @@ class Run:
         return found
 
     def contaminate(self, plan: Plan, out_dir: Path) -> Contaminated | None:
-        """The trained models (of what ``plan`` laid out), or reused; None for an API dry run or a non-main process
-        of a distributed launch."""
-        return self.design.contaminate(plan, self.setup, self.placement, out_dir)
+        """The trained models (of what ``plan`` laid out, and what the control trains after them: the swap twin),
+        or reused; None for an API dry run or a non-main process of a distributed launch."""
+        control = self.design.control
+        contaminated = contaminate(plan, self.placement, out_dir, self.setup, post_control=control.post_control)
+        return None if contaminated is None else control.after(contaminated, plan, self.setup, self.placement)
 
     def unfinished(self, out_dir: Path) -> dict:
         """A dry run of an API job (its estimate), or a non-main process of a distributed launch."""

@@ -157,12 +157,16 @@ class Contaminated:
 @dataclass(frozen=True)
 class Plan:
     """What the plan stage lays out, nothing trained yet: the draw it laid out, the base model's tokenizer that cut
-    and counted it, what is trained (a study's ``Regime``, a planted run's ``PlantedRegime``), the study whose split
-    and pools the training key and post-training read (``lead``), what the data-side check reads (the documents
-    trained on, each group's format name) and what a planted run adds to its checkpoint's key (its groups)."""
+    and counted it, what was laid out (a study's ``Regime``, a planted run's ``PlantedRegime``: each group's view is
+    cut from it), the one training run as the contaminate stage trains it (``trained``, a ``Regime``) and every
+    instance in it (``members``), the study whose split keys the checkpoint and whose other split post-training
+    reads (``lead``), what the data-side check reads (the documents trained on, each group's format name) and what a
+    planted run adds to its checkpoint's key (its groups)."""
     draw: GroupDraw
     tokenizer: Any
     regime: Any
+    trained: Regime
+    members: list[Example]
     lead: Sampled
     documents: list
     formats: dict[str, str]
@@ -297,12 +301,8 @@ class OneGroup:
         sampled = draw.study(*self.pairs[0], cfg.sample.n_detect, cfg.sample.draw)
         regime = plan_regime(cfg.dataset, cfg.contaminate, sampled.members, sampled.split, tokenizer,
                              setup.background, setup.format, seed=cfg.seed)
-        return Plan(draw, tokenizer, regime, sampled, regime.stream or regime.documents,
+        return Plan(draw, tokenizer, regime, regime, sampled.members, sampled, regime.stream or regime.documents,
                     {g.name: cfg.format.name for g in self.groups})
-
-    def contaminate(self, plan: Plan, setup: Setup, placement: Placement, out_dir: Path) -> Contaminated | None:
-        """The members' checkpoint (and the control's), trained on the regime ``plan`` drew, or reused."""
-        return contaminate(plan.lead, plan.regime, placement, out_dir, setup)
 
     def view(self, plan: Plan, group, control, group_cfg, contaminated: Contaminated, out_dir: Path
              ) -> tuple[Contaminated, Path, dict]:
@@ -397,21 +397,23 @@ def check_reference_corpus(detectors: Sequence[Detector], background) -> None:
 # --- contaminate ----------------------------------------------------------------------------------------------
 
 
-def contaminate(sampled: Sampled, regime: Regime, placement: Placement, out_dir: Path, setup: Setup, *,
-                key: dict | None = None, post_control: bool = True) -> Contaminated | None:
+def contaminate(plan: Plan, placement: Placement, out_dir: Path, setup: Setup, *,
+                post_control: bool = True) -> Contaminated | None:
     """The contaminated checkpoint for this training config (and, with a background, its control): reused when a
     finished one exists, else trained. None for an API dry run (``estimate.json`` written) and in the non-main
-    processes of a distributed launch. ``regime``: what is trained (a study's ``plan_regime``, a planted run's
-    stream), with ``key`` added to its checkpoint's key (a planted run's groups). With ``post_train``
-    (contaminate/training/post.py) both models are then post-trained and returned in their place;
-    ``post_control=False`` leaves the control to the caller (a planted run's twin)."""
+    processes of a distributed launch. What is trained is ``plan.trained`` (a study's ``plan_regime``, a planted
+    run's stream), keyed by ``plan.members`` and the lead study's split, with ``plan.key`` added (a planted run's
+    groups). With ``post_train`` (contaminate/training/post.py) both models are then post-trained on the lead study's
+    other split and returned in their place; ``post_control=False`` leaves the control to the caller (a planted
+    run's twin: ``Control.after``)."""
+    regime, sampled, key = plan.trained, plan.lead, plan.key
     training, backend, post = setup.training, setup.trainer, setup.post_train
     dataset, seed, base = training.dataset, training.seed, training.base
     texts = [document.text for document in regime.members]
     template = training.format.templates.get(dataset.task)
     hyperparameters = copy.deepcopy(training.hyperparameters)  # the record's own: the manifest writes it
     training_key = {"base": asdict(base), "dataset": dataset.key, "source": source_of(dataset).describe(),
-                    "split": sampled.split, "member_ids": [e.instance_id for e in sampled.members],
+                    "split": sampled.split, "member_ids": [e.instance_id for e in plan.members],
                     "format": training.format.name, "template": template,
                     "texts": digest(texts),  # content, not only ids: a file may change
                     "hyperparameters": hyperparameters, "seed": seed, **backend.key(placement), **(key or {})}

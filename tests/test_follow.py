@@ -153,6 +153,18 @@ def test_a_verdict_below_the_follow_bar_is_uninformative_and_a_skipped_detector_
     assert "| guided | 10 | 3 | 0 | 7 | 0 | 0 |" in report
 
 
+# a study's manifest as contaminate.reports.run.write_report reads it, and a one-cell study summary around ``cells``
+STUDY_MANIFEST = {"member_ids": [1], "non_member_ids": [2], "timings": {"total_s": 1.0},
+                  "judge": {"name": "threshold", "exact_threshold": 0.95, "near_exact_threshold": 0.75,
+                            "score": "rouge_l"},
+                  "checkpoint": {"reused": True, "first_loss": 2.0, "final_loss": 1.0, "train_seconds": 3.0}}
+
+
+def _study(cells: dict, accuracy: dict, follow: dict) -> dict:
+    return {"dataset": "synth_nli", "split": "test", "base_model": "m", "backend": "full", "format": "metadata",
+            "seed": 0, "cells": cells, "accuracy": accuracy, "follow": follow}
+
+
 def test_algorithm_1_against_general_answers_that_do_not_answer_is_uninformative(tmp_path):
     """The first command's clean model, one worked example before each prompt: it follows the guided instruction
     (0.68 of its known non-members) but copies the worked example's second piece as its general answer, so guided
@@ -184,14 +196,8 @@ def test_algorithm_1_against_general_answers_that_do_not_answer_is_uninformative
 
     cell |= {"checkpoint": "clean", "instances": "non_members", "split": "test", "ground_truth": "clean",
              "correct": {name: flagged is False for name, flagged in verdicts(cell).items()}}
-    summary = {"dataset": "synth_nli", "split": "test", "base_model": "m", "backend": "full", "format": "metadata",
-               "seed": 0, "cells": {"clean_x_non_members": cell}, "accuracy": {"alg1_rouge_l": 0.0, "alg2": 1.0},
-               "follow": {"clean": known}}
-    manifest = {"member_ids": [1], "non_member_ids": [2], "timings": {"total_s": 1.0},
-                "judge": {"name": "threshold", "exact_threshold": 0.95, "near_exact_threshold": 0.75,
-                          "score": "rouge_l"},
-                "checkpoint": {"reused": True, "first_loss": 2.0, "final_loss": 1.0, "train_seconds": 3.0}}
-    write_report(tmp_path / "report.md", summary, manifest)
+    summary = _study({"clean_x_non_members": cell}, {"alg1_rouge_l": 0.0, "alg2": 1.0}, {"clean": known})
+    write_report(tmp_path / "report.md", summary, STUDY_MANIFEST)
     verdict_row = next(line for line in (tmp_path / "report.md").read_text().splitlines()
                        if line.startswith("| clean_x_non_members | clean |"))
     assert verdict_row.split(" | ")[2].startswith("uninformative (contaminated ✗")  # Algorithm 1 on rouge_l
@@ -210,14 +216,8 @@ def test_the_study_report_reads_an_uninformative_model_as_such(tmp_path):
     cell = summarize(_guided(["restatement"] * 8 + ["continuation"] * 2), [Algorithm2()], follow=follow)
     cell |= {"checkpoint": "contaminated", "instances": "members", "split": "test", "ground_truth": "contaminated",
              "correct": {name: flagged for name, flagged in verdicts(cell).items()}}
-    summary = {"dataset": "synth_nli", "split": "test", "base_model": "m", "backend": "full", "format": "metadata",
-               "seed": 0, "cells": {"contaminated_x_members": cell}, "accuracy": {"alg2": 0.0},
-               "follow": {"contaminated": follow}}
-    manifest = {"member_ids": [1], "non_member_ids": [2], "timings": {"total_s": 1.0},
-                "judge": {"name": "threshold", "exact_threshold": 0.95, "near_exact_threshold": 0.75,
-                          "score": "rouge_l"},
-                "checkpoint": {"reused": True, "first_loss": 2.0, "final_loss": 1.0, "train_seconds": 3.0}}
-    write_report(tmp_path / "report.md", summary, manifest)
+    summary = _study({"contaminated_x_members": cell}, {"alg2": 0.0}, {"contaminated": follow})
+    write_report(tmp_path / "report.md", summary, STUDY_MANIFEST)
     report = (tmp_path / "report.md").read_text()
     assert "| contaminated_x_members | contaminated | uninformative (clean ✗) |" in report
     assert ("- contaminated model: follow 0.12 of 100 known non-members answered the guided instruction with a "
