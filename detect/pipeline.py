@@ -486,7 +486,7 @@ def uninformative(summary: dict, detector=None) -> str | None:
     follow = summary.get("follow")
     if follow and not follow["informative"]:
         return f"{UNINFORMATIVE} ({follow_text(follow)}, below {follow['bar']:.2f})"
-    bar = follow["bar"] if follow else FOLLOW_BAR
+    bar = (follow or {}).get("bar", FOLLOW_BAR)
     for reading in getattr(detector, "completions", ()):
         block = (summary.get("answers") or {}).get(reading)
         if reading != "guided" and block and block["n"] and block["follow_rate"] < bar:
