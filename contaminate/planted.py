@@ -318,11 +318,6 @@ class PlantedStream:
         self.pairs = [(g, control_group(self.groups, g)) for g in self.trained]  # each studied against its x0
         self.controls = None  # the other split's pool: as large as each dataset's first never-planted group
 
-    def clean_is_twin(self, plan: Plan) -> bool:
-        """The clean model is the contaminated one's twin before the leak unless it is the untouched base model
-        beside a background (plant.control=base or none): then the reference ratio against it is not an oracle's."""
-        return self.control.clean_is_twin(plan.regime)
-
     def plan(self, draw: GroupDraw, tokenizer, setup, layouts: dict, datasets: dict) -> Plan:
         """The planted stream: each group's documents among the background, where they fell, the control's; the
         lead study (``lead_study``) and the groups the checkpoint's key names."""
@@ -338,7 +333,7 @@ class PlantedStream:
         formats = {g.name: planted.formats.get(g.name, planted.format) for g in self.groups}
         trained = training_regime(cfg.plant.name, planted, self.trained, self.control)  # the one run: every group
         everyone = [e for g in self.trained for e in draw.groups[g.name]]
-        return Plan(draw, tokenizer, planted, trained, everyone, lead, planted.stream, formats, key)
+        return Plan(draw, tokenizer, planted, trained, everyone, lead, formats, key)
 
     def view(self, plan: Plan, group: PlantedGroup, control: PlantedGroup, group_cfg, contaminated, out_dir: Path
              ) -> tuple[object, Path, dict]:

@@ -66,8 +66,6 @@ class Design(Protocol):
     control: Control         # the clean cells' model (contaminate/controls.py; a planted run's plant.control)
     fix: str                 # what to lower where a split has too few instances for the groups
 
-    def clean_is_twin(self, plan: Plan) -> bool: ...  # the clean model is the contaminated one's twin before the leak
-
     def plan(self, draw: GroupDraw, tokenizer, setup: Setup, layouts: dict, datasets: dict) -> Plan: ...
 
     def view(self, plan: Plan, group: PlantedGroup, control: PlantedGroup, group_cfg, contaminated: Contaminated,
@@ -115,7 +113,7 @@ class Run:
     def decontaminate(self, plan: Plan) -> dict | None:
         """The data-side check of what ``plan`` laid out, before training (contaminate/decontam.py): every
         decontaminator on the stream, the benchmark each group's split; None where decontam.enabled is false."""
-        return stream_check(self.cfg, plan.draw, self.all_groups, plan.documents, self.datasets, plan.formats,
+        return stream_check(self.cfg, plan.draw, self.all_groups, plan.trained.stream, self.datasets, plan.formats,
                             tokenizer=plan.tokenizer)
 
     def decontamination_only(self, decontamination: dict | None, out_dir: Path) -> dict:
@@ -144,8 +142,10 @@ class Run:
 
     def models(self, plan: Plan, contaminated: Contaminated) -> StudyModels:
         refs = {"contaminated": (contaminated.model, contaminated.record["id"]), "clean": contaminated.clean}
+        # the clean model is the contaminated one's twin before the leak (the reference ratio against it an oracle's)
+        # unless it is the untouched base model beside a background (plant.control=base or none)
         return StudyModels(self.cfg.detect, self.placement, refs, self.setup.serving, self.setup.detectors,
-                           base=contaminated.base, clean_is_twin=self.design.clean_is_twin(plan))
+                           base=contaminated.base, clean_is_twin=self.design.control.clean_is_twin(plan.regime))
 
     def groups(self, plan: Plan, contaminated: Contaminated, out_dir: Path) -> list[GroupStudy]:
         """Each studied group's study: its dataset and format (the detectors read each instance as the format

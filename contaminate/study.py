@@ -160,7 +160,7 @@ class Plan:
     and counted it, what was laid out (a study's ``Regime``, a planted run's ``PlantedRegime``: each group's view is
     cut from it), the one training run as the contaminate stage trains it (``trained``, a ``Regime``) and every
     instance in it (``members``), the study whose split keys the checkpoint and whose other split post-training
-    reads (``lead``), what the data-side check reads (the documents trained on, each group's format name) and what a
+    reads (``lead``), each group's format name (the data-side check reads it beside ``trained.stream``) and what a
     planted run adds to its checkpoint's key (its groups)."""
     draw: GroupDraw
     tokenizer: Any
@@ -168,7 +168,6 @@ class Plan:
     trained: Regime
     members: list[Example]
     lead: Sampled
-    documents: list
     formats: dict[str, str]
     key: dict | None = None
 
@@ -291,17 +290,13 @@ class OneGroup:
         self.groups, self.pairs = [members, non_members], [(members, non_members)]
         self.controls = {cfg.dataset.key: non_members}  # the other split's pool is as large as the non-members'
 
-    def clean_is_twin(self, plan: Plan) -> bool:
-        """The clean model is the contaminated one's own twin before the leak: the reference ratio's oracle."""
-        return True
-
     def plan(self, draw: GroupDraw, tokenizer, setup: Setup, layouts: dict, datasets: dict) -> Plan:
         """The study's regime: the members' documents, alone or in a stream among the background, and its control."""
         cfg = self.cfg
         sampled = draw.study(*self.pairs[0], cfg.sample.n_detect, cfg.sample.draw)
         regime = plan_regime(cfg.dataset, cfg.contaminate, sampled.members, sampled.split, tokenizer,
                              setup.background, setup.format, seed=cfg.seed)
-        return Plan(draw, tokenizer, regime, regime, sampled.members, sampled, regime.stream or regime.documents,
+        return Plan(draw, tokenizer, regime, regime, sampled.members, sampled,
                     {g.name: cfg.format.name for g in self.groups})
 
     def view(self, plan: Plan, group, control, group_cfg, contaminated: Contaminated, out_dir: Path

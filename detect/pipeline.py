@@ -490,8 +490,8 @@ def uninformative(summary: dict, detector=None) -> str | None:
     for reading in getattr(detector, "completions", ()):
         block = (summary.get("answers") or {}).get(reading)
         if reading != "guided" and block and block["n"] and block["follow_rate"] < bar:
-            return (f"uninformative: the {reading} instruction was not followed (follow {block['follow_rate']:.2f} "
-                    f"of {block['n']} {reading} answers of this partition, below {bar:.2f})")
+            read = {"rate": block["follow_rate"], "n": block["n"], "on": f"{reading} answers of this partition"}
+            return f"uninformative: the {reading} instruction was not followed ({follow_text(read)}, below {bar:.2f})"
     return None
 
 
@@ -510,14 +510,15 @@ def write_report(path: Path, summary: dict, rows: Sequence[dict]) -> None:
     lines += [f"{summary['n_instances']} instances, prompt format `{summary['prompt_format']}`, "
               f"{thresholds_line(summary['judge'])}, seed {summary['seed']}.", ""]
     if summary.get("follow"):
-        lines += [f"Answers: {follow_text(summary['follow'])} answered the instruction with a continuation (the "
-                  f"bar: {summary['follow']['bar']:.2f})." + (f" **{uninformative(summary)}**: Algorithm 1 and 2's "
-                                                              f"verdicts below are their rules' outcomes on answers "
-                                                              f"that mostly do not answer, not evidence of a clean "
-                                                              f"model." if uninformative(summary) else "")
-                  + (f" **Algorithm 1: {general}**: its verdict below is its rule's outcome against answers that do "
-                     f"not answer." if (general := uninformative(summary, Algorithm1)) and not uninformative(summary)
-                     else ""), ""]
+        line = (f"Answers: {follow_text(summary['follow'])} answered the instruction with a continuation (the bar: "
+                f"{summary['follow']['bar']:.2f}).")
+        if uninformative(summary):  # the model's guided answers: Algorithm 1 and 2 alike
+            line += (f" **{uninformative(summary)}**: Algorithm 1 and 2's verdicts below are their rules' outcomes on "
+                     f"answers that mostly do not answer, not evidence of a clean model.")
+        elif uninformative(summary, Algorithm1):  # the partition's general answers: Algorithm 1 alone
+            line += (f" **Algorithm 1: {uninformative(summary, Algorithm1)}**: its verdict below is its rule's outcome "
+                     f"against answers that do not answer.")
+        lines += [line, ""]
     if summary.get("judge", {}).get("name") == "recipe":  # the pre-check runs beside the recipe alone
         lines += [precheck_line(summary.get("precheck")), ""]
     lines += answers_table(summary)
