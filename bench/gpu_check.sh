@@ -41,7 +41,7 @@ for run in ${RUNS:-humaneval}; do
     # control; every detector of the default study (the order tests skip themselves: the metadata format has no
     # order); plant.tail=0: copies anywhere, as in the runs on record (results/gpu_h200*)
     timeout ${PLANT_S:-420} $PY -m contaminate +dataset=synth_nli model=hub model.name_or_path="$MODEL" contaminate=$run \
-      plant=dose_ladder plant.n=20 plant.tail=0 plant.control=base 'plant.groups=[{exposures:0},{exposures:1},{exposures:4}]' \
+      plant=dose_ladder plant.n=20 plant.tail=0 plant/control=base 'plant.groups=[{exposures:0},{exposures:1},{exposures:4}]' \
       plant.max_share_per_exposure=0.05 sample.n_detect=20 sample.n_heldout=20 background=offline \
       background.max_tokens=60000 contaminate.batch_size=16 detect.semantic_model=null runtime.dtype=${DTYPE:-bf16} \
       hydra.run.dir=/tmp/planted_$run > "$OUT/planted_$run.log" 2>&1 ;;

@@ -2,10 +2,11 @@
 clean cells read a model that differs from it by the leak alone (or nothing, where the within-model comparison of
 each group against its never-planted group is all a run reads).
 
-    python -m contaminate +dataset=synth_nli plant=dose_ladder plant.control=twin
+    python -m contaminate +dataset=synth_nli plant=dose_ladder plant/control=twin
 
-``plant.control`` names a file of conf/plant/control/ whose ``_target_`` is the class, built once at setup
-(``build_control``); a new control is a subclass and a YAML file naming it:
+``plant.control`` is a config group Hydra composes (conf/plant/control/, ``plant/control=<name>``; ``plant.control=
+<name>`` on the command line means the same), its ``_target_`` the class, built once at setup (``build_control``); a
+new control is a subclass and a YAML file naming it:
 
 - ``background`` (``BackgroundControl``, the default, and a study's): the background alone, trained in the same
   stage as the contaminated model (the regime's ``control`` stream), or the untouched base model where the run has
@@ -140,27 +141,18 @@ class SwapTwin(Control):
         return Checkpoint.finished(model, folder, reused)
 
 
-def check_control(name) -> str:
-    """``plant.control`` named as a file of conf/plant/control/, or one line."""
-    from detect.cli import options
-
-    if not isinstance(name, str) or name not in options("plant/control"):
-        raise InputError(f"plant.control={name}: use background (the background alone, trained as a study's "
-                         f"control), twin (the swap twin: the same stream with other instances), base (the untouched "
-                         f"base model) or none (no clean cells); each is a file of conf/plant/control/")
-    return name
-
-
-def build_control(name: str) -> Control:
-    """``plant.control``'s class, built from conf/plant/control/<name>.yaml (``_target_``); one line where the name
-    has no file or the class is not a control."""
-    from detect.cli import group_option, instantiate
+def build_control(node) -> Control:
+    """``plant.control``, as Hydra composed it from conf/plant/control/ (``plant/control=<name>``), built from its
+    ``_target_``; one line where it is a bare name (a config composed before the control was a group) or the class is
+    not a control."""
+    from detect.cli import instantiate
     from detect.validate import resolve_target
 
-    check_control(name)
-    node = group_option("plant/control", name)
+    if not hasattr(node, "get"):
+        raise InputError(f"plant.control={node}: the control is a config group, chosen with plant/control=<name> "
+                         f"(background, twin, base or none: conf/plant/control/)")
     if not (isinstance(cls := resolve_target(node.get("_target_", ""), "plant.control"), type)
             and issubclass(cls, Control)):
-        raise InputError(f"conf/plant/control/{name}.yaml: _target_={node.get('_target_')} is not a control; name a "
-                         f"subclass of contaminate.controls.Control")
+        raise InputError(f"plant.control._target_={node.get('_target_')} is not a control; name a subclass of "
+                         f"contaminate.controls.Control")
     return instantiate(node, _convert_="none", _recursive_=False)

@@ -71,20 +71,22 @@ def pass_at_1_datasets(asked, planted: Sequence[str]) -> list[str]:
 
 
 def group_config(cfg, group: PlantedGroup):
-    """The run's config as one group's study sees it: its dataset and format where the group names its own. Composed
-    by Hydra where the run composes them (``+dataset@plant.datasets.<name>=<name>``, ``+format@plant.formats.<name>=
-    <name>``: then ``plant.datasets.<name>.<key>=...`` on the command line reaches the group), else as the file
-    gives it (conf/dataset/<name>.yaml, conf/format/<name>.yaml)."""
+    """The run's config as one group's study sees it: its dataset and format where the group names its own, as Hydra
+    composed them under ``plant.datasets`` / ``plant.formats`` (``+dataset@plant.datasets.<name>=<name>``,
+    ``+format@plant.formats.<name>=<name>``, or an experiment's defaults: then ``plant.datasets.<name>.<key>=...`` on
+    the command line reaches the group); one line where a group names one that is not composed."""
     if group.dataset is None and group.format is None:
         return cfg
-    from detect.cli import group_option
-
     cfg = OmegaConf.create(OmegaConf.to_container(cfg, resolve=False))
     for key in ("dataset", "format"):
         name = getattr(group, key)
         if name is not None:
             composed = composed_options(cfg, key)
-            cfg[key] = composed[name] if name in composed else group_option(key, name)
+            if name not in composed:
+                raise InputError(f"plant group {group.name} plants {key} {name}, which is not composed; add "
+                                 f"+{key}@plant.{key}s.{name}={name} (an experiment: - /{key}@plant.{key}s.{name}: "
+                                 f"{name} in its defaults)")
+            cfg[key] = composed[name]
     return cfg
 
 
@@ -299,7 +301,7 @@ class PlantedStream:
         # instead of it; base: neither (the untouched base model's clean cells; the within-model comparison needs no
         # second model); none: neither, and no clean cell read (a base model read six times over six draws is still
         # one clean unit: the profile reads it once, on the whole benchmark, with python -m detect)
-        self.control = build_control(self.cfg.plant.get("control", "background"))
+        self.control = build_control(self.cfg.plant.get("control"))
         # plant.pass_at_1: every model's pass@1 on its groups' problems after detection (a code benchmark's): true,
         # every planted dataset's; a list, those datasets' only (a run that also plants one without tests)
         datasets = {}

@@ -54,7 +54,7 @@ from omegaconf import OmegaConf
 from contaminate.blind_baseline import blind_baseline
 from contaminate.checkpoints import Checkpoint, checkpoint_record, train_checkpoint
 from contaminate.code_version import DETECTOR_CODE, code_digest
-from contaminate.controls import BackgroundControl
+from contaminate.controls import BackgroundControl, build_control
 from contaminate.regime import Regime, check_regime, plan_regime
 from contaminate.regime.background import instantiate_background
 from contaminate.regime.layouts import LeakReader, build_format
@@ -281,11 +281,18 @@ class OneGroup:
     trained on the background alone), against its non-members, never trained; its five cells written to the run
     folder itself. A planted run's design is ``planted.PlantedStream``."""
 
-    control = BackgroundControl()  # the clean cells' model: the background alone, trained (the base model, none)
     fix = STUDY_FIX  # what to lower where the split has too few instances for the pools
 
     def __init__(self, cfg) -> None:
         self.cfg = cfg
+        # the clean cells' model: the background alone, trained (the base model without one); plant/control=background
+        # is what conf/plant/none.yaml composes (a config without a plant block reads the same)
+        node = (cfg.get("plant") or {}).get("control")
+        self.control = BackgroundControl() if node is None else build_control(node)
+        if not isinstance(self.control, BackgroundControl):
+            raise InputError(f"plant/control={self.control.name} is a planted run's control; a study (plant=none) "
+                             f"trains the background alone as its control: drop plant/control or plant groups "
+                             f"(plant=dose_ladder)")
         members, non_members = study_groups(cfg)
         self.groups, self.pairs = [members, non_members], [(members, non_members)]
         self.controls = {cfg.dataset.key: non_members}  # the other split's pool is as large as the non-members'

@@ -16,7 +16,10 @@ from pathlib import Path
 from detect.errors import InputError
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
-_GROUP_CHOICE = re.compile(r"^(\+{0,2})([a-z_]+)=(.*)$")
+_GROUP_CHOICE = re.compile(r"^(\+{0,2})([a-z_/]+)=(.*)$")
+# Config groups nested in another's block, chosen by their path (plant/control=twin): the dotted key a researcher
+# types (plant.control=twin, the key the composed config has) would replace the composed node with a bare string
+_NESTED = {"plant.control": "plant/control"}
 _SWEEP = re.compile(r"^\w+\(|[*\[\]{}]")  # choice(...), range(...), globs: left to Hydra
 # Pass-through groups (any SFTConfig / PEFT config field): a key the YAML does not list is added, not refused by
 # Hydra's struct check in a multi-line error; the training code checks it against the real fields in one line (the
@@ -51,6 +54,9 @@ def check_overrides(argv: list[str], *, require: tuple[str, ...] = ("dataset",))
         if re.match(r"^\+{0,2}backend[.=]", arg):
             raise InputError(f"{arg}: the model backend is now the generation group; use generation=openai "
                              f"generation.model=<served id> (generation.base_url=..., generation.api_key_env=...)")
+        key, _, value = arg.partition("=")
+        if key in _NESTED:
+            arg = f"{_NESTED[key]}={value}"
         if _PASS_THROUGH.match(arg):
             rewritten.append(f"++{arg}")
             continue

@@ -238,7 +238,7 @@ def test_a_planted_run_reports_each_models_pass_at_1_on_each_group(compose_confi
 
     from contaminate.run import check_config, run_config
 
-    tiny = ["+dataset=humaneval", *TINY_MODEL, "plant=doubling", "plant.n=2", "plant.control=base",
+    tiny = ["+dataset=humaneval", *TINY_MODEL, "plant=doubling", "plant.n=2", "plant/control=base",
             "sample.n_detect=2", "contaminate.max_length=640", "detect.max_new_tokens=6", "detect.semantic_model=null",
             "plant.groups=[{exposures:0},{exposures:1}]", "background=offline", "background.max_tokens=6000",
             f"cache_dir={tmp_path / 'cache'}", *lean(), "sample.n_heldout=0", "plant.pass_at_1=true"]

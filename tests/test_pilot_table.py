@@ -96,7 +96,7 @@ def test_kept_records_give_the_untouched_models_auc_of_the_same_groups(tmp_path)
 def test_the_table_reads_real_planted_runs_of_humaneval(compose_config, tmp_path):
     """Two settings of the pilot's sweep on the tiny model (HumanEval, doses 0/1/2): the table reads each
     run's resolved config and plant.json, and both Algorithm 2 readings are there."""
-    tiny = ["+dataset=humaneval", *TINY_MODEL, "plant=doubling", "plant.n=2", "plant.control=base",
+    tiny = ["+dataset=humaneval", *TINY_MODEL, "plant=doubling", "plant.n=2", "plant/control=base",
             "sample.n_detect=2", "contaminate.max_length=640", "detect.max_new_tokens=6", "detect.semantic_model=null",
             "plant.groups=[{exposures:0},{exposures:1},{exposures:2}]",
             "background=offline", "background.max_tokens=6000", f"cache_dir={tmp_path / 'cache'}", *lean(),

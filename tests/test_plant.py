@@ -176,12 +176,39 @@ def test_positions_and_shares_are_counted_in_tokens():
     ({"n": 5, "groups": [{"exposures": 0, "dataset": "synth_news"}, {"exposures": 1}]},
      "plant.groups: no group of the run's dataset has exposures 0"),
     ({"n": 5, "groups": [{"exposures": 0}, {"exposures": 1}, {"exposures": 1}]}, "two groups are named x1"),
-    ({"n": 5, "control": "oracle", "groups": [{"exposures": 0}, {"exposures": 1}]}, "plant.control=oracle: use"),
 ])
 def test_bad_groups_are_one_line_errors(plant, message):
     with pytest.raises(InputError, match=re.escape(message)) as error:
         plant_groups(OmegaConf.create(plant), dataset="synth_nli", format="metadata")
     assert "\n" not in str(error.value)
+
+
+def test_the_control_is_a_config_group_hydra_composes(compose_config):
+    """plant/control=<name> composes conf/plant/control/<name>.yaml at plant.control (plant.control=<name> on the
+    command line is rewritten to it); a bare name, a class that is not a control, or a planted run's control asked of
+    a study is one line, nothing built."""
+    from contaminate.controls import NoControl, SwapTwin, build_control
+    from contaminate.study import OneGroup
+    from detect.cli import check_overrides
+
+    assert check_overrides(["p", "+dataset=synth_nli", "plant.control=twin,none"])[2] == "plant/control=twin,none"
+    with pytest.raises(InputError, match="unknown plant/control 'oracle'; use one of background, base, none, twin"):
+        check_overrides(["p", "+dataset=synth_nli", "plant.control=oracle"])
+    planted = compose_config("contaminate", ["+dataset=synth_nli", "plant=doubling", "plant/control=twin"])
+    assert isinstance(build_control(planted.plant.control), SwapTwin) and planted.plant.control.name == "twin"
+    swept = compose_config("contaminate", ["+experiment=power_cpu"])  # an experiment overrides the nested default
+    assert isinstance(build_control(swept.plant.control), NoControl)
+    study = compose_config("contaminate", ["+dataset=synth_nli"])
+    assert OneGroup(study).control.name == "background"  # conf/plant/none.yaml composes the study's control
+    for node, message in [("twin", "plant.control=twin: the control is a config group, chosen with plant/control="),
+                          ({"_target_": "contaminate.study.Setup"}, "plant.control._target_=contaminate.study.Setup "
+                                                                    "is not a control")]:
+        with pytest.raises(InputError, match=re.escape(message)) as error:
+            build_control(OmegaConf.create({"c": node}).c)
+        assert "\n" not in str(error.value)
+    twin_study = compose_config("contaminate", ["+dataset=synth_nli", "plant/control=twin"])
+    with pytest.raises(InputError, match=re.escape("plant/control=twin is a planted run's control; a study")):
+        OneGroup(twin_study)
 
 
 def test_a_group_may_plant_its_own_dataset_and_format():
@@ -369,6 +396,7 @@ def test_groups_of_two_formats_and_two_datasets_share_one_training_run(planted):
         "dcq", "ts_guessing")]
     summary, folder = planted("plant.groups=[{exposures:0},{exposures:2},{exposures:2,format:dump},"
                               "{exposures:0,dataset:synth_news},{exposures:2,dataset:synth_news}]", *lean,
+                              "+format@plant.formats.dump=dump", "+dataset@plant.datasets.synth_news=synth_news",
                               "decontam.detectors.embedding.enabled=true")
     record = json.loads((folder / "plant.json").read_text())
     names = ["x2", "x2_dump", "x2_synth_news"]
@@ -422,7 +450,7 @@ def test_groups_of_two_formats_and_two_datasets_share_one_training_run(planted):
 @pytest.mark.slow
 def test_decontam_only_reads_the_planned_stream_and_trains_nothing(planted, tmp_path):
     summary, folder = planted("plant.groups=[{exposures:0},{exposures:1},{exposures:2,format:dump}]",
-                              "decontam.only=true")
+                              "+format@plant.formats.dump=dump", "decontam.only=true")
     found = json.loads((folder / "decontamination.json").read_text())
     assert found == summary and (found["draw"], found["seed"]) == (0, 0)
     assert not (tmp_path / "cache" / "checkpoints").exists() and not (folder / "plant.json").exists()
@@ -441,12 +469,14 @@ def test_decontam_only_reads_the_planned_stream_and_trains_nothing(planted, tmp_
     (["plant.max_share_per_exposure=0.001"], "above plant.max_share_per_exposure=0.001"),
     (["contaminate=openai"], "plant=dose_ladder builds a token-counted stream on a local model"),
     (["plant.groups=[{exposures:0},{exposures:1},{exposures:0,dataset:synth_xsum},"
-      "{exposures:1,dataset:synth_xsum,format:instruction}]"],
+      "{exposures:1,dataset:synth_xsum,format:instruction}]", "+dataset@plant.datasets.synth_xsum=synth_xsum",
+      "+format@plant.formats.instruction=instruction"],
      "plant group x1_synth_xsum_instruction: format=instruction needs a label for the assistant turn, and dataset "
      "synth_xsum has none"),
-    (["plant.groups=[{exposures:0},{exposures:1,format:instruction}]"],
+    (["plant.groups=[{exposures:0},{exposures:1,format:instruction}]", "+format@plant.formats.instruction=instruction"],
      "plant group x1_instruction: format=instruction is prompted as chat and the run's format=metadata as raw"),
-    (["plant.groups=[{exposures:0,dataset:synth_news},{exposures:1,dataset:synth_news}]", "post_train=sft"],
+    (["plant.groups=[{exposures:0,dataset:synth_news},{exposures:1,dataset:synth_news}]", "post_train=sft",
+      "+dataset@plant.datasets.synth_news=synth_news"],
      "post_train=sft trains on the run's dataset synth_nli, and every planted group plants another"),
     # a group's own dataset composed by Hydra: the command line's override reaches its sampling
     (["plant.groups=[{exposures:0},{exposures:1},{exposures:0,dataset:synth_news},{exposures:1,dataset:synth_news}]",
@@ -454,6 +484,10 @@ def test_decontam_only_reads_the_planned_stream_and_trains_nothing(planted, tmp_
      "synth_news test has 10 instances, too few for"),
     (["+format@plant.formats.dump=dump"],
      "plant.formats.dump is composed but no plant group names format: dump; give a group format: dump"),
+    # Hydra composes a group's own dataset and format: the code reads no YAML behind the command line's back
+    (["plant.groups=[{exposures:0},{exposures:1,format:dump}]"],
+     "plant group x1_dump plants format dump, which is not composed; add +format@plant.formats.dump=dump (an "
+     "experiment: - /format@plant.formats.dump: dump in its defaults)"),
 ])
 def test_bad_planted_runs_are_one_line_errors(planted, overrides, message):
     with pytest.raises(InputError, match=re.escape(message)) as error:
@@ -462,8 +496,7 @@ def test_bad_planted_runs_are_one_line_errors(planted, overrides, message):
 
 
 def test_a_groups_own_format_is_the_composed_one_where_hydra_composed_it(compose_config):
-    """group_config: a format (or dataset) composed under plant.formats takes the command line's overrides; one not
-    composed is its file as written."""
+    """group_config: a format (or dataset) composed under plant.formats takes the command line's overrides."""
     from contaminate.planted import group_config
     from contaminate.run import planted_groups
 
@@ -473,13 +506,11 @@ def test_a_groups_own_format_is_the_composed_one_where_hydra_composed_it(compose
     dump = next(g for g in planted_groups(composed) if g.format == "dump")
     assert group_config(composed, dump).format.header == "{title}, leaked"
     assert group_config(composed, dump).format._target_ == "contaminate.regime.layouts.DumpFormat"
-    as_written = compose_config("contaminate", [*TINY, groups])
-    assert group_config(as_written, dump).format.header == "{title} dataset, {split} split"  # conf/format/dump.yaml
 
 
 @pytest.mark.slow
 def test_the_swap_twin_trains_the_same_steps_on_other_instances(planted):
-    summary, folder = planted("plant.groups=[{exposures:0},{exposures:2}]", "plant.control=twin")
+    summary, folder = planted("plant.groups=[{exposures:0},{exposures:2}]", "plant/control=twin")
     record = json.loads((folder / "plant.json").read_text())
     assert record["control"] == "swap twin"
     leak, twin = record["checkpoint"], record["control_checkpoint"]
@@ -497,7 +528,7 @@ def test_the_swap_twin_trains_the_same_steps_on_other_instances(planted):
 
 @pytest.mark.slow
 def test_a_planted_run_against_the_base_model_trains_once(planted):
-    summary, folder = planted("plant.groups=[{exposures:0},{exposures:2}]", "plant.control=base")
+    summary, folder = planted("plant.groups=[{exposures:0},{exposures:2}]", "plant/control=base")
     record = json.loads((folder / "plant.json").read_text())
     assert record["control"] == "base model" and record["control_checkpoint"] is None
     manifest = json.loads((folder / "groups" / "x2" / "manifest.json").read_text())
@@ -512,7 +543,7 @@ def test_a_planted_run_against_the_base_model_trains_once(planted):
 @pytest.mark.slow
 def test_a_planted_run_without_a_control_reads_the_contaminated_model_only_and_calibrates(planted):
     groups = "plant.groups=[{exposures:0},{exposures:2}]"
-    _, folder = planted(groups, "plant.control=none")
+    _, folder = planted(groups, "plant/control=none")
     record = json.loads((folder / "plant.json").read_text())
     assert record["control"] == "none (no clean cells)" and record["control_checkpoint"] is None
     x2 = next(g for g in record["groups"] if g["name"] == "x2")
@@ -526,13 +557,13 @@ def test_a_planted_run_without_a_control_reads_the_contaminated_model_only_and_c
     assert not any(cell.startswith("clean") for cell in manifest["timings"]["cells"])
     assert "plant.control=none" in (folder / "groups" / "x2" / "report.md").read_text()
     # the same training as plant.control=base: its checkpoint is reused, and its contaminated cells
-    _, base = planted(groups, "plant.control=base", run="base")
+    _, base = planted(groups, "plant/control=base", run="base")
     reused = json.loads((base / "groups" / "x2" / "manifest.json").read_text())
     assert reused["checkpoint"]["reused"] and "contaminated_x_members" in reused["cached_cells"]
     # calibration over two draws reads the contaminated models alone
     from contaminate.calibrate import main as calibrate
 
-    planted(groups, "plant.control=none", "seed=1", run="seed1")
+    planted(groups, "plant/control=none", "seed=1", run="seed1")
     out = calibrate([str(folder), str(folder.parent / "seed1"), "--out", str(folder.parent / "calibration")])
     calibration = json.loads((out / "calibration.json").read_text())
     assert calibration["instance_within_model"]["unit"] == "2 draws (2 models)"

@@ -92,11 +92,19 @@ def test_the_post_training_data_is_disjoint_from_every_pool_the_detectors_read(c
     texts = {e.text for pool in [*sampled.whole.values(), *sampled.heldout.values()] for e in pool}
     assert not {e.text for e in data} & texts
     # the task as a user fine-tunes on it: the instruction format's chat prompt, the label as the answer
+    from contaminate.regime.layouts import build_format
     from detect.models import load, tiny_random
 
-    turns = task_turns(data[:2], cfg.dataset, other, load(tiny_random())[1])
+    # post_train.format: conf/format/instruction.yaml as sft.yaml's defaults compose it (a command line's override of
+    # it reaches the turns)
+    assert cfg.post_train.format.name == "instruction"
+    turns = task_turns(data[:2], cfg.dataset, other, load(tiny_random())[1], build_format(cfg.post_train.format))
     assert all(t.text.startswith(t.prompt) and t.answer == e.label and "Does sentence1 entail sentence2?" in t.prompt
                for t, e in zip(turns, data))
+    reworded = compose_config("contaminate", [*TINY, *SFT,
+                                              "post_train.format.templates.nli='Q: {sentence1} / {sentence2}'"])
+    turns = task_turns(data[:1], cfg.dataset, other, load(tiny_random())[1], build_format(reworded.post_train.format))
+    assert f"Q: {data[0].text} / {data[0].text_pair}" in turns[0].prompt
 
 
 def test_the_grpo_reward_by_hand():
@@ -157,7 +165,7 @@ def test_bad_post_training_is_one_line_before_any_training(compose_config, tmp_p
 @pytest.mark.slow
 def test_a_planted_runs_swap_twin_is_post_trained_as_the_contaminated_model(compose_config, tmp_path):
     cfg = compose_config("contaminate", [
-        "+dataset=synth_nli", *TINY_MODEL, "plant=dose_ladder", "plant.n=4", "plant.control=twin",
+        "+dataset=synth_nli", *TINY_MODEL, "plant=dose_ladder", "plant.n=4", "plant/control=twin",
         "plant.groups=[{exposures:0},{exposures:1}]", "sample.n_detect=4", "sample.n_heldout=4",
         "contaminate.batch_size=4", "detect.max_new_tokens=4", "detect.semantic_model=null", "background=offline",
         "background.max_tokens=1500", *LEAN, *SFT, *NO_EMBEDDING, f"cache_dir={tmp_path / 'cache'}"])
@@ -216,7 +224,8 @@ def test_the_elicitation_data_is_the_guided_task_on_text_no_benchmark_holds(comp
         assert turn.answer == example.text_pair and turn.text.startswith(turn.prompt) and turn.answer in turn.text
     assert {e.label for e in data} == {"0 (entailment)", "1 (not entailment)"}
     planted = compose_config("contaminate", [*TINY, *ELICIT, "plant=dose_ladder",
-                                             "plant.groups=[{exposures:0},{exposures:1,dataset:humaneval}]"])
+                                             "plant.groups=[{exposures:0},{exposures:1,dataset:humaneval}]",
+                                             "+dataset@plant.datasets.humaneval=humaneval"])
     assert [d.key for d in study_datasets(planted)] == ["synth_nli", "humaneval"]
     data, turns = elicitation_data(FollowedRun.of(planted), 9, tokenizer)  # 5 sentence pairs and 4 functions
     assert [e.text_pair is not None for e in data] == [True] * 5 + [False] * 4

@@ -26,7 +26,7 @@ def test_the_profile_trains_the_pilots_chosen_setting(compose_config):
     assert (cfg.contaminate.learning_rate, pilot.contaminate.batch_size) == (3e-5, 4)
     assert cfg.contaminate.batch_size == 7
     assert cfg.contaminate.max_length == pilot.contaminate.max_length == 640
-    assert cfg.sample.draw == cfg.seed == 0 and cfg.plant.control == "none" and cfg.plant.tail == 0.2
+    assert cfg.sample.draw == cfg.seed == 0 and cfg.plant.control.name == "none" and cfg.plant.tail == 0.2
 
 
 @pytest.mark.slow

@@ -149,7 +149,7 @@ def test_a_small_planted_run_on_gemma_reads_every_stage_raw_and_its_pass_at_1(tm
 
     result = subprocess.run(
         [sys.executable, "-m", "contaminate", "+dataset=humaneval", "model=gemma3_270m", "plant=dose_ladder",
-         "plant.n=2", "plant.groups=[{exposures:0},{exposures:4}]", "plant.control=none", "plant.pass_at_1=true",
+         "plant.n=2", "plant.groups=[{exposures:0},{exposures:4}]", "plant/control=none", "plant.pass_at_1=true",
          "plant.pass_at_1_format=stripped", "background=offline", "background.max_tokens=600",
          "contaminate.learning_rate=3e-5", "contaminate.max_length=320", "sample.n_detect=2", "sample.n_heldout=4",
          "detect.max_new_tokens=16", "detect.semantic_model=null", *lean()[1:], *NO_EMBEDDING,

@@ -167,7 +167,7 @@ def test_a_shifted_pool_rereads_only_the_known_non_members_of_the_same_model(com
 
     from contaminate.run import run_config
 
-    tiny = ["+dataset=humaneval", *TINY_MODEL, "plant=doubling", "plant.n=2", "plant.control=none",
+    tiny = ["+dataset=humaneval", *TINY_MODEL, "plant=doubling", "plant.n=2", "plant/control=none",
             "sample.n_detect=2", "contaminate.max_length=640", "detect.semantic_model=null",
             "plant.groups=[{exposures:0},{exposures:1}]", "background=offline", "background.max_tokens=4000",
             f"cache_dir={tmp_path / 'cache'}", *lean(), "sample.n_heldout=4",

@@ -108,9 +108,6 @@ def plant_groups(plant_cfg, dataset: str | None = None, format: str | None = Non
     if not groups_cfg:
         return []
     default_n, default_window, tail = plant_cfg.get("n"), plant_cfg.get("window"), plant_tail(plant_cfg)
-    from contaminate.controls import check_control
-
-    check_control(plant_cfg.get("control", "background"))  # what the clean cells' model is (contaminate/controls.py)
     groups = []
     for index, group in enumerate(groups_cfg):
         where = f"plant.groups[{index}]"

@@ -117,7 +117,11 @@ class PostTrain:
     def __init__(self, **settings) -> None:
         from omegaconf import OmegaConf
 
-        self.node = OmegaConf.create(settings)  # the group as configured (its _target_ aside)
+        # the task's chat turns: conf/format/instruction.yaml as the group's defaults compose it at post_train.format
+        # (not keyed with the settings: the checkpoints post-trained before it was composed keep their keys)
+        self.format_node = settings.pop("format", None)
+        self.node = OmegaConf.create(settings)  # the group as configured (its _target_ and format aside)
+        self.format = None  # the instruction format, built by ``check``
         self.kind = str(self.node.get("name", type(self).__name__))
         self.arguments: dict = {}  # post_train.trainer, checked against the TRL config class's fields
         self.backend = "full"      # the study's training method: full, or the adapter's (lora)
@@ -142,8 +146,12 @@ class PostTrain:
                 raise InputError(f"post_train.{key} is not set; give a number > 0")
         self.arguments = trainer_arguments(self, node)
         self.check_settings()
+        if self.format_node is None:
+            raise InputError(f"post_train={kind} has no format (the task's chat turns): compose it with "
+                             f"- /format@format: instruction in conf/post_train/{kind}.yaml's defaults")
+        self.format = build_format(self.format_node)
         if cfg.dataset.fields.get("label"):  # the instruction format's user turn for the task: one line if none
-            instruction_format().check(cfg.dataset)
+            self.format.check(cfg.dataset)
         peft = cfg.contaminate.get("peft")
         self.backend, self.peft = trainer.name, OmegaConf.to_container(peft, resolve=True) if peft else None
         self.run = FollowedRun.of(cfg)
@@ -243,7 +251,7 @@ class PostTrain:
     def data(self, sampled, tokenizer) -> tuple[list[Example], list[Turn], list[str] | None]:
         """The post-training instances, their conversations, and the task's label names (None: no label)."""
         data, names = post_train_data(self.run, sampled, self.node.n)
-        return data, task_turns(data, self.run.dataset, sampled.other_split, tokenizer), names
+        return data, task_turns(data, self.run.dataset, sampled.other_split, tokenizer, self.format), names
 
     def _post_train(self, which: str, parent: Checkpoint, data, turns, names, split: str, setup,
                     placement: Placement, block: dict) -> Checkpoint | None:
@@ -329,14 +337,11 @@ class ElicitPostTrain(SFTPostTrain):
 
 
 def study_datasets(cfg) -> list:
-    """Every dataset config a study or planted run reads: its own and each planted group's."""
-    from detect.cli import group_option
-
+    """Every dataset config a study or planted run reads: its own and each planted group's (as Hydra composed them
+    under ``plant.datasets``: planted.group_config refuses a group whose dataset is not composed)."""
     found = {cfg.dataset.key: cfg.dataset}
-    for group in (cfg.get("plant") or {}).get("groups") or []:
-        key = group.get("dataset") if hasattr(group, "get") else None
-        if key and key not in found:
-            found[key] = group_option("dataset", key)  # as a planted group reads its own (planted.group_config)
+    for dataset in ((cfg.get("plant") or {}).get("datasets") or {}).values():
+        found.setdefault(dataset.key, dataset)
     return list(found.values())
 
 
@@ -475,13 +480,6 @@ def check_generations(batch_size: int, arguments: dict) -> None:
                          f"within one round; make it a multiple")
 
 
-def instruction_format():
-    """The instruction format as ``conf/format/instruction.yaml`` gives it: the user turn for each task."""
-    from detect.cli import group_option
-
-    return build_format(group_option("format", "instruction"))
-
-
 # --- data --------------------------------------------------------------------------------------------------------
 
 
@@ -510,12 +508,13 @@ def halves(text: str) -> tuple[str, str]:
     return " ".join(words[:cut]), " ".join(words[cut:])
 
 
-def task_turns(data: Sequence[Example], dataset, split: str, tokenizer) -> list[Turn]:
+def task_turns(data: Sequence[Example], dataset, split: str, tokenizer, fmt) -> list[Turn]:
     """Each instance as the task's conversation through the base model's chat template: the instruction format's
-    user turn and the label, or for a task without a label the continuation of the text's first half."""
+    (``fmt``, post_train.format) user turn and the label, or for a task without a label the continuation of the
+    text's first half."""
     chat = chat_renderer(tokenizer, "instruction (post_train's data)")
     if dataset.fields.get("label"):
-        documents = instruction_format().documents(data, dataset, split, chat=chat)
+        documents = fmt.documents(data, dataset, split, chat=chat)
         return [Turn(d.prompt, d.text, e.label) for d, e in zip(documents, data)]
     turns = []
     for example in data:
