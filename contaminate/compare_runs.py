@@ -21,6 +21,9 @@ from pathlib import Path
 
 import yaml
 
+from detect.cli import one_line_errors
+from detect.errors import InputError
+
 VOLATILE = {"id", "seconds", "git_commit", "folder", "timings", "created", "reused", "packages", "cached_cells",
             "train_runtime", "train_samples_per_second", "train_steps_per_second", "tokens_per_second",
             "trained_tokens_per_s", "train_seconds", "post_train_seconds"}
@@ -85,6 +88,10 @@ def records(run: Path) -> set[Path]:
 
 
 def compare(first: Path, second: Path) -> int:
+    for run in (first, second):  # two empty or missing folders would agree on nothing at all: not a proof
+        if not records(run):
+            raise InputError(f"{run} holds no run's records (summary.json, results.jsonl, plant.json, ...); give "
+                             f"the run folder python -m contaminate wrote (hydra.run.dir)")
     total = 0
     places_a, places_b = places(first), places(second)
     for name in sorted(records(first) | records(second)):
@@ -104,4 +111,5 @@ def compare(first: Path, second: Path) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(1 if compare(Path(sys.argv[1]), Path(sys.argv[2])) else 0)
+    with one_line_errors():
+        sys.exit(1 if compare(Path(sys.argv[1]), Path(sys.argv[2])) else 0)

@@ -5,7 +5,10 @@ only one run wrote is, counted one by one."""
 import json
 from pathlib import Path
 
+import pytest
+
 from contaminate import compare_runs
+from detect.errors import InputError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -41,3 +44,12 @@ def test_a_changed_score_a_missing_row_and_a_file_of_one_run_are_counted(tmp_pat
     assert "summary.json/cells/a/score: '0.5' against '0.25'" in out
     assert "results.jsonl: 3 items against 2" in out
     assert "plant.json: only in the second run" in out
+
+
+def test_a_folder_without_records_is_refused_not_counted_as_agreeing(tmp_path):
+    """Two missing run folders (a run that failed, a script that removed them) once printed TOTAL differences: 0."""
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "summary.json").write_text("{}")
+    for first, second in [(tmp_path / "gone", tmp_path / "gone_too"), (tmp_path / "run", tmp_path / "gone")]:
+        with pytest.raises(InputError, match="holds no run's records"):
+            compare_runs.compare(first, second)
