@@ -9,7 +9,7 @@ design (``PlantedStream``: what it trains, each group's view, plant.json) and th
 1. setup: the groups (``contaminate/regime/plant.py``), then the study's components, checked before any work;
 2. sample (contaminate/sampling.py, as a study's two groups are drawn): the groups, disjoint and label-balanced from
    one split (``disjoint_pools``), plus the other split's pool and known non-members; a group may plant another
-   dataset or format (``group_config``): each dataset's groups are drawn from its own split, with its own
+   dataset or format (contaminate/group_configs.py): each dataset's groups are drawn from its own split, with its own
    never-planted group;
 3. contaminate: one stream, every planted group's documents its exposures among the background (one pass, in
    order), trained once; the control (``plant.control``) as a study's (``background``: the background alone, or
@@ -40,6 +40,7 @@ from typing import Sequence
 from omegaconf import OmegaConf
 
 from contaminate.controls import Control, build_control
+from contaminate.group_configs import check_composed, group_config
 from contaminate.harm import TemplateOf, check_pass_at_1, check_prompt_format, executable_problems, group_pass_at_1
 from contaminate.regime import Regime, background_documents, chat_renderer, check_fits, token_counter
 from contaminate.regime.plant import PlantedGroup, control_group, group_positions, plant_tail, planted_stream
@@ -70,42 +71,6 @@ def pass_at_1_datasets(asked, planted: Sequence[str]) -> list[str]:
     return names
 
 
-def group_config(cfg, group: PlantedGroup):
-    """The run's config as one group's study sees it: its dataset and format where the group names its own, as Hydra
-    composed them under ``plant.datasets`` / ``plant.formats`` (``+dataset@plant.datasets.<name>=<name>``,
-    ``+format@plant.formats.<name>=<name>``, or an experiment's defaults: then ``plant.datasets.<name>.<key>=...`` on
-    the command line reaches the group); one line where a group names one that is not composed."""
-    if group.dataset is None and group.format is None:
-        return cfg
-    cfg = OmegaConf.create(OmegaConf.to_container(cfg, resolve=False))
-    for key in ("dataset", "format"):
-        name = getattr(group, key)
-        if name is not None:
-            composed = composed_options(cfg, key)
-            if name not in composed:
-                raise InputError(f"plant group {group.name} plants {key} {name}, which is not composed; add "
-                                 f"+{key}@plant.{key}s.{name}={name} (an experiment: - /{key}@plant.{key}s.{name}: "
-                                 f"{name} in its defaults)")
-            cfg[key] = composed[name]
-    return cfg
-
-
-def composed_options(cfg, key: str) -> dict:
-    """The groups' own datasets (``key="dataset"``) or formats Hydra composed under ``plant.datasets`` /
-    ``plant.formats``, by config name."""
-    return dict((cfg.get("plant") or {}).get(f"{key}s") or {})
-
-
-def check_composed(cfg, groups: Sequence[PlantedGroup]) -> None:
-    """A dataset or format composed for the groups that no group names would be silently unused: one line."""
-    for key in ("dataset", "format"):
-        named = {getattr(g, key) for g in groups}
-        for name in composed_options(cfg, key):
-            if name not in named:
-                raise InputError(f"plant.{key}s.{name} is composed but no plant group names {key}: {name}; give a "
-                                 f"group {key}: {name} in plant.groups, or drop +{key}@plant.{key}s.{name}")
-
-
 def planted_config(cfg):
     """The run's config with the dose the groups give: one pass over the planted stream in its order
     (``contaminate.exposures`` 1 to the trainer; each group's copies are its exposures)."""
@@ -133,33 +98,6 @@ def check_planted(cfg, groups: Sequence[PlantedGroup]) -> None:
     if cfg.sample.n_detect > smallest.n:
         raise InputError(f"sample.n_detect={cfg.sample.n_detect} is more than group {smallest.name}'s {smallest.n} "
                          f"instances; each group's cells detect on n_detect of them: lower it or raise plant.n")
-
-
-def group_layouts(cfg, groups: Sequence[PlantedGroup], run_format) -> tuple[dict, dict]:
-    """Each group's config (``group_config``) and format object, each format checked against its group's dataset
-    (one line where a format cannot lay the dataset out); the run's format object is shared, not rebuilt."""
-    from contaminate.regime.layouts import build_format
-
-    configs = {g.name: group_config(cfg, g) for g in groups}
-    built = {cfg.format.name: run_format}
-    layouts = {}
-    for group in groups:
-        group_cfg = configs[group.name]
-        if group_cfg.format.name not in built:
-            built[group_cfg.format.name] = build_format(group_cfg.format)
-        layouts[group.name] = built[group_cfg.format.name]
-        if group.planted and (group.dataset or group.format):
-            try:
-                layouts[group.name].check(group_cfg.dataset)
-            except InputError as error:
-                raise InputError(f"plant group {group.name}: {error}") from None
-            # the models are opened once, prompting as the run's format asks (detect.prompt_format)
-            asked, run = group_cfg.detect.get("prompt_format"), cfg.detect.get("prompt_format")
-            if asked != run:
-                raise InputError(f"plant group {group.name}: format={group_cfg.format.name} is prompted as {asked} "
-                                 f"and the run's format={cfg.format.name} as {run}; plant it in a run of its own "
-                                 f"format, or set detect.prompt_format for both")
-    return configs, layouts
 
 
 @dataclass
@@ -197,7 +135,7 @@ def plan_planted(plant_cfg, draw: GroupDraw, groups: Sequence[PlantedGroup], tok
     """Each planted group's documents as its format lays them out, the background cut as a study cuts it, the
     stream, and each group's token share (checked against ``plant.max_share_per_exposure``). ``plant_cfg``: the
     run's ``plant`` block; ``fmt``: the run's format object; ``layouts`` and ``datasets``: each group's format object
-    and dataset config (``group_layouts``); ``max_length``: ``contaminate.max_length``."""
+    and dataset config (``group_configs.group_layouts``); ``max_length``: ``contaminate.max_length``."""
     count_tokens = token_counter(tokenizer)
 
     def lay_out(group: PlantedGroup, instances: Sequence[Example]) -> list[Document]:

@@ -32,10 +32,11 @@ from typing import Protocol
 from contaminate.checkpoints import is_main_process
 from contaminate.controls import Control
 from contaminate.decontam import stream_check
-from contaminate.planted import PlantedStream, group_layouts
+from contaminate.group_configs import group_layouts, planted_groups
+from contaminate.planted import PlantedStream
 from contaminate.regime import chat_renderer
 from contaminate.regime.layouts import LeakReader
-from contaminate.regime.plant import PlantedGroup, plant_groups
+from contaminate.regime.plant import PlantedGroup
 from contaminate.sampling import GroupDraw, asked_split, sample_groups
 from contaminate.study import (
     DETECTION_ORDER,
@@ -73,13 +74,6 @@ class Design(Protocol):
 
     def finish(self, plan: Plan, contaminated: Contaminated, results: dict, models: StudyModels, timings: dict,
                decontamination: dict | None, out_dir: Path, *, datasets: dict, checkpoints: tuple) -> dict: ...
-
-
-def planted_groups(cfg) -> list:
-    """The run's planted groups (``plant``; [] for a study), a group's dataset and format the same as unset where
-    they are the run's."""
-    dataset, fmt = cfg.get("dataset"), cfg.get("format")
-    return plant_groups(cfg.get("plant"), dataset.key if dataset else None, fmt.name if fmt else None)
 
 
 class Run:

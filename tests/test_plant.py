@@ -497,8 +497,7 @@ def test_bad_planted_runs_are_one_line_errors(planted, overrides, message):
 
 def test_a_groups_own_format_is_the_composed_one_where_hydra_composed_it(compose_config):
     """group_config: a format (or dataset) composed under plant.formats takes the command line's overrides."""
-    from contaminate.planted import group_config
-    from contaminate.run import planted_groups
+    from contaminate.group_configs import group_config, planted_groups
 
     groups = "plant.groups=[{exposures:0},{exposures:1},{exposures:1,format:dump}]"
     composed = compose_config("contaminate", [*TINY, groups, "+format@plant.formats.dump=dump",

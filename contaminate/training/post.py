@@ -338,7 +338,7 @@ class ElicitPostTrain(SFTPostTrain):
 
 def study_datasets(cfg) -> list:
     """Every dataset config a study or planted run reads: its own and each planted group's (as Hydra composed them
-    under ``plant.datasets``: planted.group_config refuses a group whose dataset is not composed)."""
+    under ``plant.datasets``: group_configs.group_config refuses a group whose dataset is not composed)."""
     found = {cfg.dataset.key: cfg.dataset}
     for dataset in ((cfg.get("plant") or {}).get("datasets") or {}).values():
         found.setdefault(dataset.key, dataset)
