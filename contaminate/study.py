@@ -43,6 +43,7 @@ import logging
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
@@ -652,10 +653,14 @@ def detect_cell(reading: Reading, models: StudyModels, checkpoint: str, instance
 
 
 def _write_atomically(path: Path, rows: list[dict]) -> None:
+    """A killed run never leaves a half-written cell behind; two runs on one cache that read the same cell at once
+    each write their own scratch file (one shared name let the second's rename find the first had taken it:
+    tests/test_faults.py's two studies at once, once in CI) and the last rename wins, the rows being the same."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".partial")
-    write_jsonl(partial, rows)
-    os.replace(partial, path)  # a killed run never leaves a half-written cell behind
+    handle, scratch = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=".partial")
+    os.close(handle)
+    write_jsonl(Path(scratch), rows)
+    os.replace(scratch, path)
 
 
 # --- summarize and report -------------------------------------------------------------------------------------

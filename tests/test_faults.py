@@ -134,3 +134,24 @@ def test_a_calibration_killed_writes_the_same_files_when_run_again(tmp_path):
         return found
 
     assert files(tmp_path / "again") == files(tmp_path / "whole")
+
+
+def test_two_writers_of_one_cell_do_not_take_each_others_scratch_file(tmp_path, monkeypatch):
+    """The race test_two_studies_at_once hit once in CI, made to happen: a second run writes the same cell between
+    the first's write and its rename. With one shared scratch name the first's rename found its file gone
+    (FileNotFoundError); each writer's own scratch file lets both finish, the cell whole."""
+    from contaminate import study
+
+    cell, rows = tmp_path / "cells" / "abc.jsonl", [{"row": 1}, {"row": 2}]
+    real_replace, raced = os.replace, []
+
+    def replace_after_a_second_writer(source, target):
+        if not raced:
+            raced.append(True)
+            study._write_atomically(cell, rows)  # the other run, between this write and this rename
+        real_replace(source, target)
+
+    monkeypatch.setattr(study.os, "replace", replace_after_a_second_writer)
+    study._write_atomically(cell, rows)
+    assert raced and [json.loads(line) for line in cell.read_text().splitlines()] == rows
+    assert [p.name for p in cell.parent.iterdir()] == ["abc.jsonl"]  # no scratch file left behind
