@@ -43,8 +43,8 @@ import logging
 import os
 import shutil
 import subprocess
-import tempfile
 import time
+import uuid
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -657,9 +657,8 @@ def _write_atomically(path: Path, rows: list[dict]) -> None:
     each write their own scratch file (one shared name let the second's rename find the first had taken it:
     tests/test_faults.py's two studies at once, once in CI) and the last rename wins, the rows being the same."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, scratch = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=".partial")
-    os.close(handle)
-    write_jsonl(Path(scratch), rows)
+    scratch = path.with_name(f".{path.stem}-{os.getpid()}-{uuid.uuid4().hex}.partial")  # the mode a cell had before
+    write_jsonl(scratch, rows)
     os.replace(scratch, path)
 
 
