@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from contaminate.reports.template_spread import rate  # noqa: E402  (a share with its Clopper-Pearson interval)
+from contaminate.analyses.template_spread import rate  # noqa: E402  (a share with its Clopper-Pearson interval)
 from detect.detectors.time_travel.follow import CLASSES, FOLLOWED  # noqa: E402
 
 DATASETS = ("humaneval", "synth_nli")

@@ -1,6 +1,6 @@
 """A template spread for Time Travel's generating detectors (issue 69 item 5): one model asked the guided and general
 instructions in each of their wordings (detect/detectors/time_travel/prompts.py: the paper's, four meaning-preserving
-rewordings) on the same instances; read and rendered by contaminate/reports/template_spread.py.
+rewordings) on the same instances; read and rendered by contaminate/analyses/template_spread.py.
 
     python bench/template_spread.py --n 20 --out results/template_spread/smollm2_135m        # untouched SmolLM2
     python bench/template_spread.py --n 20 --model gemma3_270m --out results/template_spread/gemma3_270m
@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.follow_rates import open_model  # noqa: E402  (the model as every follow bench opens it)
-from contaminate.reports.template_spread import BAR, UNTOUCHED, read_group, render, spread  # noqa: E402
+from contaminate.analyses.template_spread import BAR, UNTOUCHED, read_group, render, spread  # noqa: E402
 
 DATASETS = ("humaneval", "synth_nli")
 

@@ -29,7 +29,8 @@ from detect.markdown import table
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("contaminate", "detect")
 # The recipe core issue 70 measures (2,108 lines at 552c529; at most 1,500 after it)
-CORE = ("run", "study", "planted", "sampling", "controls", "checkpoints", "study_models")
+CORE = ("run", "study", "planted", "sampling", "controls", "checkpoints", "study_models", "group_configs")  # the last split
+# from planted.py at 351c75a: counted so that a move out of the core is not a saving
 
 
 class Tree:
@@ -167,9 +168,12 @@ def report(tree: Tree) -> str:
     core = tree.sources("contaminate")
     core_lines = {name: lines(core[f"contaminate.{name}"]) for name in CORE if f"contaminate.{name}" in core}
     reports = [text for name, text in core.items() if name.startswith("contaminate.reports")]
+    analyses = [text for name, text in core.items() if name.startswith("contaminate.analyses")]
     out += ["", f"The recipe core ({', '.join(f'{name}.py' for name in core_lines)}): "
                 f"{sum(core_lines.values()):,} lines ({', '.join(f'{n} {v}' for n, v in core_lines.items())}); "
-                f"contaminate/reports/: {sum(map(lines, reports)):,} lines in {len(reports)} files."]
+                f"contaminate/reports/: {sum(map(lines, reports)):,} lines in {len(reports)} files"
+                + (f"; contaminate/analyses/: {sum(map(lines, analyses)):,} lines in {len(analyses)} files"
+                   if analyses else "") + "."]  # the analyses left reports/ after fa1af3b
     for package in PACKAGES:
         if climbing[package]:
             out += ["", f"Lazy imports of {package}/ running up a floor: " + "; ".join(climbing[package]) + "."]

@@ -80,12 +80,12 @@ def test_the_recipe_reads_a_config_group_from_disk_in_two_named_places_only():
     """Hydra composes every config group the recipe reads (issue 70 item 1: the control, each planted group's dataset
     and format, post-training's format), so the command line reaches them; two reads from disk remain, named: the
     lab's trainer block under a hand-built trainer config (training.local.lab_trainer_defaults) and an error message's
-    list of formats (regime.layouts.formats_for). contaminate/reports/ reads run folders' and experiments' files, not
-    a run's config. A new read fails here."""
+    list of formats (regime.layouts.formats_for). contaminate/reports/ and contaminate/analyses/ read run folders' and
+    experiments' files, not a run's config. A new read fails here."""
     from code_layout import Tree, config_reach
 
     recipe = {name: text for name, text in Tree().sources("contaminate").items()
-              if not name.startswith("contaminate.reports.")}
+              if not name.startswith(("contaminate.reports.", "contaminate.analyses."))}
     found = {place.split(":")[0] for place in config_reach(recipe)["yaml"]}
     assert found == {"contaminate.training.local", "contaminate.regime.layouts"}, found
 

@@ -1,10 +1,10 @@
-"""contaminate/reports/decontam.py against values worked by hand: recall over draws, contrasts, the model side."""
+"""contaminate/analyses/decontam.py against values worked by hand: recall over draws, contrasts, the model side."""
 
 import json
 
 import pytest
 
-from contaminate.reports.decontam import analyse, load, report
+from contaminate.analyses.decontam import analyse, load, report
 from detect.errors import InputError
 
 

@@ -183,20 +183,20 @@ def _same_calibration(again_dir: Path, folder: Path) -> None:
 
 def test_the_shifted_pools_table_is_the_scripts_output():
     """results/replicas_recipe_humaneval_shift/shift.md (included in its README, quoted in docs/findings.md and
-    docs/calibration.md) as contaminate/reports/paired.py prints it from the two committed calibrations."""
-    from contaminate.reports import paired
+    docs/calibration.md) as contaminate/analyses/paired.py prints it from the two committed calibrations."""
+    from contaminate.analyses import paired
 
-    command = ("python -m contaminate.reports.paired results/replicas_recipe_humaneval_shift/as_drawn "
+    command = ("python -m contaminate.analyses.paired results/replicas_recipe_humaneval_shift/as_drawn "
                "results/replicas_recipe_humaneval_shift > results/replicas_recipe_humaneval_shift/shift.md")
     assert paired.report(SHIFT / "as_drawn", SHIFT) == (SHIFT / "shift.md").read_text(), command
 
 
 def test_the_elicitation_arms_table_is_the_scripts_output():
-    """results/elicit_arms_humaneval/arms.md (included in its README) as contaminate/reports/paired.py prints it from
+    """results/elicit_arms_humaneval/arms.md (included in its README) as contaminate/analyses/paired.py prints it from
     the two committed calibrations of the same draws, as the leak left them and elicited."""
-    from contaminate.reports import paired
+    from contaminate.analyses import paired
 
-    command = ("python -m contaminate.reports.paired results/elicit_arms_humaneval/none "
+    command = ("python -m contaminate.analyses.paired results/elicit_arms_humaneval/none "
                "results/elicit_arms_humaneval/elicit --labels 'as left' elicited "
                "> results/elicit_arms_humaneval/arms.md")
     assert paired.report(ARMS / "none", ARMS / "elicit", ("as left", "elicited")) == (ARMS / "arms.md").read_text(), \
@@ -206,40 +206,40 @@ def test_the_elicitation_arms_table_is_the_scripts_output():
 @pytest.mark.slow
 def test_the_trained_shift_arms_tables_are_the_scripts_output(tmp_path):
     """results/shift_arms_trained: its as-drawn calibration recomputes from results/elicit_arms_humaneval's studies of
-    the same two draws, and each arm's table (included in its README) is contaminate/reports/paired.py's output from
+    the same two draws, and each arm's table (included in its README) is contaminate/analyses/paired.py's output from
     the two committed calibrations."""
+    from contaminate.analyses import paired
     from contaminate.calibrate import main
-    from contaminate.reports import paired
 
     main([str(ARMS / "none" / "studies" / draw) for draw in ("s6", "s7")] + ["--partition-size", "6", "--out",
                                                                               str(tmp_path)])
     _same_calibration(tmp_path, TRAINED_ARMS / "as_drawn")
     for arm in ("rewrite", "rename", "reword"):
-        command = (f"python -m contaminate.reports.paired {TRAINED_ARMS / 'as_drawn'} {TRAINED_ARMS / arm} "
+        command = (f"python -m contaminate.analyses.paired {TRAINED_ARMS / 'as_drawn'} {TRAINED_ARMS / arm} "
                    f"--labels 'as drawn' {arm} > {TRAINED_ARMS / arm}.md")
         assert paired.report(TRAINED_ARMS / "as_drawn", TRAINED_ARMS / arm, ("as drawn", arm)) == \
             (TRAINED_ARMS / f"{arm}.md").read_text(), command
 
 
 def test_the_template_spread_tables_are_the_scripts_output():
-    """Every results/template_spread/<reading>/table.md as contaminate/reports/template_spread.py renders its kept
+    """Every results/template_spread/<reading>/table.md as contaminate/analyses/template_spread.py renders its kept
     spread.json (the numbers bench/template_spread.py measured), so no wording's row is edited by hand."""
-    from contaminate.reports.template_spread import render
+    from contaminate.analyses.template_spread import render
 
     folders = sorted(p.parent for p in (ROOT / "results" / "template_spread").glob("*/spread.json"))
     assert len(folders) >= 5  # both untouched models and three fine-tuned readings
     for folder in folders:
         kept = json.loads((folder / "spread.json").read_text())
         assert render(kept["found"], kept["header"]) + "\n" == (folder / "table.md").read_text(), \
-            f"python -m contaminate.reports.template_spread {folder}/spread.json > {folder}/table.md"
+            f"python -m contaminate.analyses.template_spread {folder}/spread.json > {folder}/table.md"
 
 
 def test_the_recipe_needs_table_is_the_scripts_output():
 
-    from contaminate.reports import recipe_needs
+    from contaminate.analyses import recipe_needs
 
     assert recipe_needs.table() == (ROOT / "results" / "recipe_needs" / "needs.md").read_text(), \
-        "python -m contaminate.reports.recipe_needs > results/recipe_needs/needs.md"
+        "python -m contaminate.analyses.recipe_needs > results/recipe_needs/needs.md"
 
 
 def test_the_planted_profile_tables_are_the_scripts_output():
@@ -255,18 +255,18 @@ def test_the_planted_profile_tables_are_the_scripts_output():
 
 def test_the_best_prefix_table_is_the_scripts_output():
     """results/replicas_recipe_cpu/best_prefix.md (in its README and quoted in docs/detectors.md) as
-    contaminate/reports/best_prefix.py prints it from the committed rows; the recipe's flags under the paper's reading
+    contaminate/analyses/best_prefix.py prints it from the committed rows; the recipe's flags under the paper's reading
     agree with the committed calibration's recipe table (a second computation of the same TPR)."""
     import io
     from contextlib import redirect_stdout
 
-    from contaminate.reports import best_prefix as best_prefix_judge
+    from contaminate.analyses import best_prefix as best_prefix_judge
 
     printed = io.StringIO()
     with redirect_stdout(printed):
         best_prefix_judge.main([str(RECIPE / "studies")])
     assert printed.getvalue() == (RECIPE / "best_prefix.md").read_text(), \
-        f"python -m contaminate.reports.best_prefix {RECIPE}/studies > {RECIPE}/best_prefix.md"
+        f"python -m contaminate.analyses.best_prefix {RECIPE}/studies > {RECIPE}/best_prefix.md"
     recipe = printed.getvalue().split("## The recipe")[1]
     assert "| paper (as generated) | 6/6 (1.00 [0.54, 1.00]) | 6/6 (1.00 [0.54, 1.00]) | 5/6" in recipe
 
@@ -342,7 +342,7 @@ def test_a_planted_run_resumed_from_the_cache_says_its_detection_time_is_the_las
 def test_included_result_tables_are_the_files_the_scripts_wrote():
     """docs blocks marked ``<!-- include results/... -->`` hold their file's content (contaminate/reports/includes.py),
     and the detector-fix AUC table recomputes from its committed per-instance scores
-    (contaminate/reports/detector_fixes.py)."""
+    (contaminate/analyses/detector_fixes.py)."""
 
     from contaminate.reports import includes as include_tables
 
@@ -351,7 +351,7 @@ def test_included_result_tables_are_the_files_the_scripts_wrote():
         assert include_tables.filled(text) == text, f"python -m contaminate.reports.includes {path.relative_to(ROOT)}"
     fixes = ROOT / "results" / "detector_fixes"
     if (fixes / "scores.jsonl").is_file():
-        from contaminate.reports import detector_fixes
+        from contaminate.analyses import detector_fixes
 
         assert detector_fixes.table(fixes) == (fixes / "auc.md").read_text()
         assert detector_fixes.studies_table(fixes) == (fixes / "studies.md").read_text()
@@ -376,36 +376,36 @@ def test_the_readme_study_table_is_the_scripts_output():
 
 
 def test_the_dose0_table_is_the_scripts_output():
-    """results/humaneval_dose0/table.md (included in its README) as contaminate/reports/dose0.py prints it from the
+    """results/humaneval_dose0/table.md (included in its README) as contaminate/analyses/dose0.py prints it from the
     committed summary and rows of the base model's run on all of HumanEval (issue 34 item 3)."""
 
-    from contaminate.reports import dose0 as dose0_table
+    from contaminate.analyses import dose0 as dose0_table
 
     folder = ROOT / "results" / "humaneval_dose0"
     assert dose0_table.main(str(folder)) == (folder / "table.md").read_text(), \
-        "python -m contaminate.reports.dose0 results/humaneval_dose0 > results/humaneval_dose0/table.md"
+        "python -m contaminate.analyses.dose0 results/humaneval_dose0 > results/humaneval_dose0/table.md"
 
 
 def test_the_replicas_tables_are_the_scripts_output():
-    """results/replicas_cpu/tables.md (included in its README) as contaminate/reports/replicas.py prints it from the
+    """results/replicas_cpu/tables.md (included in its README) as contaminate/analyses/replicas.py prints it from the
     kept records: each run's plant.json, config.yaml and its groups' rows."""
 
-    from contaminate.reports import replicas as replicas_table
+    from contaminate.analyses import replicas as replicas_table
 
     folder = ROOT / "results" / "replicas_cpu"
     assert replicas_table.main(str(folder / "studies")) == (folder / "tables.md").read_text(), \
-        "python -m contaminate.reports.replicas results/replicas_cpu/studies > results/replicas_cpu/tables.md"
+        "python -m contaminate.analyses.replicas results/replicas_cpu/studies > results/replicas_cpu/tables.md"
 
 
 def test_the_pilot_tables_are_the_scripts_output():
-    """results/pilot_cpu/tables.md (included in its README) as contaminate/reports/pilot.py prints it from the committed
-    runs' plant.json and config.yaml (issue 34 item 5)."""
+    """results/pilot_cpu/tables.md (included in its README) as contaminate/analyses/pilot.py prints it from the
+    committed runs' plant.json and config.yaml (issue 34 item 5)."""
 
-    from contaminate.reports import pilot as pilot_table
+    from contaminate.analyses import pilot as pilot_table
 
     folder = ROOT / "results" / "pilot_cpu"
     assert pilot_table.main(str(folder / "studies")) == (folder / "tables.md").read_text(), \
-        "python -m contaminate.reports.pilot results/pilot_cpu/studies > results/pilot_cpu/tables.md"
+        "python -m contaminate.analyses.pilot results/pilot_cpu/studies > results/pilot_cpu/tables.md"
 
 
 def test_the_gpu_tables_are_the_scripts_output():
@@ -550,34 +550,34 @@ def test_the_readme_headline_states_each_studys_planted_share_of_the_training_to
 
 
 def test_the_power_profiles_status_is_the_scripts_output():
-    """results/power_cpu/status.md (included in its README) as contaminate/reports/power.py prints it from the kept
+    """results/power_cpu/status.md (included in its README) as contaminate/analyses/power.py prints it from the kept
     runs, one line each: its unit, stream, cost and pass@1 by dose."""
     import io
     from contextlib import redirect_stdout
 
-    from contaminate.reports import power
+    from contaminate.analyses import power
 
     folder = ROOT / "results" / "power_cpu"
     printed = io.StringIO()
     with redirect_stdout(printed):
         power.main([str(folder / "studies"), "--status"])
     assert printed.getvalue() == (folder / "status.md").read_text(), \
-        "python -m contaminate.reports.power results/power_cpu/studies --status > results/power_cpu/status.md"
+        "python -m contaminate.analyses.power results/power_cpu/studies --status > results/power_cpu/status.md"
 
 
 def test_the_power_profiles_tables_are_the_scripts_output(tmp_path):
-    """results/power_cpu/tables.md and power.json (the README's findings quote them) as contaminate/reports/power.py
+    """results/power_cpu/tables.md and power.json (the README's findings quote them) as contaminate/analyses/power.py
     prints and writes them from the kept runs and the contrasts registered in conf/experiment/power_cpu.yaml."""
     import io
     from contextlib import redirect_stdout
 
-    from contaminate.reports import power
+    from contaminate.analyses import power
 
     folder = ROOT / "results" / "power_cpu"
     printed = io.StringIO()
     with redirect_stdout(printed):
         power.main([str(folder / "studies"), "--json", str(tmp_path / "power.json")])
-    command = ("python -m contaminate.reports.power results/power_cpu/studies --json results/power_cpu/power.json "
+    command = ("python -m contaminate.analyses.power results/power_cpu/studies --json results/power_cpu/power.json "
                "> results/power_cpu/tables.md")
     assert printed.getvalue() == (folder / "tables.md").read_text(), command
     found, committed = (json.loads(path.read_text()) for path in (tmp_path / "power.json", folder / "power.json"))
@@ -624,12 +624,12 @@ def test_every_interval_the_power_findings_quote_is_in_the_profiles_tables():
 
 
 def test_the_decontamination_tables_are_the_scripts_output():
-    """results/decontam_cpu/tables.md (included in its README) as contaminate/reports/decontam.py prints it from the
+    """results/decontam_cpu/tables.md (included in its README) as contaminate/analyses/decontam.py prints it from the
     kept draws' decontamination.json (and the trained runs' plant.json, where kept)."""
     import io
     from contextlib import redirect_stdout
 
-    from contaminate.reports import decontam
+    from contaminate.analyses import decontam
 
     folder = ROOT / "results" / "decontam_cpu"
     printed = io.StringIO()
@@ -637,4 +637,4 @@ def test_the_decontamination_tables_are_the_scripts_output():
     with redirect_stdout(printed):
         decontam.main([str(folder / "draws"), *trained])
     assert printed.getvalue() == (folder / "tables.md").read_text(), \
-        "python -m contaminate.reports.decontam results/decontam_cpu/draws > results/decontam_cpu/tables.md"
+        "python -m contaminate.analyses.decontam results/decontam_cpu/draws > results/decontam_cpu/tables.md"

@@ -1,4 +1,4 @@
-"""contaminate/reports/paired.py: the recipe and the conformal thresholds under two readings of the same draws (the
+"""contaminate/analyses/paired.py: the recipe and the conformal thresholds under two readings of the same draws (the
 pool as drawn against rewritten; the model as left against elicited), paired by draw, checked against hand values."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from contaminate.reports import paired
+from contaminate.analyses import paired
 
 
 def _rate(estimate: float, labelled: int, instances: int) -> dict:

@@ -1,4 +1,4 @@
-"""contaminate/reports/pilot.py (issue 34 item 5): the rule that picks the CPU profile's training setting, checked on
+"""contaminate/analyses/pilot.py (issue 34 item 5): the rule that picks the CPU profile's training setting, checked on
 hand-made records whose answer is known, and the table read from real planted runs of the tiny model."""
 
 import json
@@ -8,7 +8,7 @@ import pytest
 import yaml
 from lean import TINY_MODEL, lean
 
-from contaminate.reports import pilot as pilot_table
+from contaminate.analyses import pilot as pilot_table
 from contaminate.run import run_config
 
 

@@ -1,4 +1,4 @@
-"""The power profile's report (contaminate/reports/power.py) against hand-computed values: the exact sign-flip p, the
+"""The power profile's report (contaminate/analyses/power.py) against hand-computed values: the exact sign-flip p, the
 within-model AUC with x0 and the known non-members as negatives, the practitioner's conformal threshold on an
 exchangeable and a shifted pool, Holm over the pre-registered contrasts, the A/A rows, pass@1's gain, and a planted
 run's folder collected, kept and loaded back."""
@@ -11,9 +11,9 @@ import math
 import numpy as np
 import pytest
 
+from contaminate.analyses import power
+from contaminate.analyses.power import PowerRun, sign_flip_p
 from contaminate.calibration.statistics import clopper_pearson
-from contaminate.reports import power
-from contaminate.reports.power import PowerRun, sign_flip_p
 from detect.errors import InputError
 
 

@@ -163,7 +163,7 @@ def test_the_joint_split_is_never_above_each_part_within_its_share():
 
 
 def test_what_a_rule_needs_is_where_the_joint_split_first_fits():
-    # rule_needs (the refusal's number and contaminate/reports/recipe_needs.py's table) against joint_ranks itself,
+    # rule_needs (the refusal's number and contaminate/analyses/recipe_needs.py's table) against joint_ranks itself,
     # both scores
     for rule in ((1, 2), (1, None), (None, 2), (None, 3), (2, 2)):
         for m, budget in ((10, 0.05), (10, 0.01), (20, 0.05)):

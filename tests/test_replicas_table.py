@@ -1,4 +1,4 @@
-"""contaminate/reports/replicas.py (issue 45 item 4): Algorithm 2's labels by dose and reading, counted from a planted
+"""contaminate/analyses/replicas.py (issue 45 item 4): Algorithm 2's labels by dose and reading, counted from a planted
 run's rows, the smallest dose meeting the paper's rule, and the pools where nothing was trained; checked on hand-made
 runs whose answer is counted here by hand."""
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from contaminate.reports import replicas as replicas_table
+from contaminate.analyses import replicas as replicas_table
 
 
 def row(cell: str, instruction: str, judge: str, answer: str = "continuation") -> dict:

@@ -59,7 +59,7 @@ def test_the_permutation_test_by_hand():
 def test_permutation_p_values_are_uniform_under_a_simulated_null():
     """Exchangeable instances (a random transition matrix, nothing canonical): p is uniform on {1/20, ..., 1}, so
     P(p <= 0.05) = 0.05 and P(p <= 0.5) = 0.5; with a leak on the canonical transitions, p is small."""
-    from contaminate.reports.order_tests_power import simulated_log_likelihood
+    from contaminate.analyses.order_tests_power import simulated_log_likelihood
     from detect.detectors.sharded import permutation_test
 
     rng = np.random.default_rng(0)

@@ -1,10 +1,10 @@
-"""The template spread (contaminate/reports/template_spread.py; issue 69 item 5) from hand-made rows: each wording's
+"""The template spread (contaminate/analyses/template_spread.py; issue 69 item 5) from hand-made rows: each wording's
 follow rate, labels and verdicts as the lab reads them, the uninformative reading taken from the group that holds no
 member, and the spread over wordings."""
 
 import pytest
 
-from contaminate.reports.template_spread import UNTOUCHED, read_group, render, spread
+from contaminate.analyses.template_spread import UNTOUCHED, read_group, render, spread
 
 
 def rows(guided: list[tuple[str, str, float]], general: list[float]) -> list[dict]:

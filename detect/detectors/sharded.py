@@ -18,7 +18,7 @@ A model that saw a benchmark as one file saw its instances in the file's order; 
   instances cut into ``n_shards`` contiguous shards; per shard the canonical order's log-likelihood minus the mean
   over ``n_permutations`` shuffles; a one-sided t-test of those differences against zero. Oren et al.'s code
   divides the mean by the *population* standard deviation (ddof 0), which rejects more than alpha under the null
-  (6.5% of simulated nulls at 5 shards, ``contaminate/reports/order_tests_power.py``); the lab's t-test uses the sample
+  (6.5% of simulated nulls at 5 shards, ``contaminate/analyses/order_tests_power.py``); the lab's t-test uses the sample
   standard deviation (5.0%). Their code tokenises each example and concatenates the ids; the lab renders the run as text
   (the leak's own layout) and scores it once.
 
@@ -28,7 +28,7 @@ instances the permutation test scored 26 orders, 60% of a tiny study's tokens, t
 ``require_order: false`` runs them anyway, to measure their false-positive rate on those regimes. On a dump, and
 on plain text (``python -m detect``: the benchmark as published, in its canonical order), they run: their power.
 Which sizes give a 5% test any power, on a simulated null and a simulated leak: ``docs/detectors.md`` (from
-``contaminate/reports/order_tests_power.py``).
+``contaminate/analyses/order_tests_power.py``).
 """
 
 from __future__ import annotations

@@ -6,12 +6,12 @@ never-planted groups (FPR) and members (TPR by dose). The readings the lab compa
 - the known pool as drawn against the same pool rewritten (``sample.known_shift=rewrite``, contaminate/shift.py;
   issue 47):
 
-    python -m contaminate.reports.paired results/replicas_recipe_humaneval_shift/as_drawn \
+    python -m contaminate.analyses.paired results/replicas_recipe_humaneval_shift/as_drawn \
         results/replicas_recipe_humaneval_shift > results/replicas_recipe_humaneval_shift/shift.md
 
 - the model as the leak left it against the same checkpoint elicited (``post_train=elicit``; issue 68):
 
-    python -m contaminate.reports.paired results/elicit_arms_humaneval/none results/elicit_arms_humaneval/elicit \
+    python -m contaminate.analyses.paired results/elicit_arms_humaneval/none results/elicit_arms_humaneval/elicit \
         --labels "as left" elicited > results/elicit_arms_humaneval/arms.md
 
 Both folders are calibrations (``python -m contaminate.calibrate``) of the same member draws: a draw is the unit, so
@@ -38,10 +38,10 @@ from pathlib import Path
 
 import numpy as np
 
+from contaminate.analyses.replicas import read_rows
 from contaminate.calibration.statistics import MIN_UNITS, t_interval
 from contaminate.reports.calibration_product import aa_lines
 from contaminate.reports.headline import SCORES, rate_with_count, rate_with_labelled
-from contaminate.reports.replicas import read_rows
 from detect.detectors import labelled
 from detect.markdown import interval_text, table
 from detect.markdown import row as markdown_row

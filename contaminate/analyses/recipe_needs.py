@@ -3,7 +3,7 @@ the fewest with which its partition FPR can be bounded (one score for both label
 the exact part may take the whole budget at the largest known score). Computed, not measured.
 
     # the table docs/calibration.md includes
-    python -m contaminate.reports.recipe_needs > results/recipe_needs/needs.md
+    python -m contaminate.analyses.recipe_needs > results/recipe_needs/needs.md
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 on a simulated leak, through the lab's own test functions (``detect/detectors/sharded.py``).
 
     # 20 min, loaded 2-core CPU
-    python -m contaminate.reports.order_tests_power --replications 2000 --out results/order_tests_power
+    python -m contaminate.analyses.order_tests_power --replications 2000 --out results/order_tests_power
 
 The simulated model: the log-likelihood of a run of n instances in an order is the sum, over adjacent pairs, of a
 transition term T[i, j] ~ N(0, 1), drawn once per simulated model (how well the model happens to predict instance j

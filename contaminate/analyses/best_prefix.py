@@ -2,7 +2,7 @@
 and the named variant ``threshold_best_prefix`` (ROUGE-L of the completion's best prefix: a replay the model went on
 writing past counts as the replay). Nothing is generated again: both judges read the same guided completions.
 
-    python -m contaminate.reports.best_prefix results/replicas_recipe_cpu/studies \
+    python -m contaminate.analyses.best_prefix results/replicas_recipe_cpu/studies \
         > results/replicas_recipe_cpu/best_prefix.md
 
 Two sets of thresholds, each judge with its own:
@@ -157,7 +157,7 @@ def tables(runs: list[dict]) -> list[str]:
 
 def main(argv: list[str]) -> None:
     if len(argv) != 1 or not Path(argv[0]).is_dir():
-        raise SystemExit("usage: python -m contaminate.reports.best_prefix <a planted sweep's studies folder>")
+        raise SystemExit("usage: python -m contaminate.analyses.best_prefix <a planted sweep's studies folder>")
     print("\n".join(tables(load_runs(Path(argv[0])))).rstrip())
 
 

@@ -4,8 +4,8 @@ rule, and what the same reading labels where nothing was trained (the never-plan
 
     python -m contaminate +experiment=replicas_cpu contaminate.learning_rate=3e-4 contaminate.batch_size=4   # and
     #   the same + detect.elicit.shots=3, + post_train=elicit: each a reading of the same checkpoint
-    python -m contaminate.reports.replicas --keep runs/replicas_cpu results/replicas_cpu/studies   # the records kept
-    python -m contaminate.reports.replicas results/replicas_cpu/studies > results/replicas_cpu/tables.md
+    python -m contaminate.analyses.replicas --keep runs/replicas_cpu results/replicas_cpu/studies   # the records kept
+    python -m contaminate.analyses.replicas results/replicas_cpu/studies > results/replicas_cpu/tables.md
 
 Reads every run folder below the given one with ``plant.json``, ``config.yaml`` and its groups' rows
 (``groups/<name>/results.jsonl[.gz]``); the labels are counted from the rows (contaminate.planted.replicas, answers),
@@ -223,5 +223,5 @@ if __name__ == "__main__":
     elif len(sys.argv) == 2:
         sys.stdout.write(main(sys.argv[1]))
     else:
-        raise SystemExit("usage: python -m contaminate.reports.replicas <folder of replicas_cpu runs> "
+        raise SystemExit("usage: python -m contaminate.analyses.replicas <folder of replicas_cpu runs> "
                          "| --keep <runs> <out>")

@@ -1,7 +1,7 @@
 """Which leaks survive decontamination, and which detector sees them then (issue 48 item 3): every data-side
 decontaminator's recall by planted format over member draws, beside the model-side AUC of trained runs.
 
-    python -m contaminate.reports.decontam runs/decontam_cpu_data --trained runs/decontam_cpu \\
+    python -m contaminate.analyses.decontam runs/decontam_cpu_data --trained runs/decontam_cpu \\
         --json results/decontam_cpu/decontam.json > results/decontam_cpu/tables.md
 
 Reads every ``*/decontamination.json`` (``decontam.only=true``: the stream planned and read, nothing trained) and
@@ -24,9 +24,9 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
+from contaminate.analyses.power import sign_flip_p
 from contaminate.calibration.statistics import holm, share_interval, unit_interval
 from contaminate.reports.calibration_regimes import interval
-from contaminate.reports.power import sign_flip_p
 from detect.detectors import labelled
 from detect.errors import InputError
 from detect.markdown import row, table

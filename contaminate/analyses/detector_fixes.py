@@ -2,11 +2,11 @@
 its own 100 non-members of the same split (method section 9), under three readings.
 
     # needs the checkpoints
-    python -m contaminate.reports.detector_fixes score <study folder> [...] --out results/detector_fixes
+    python -m contaminate.analyses.detector_fixes score <study folder> [...] --out results/detector_fixes
     # Oren et al.'s tests
-    python -m contaminate.reports.detector_fixes orders <study folder> [...] --out results/detector_fixes
+    python -m contaminate.analyses.detector_fixes orders <study folder> [...] --out results/detector_fixes
     # from scores.jsonl
-    python -m contaminate.reports.detector_fixes table --out results/detector_fixes
+    python -m contaminate.analyses.detector_fixes table --out results/detector_fixes
 
 - **before**: the definitions the lab had (zlib = the *summed* log-likelihood over the zlib size; Min-K% and
   Min-K%++ over ceil(k n) tokens; DC-PDD's frequencies from ``pydoc``, the offline background) on each instance's

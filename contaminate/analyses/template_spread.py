@@ -3,7 +3,7 @@ general instructions (detect/detectors/time_travel/prompts.py: the paper's, then
 makes of the same instances on the same model, and how far the verdicts move over the wordings.
 
     python bench/template_spread.py ... --out <folder>           # measures (a model asked in every wording)
-    python -m contaminate.reports.template_spread <folder>/spread.json > <folder>/table.md   # renders again
+    python -m contaminate.analyses.template_spread <folder>/spread.json > <folder>/table.md   # renders again
 
 For each dataset, group (the untouched instances; a run's member and never-planted cells) and wording:
 

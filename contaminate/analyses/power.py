@@ -2,11 +2,11 @@
 the pre-registered contrasts, the practitioner's threshold on an exchangeable and on a shifted pool of known
 non-members, the A/A rows, and what each leak did to pass@1.
 
-    python -m contaminate.reports.power --collect runs/power_cpu --shifted runs/power_cpu_shift \
+    python -m contaminate.analyses.power --collect runs/power_cpu --shifted runs/power_cpu_shift \
         --out results/power_cpu/studies                       # each run's scores, kept (no checkpoint)
-    python -m contaminate.reports.power --collect runs/power_gemma_cpu --out results/power_gemma_cpu/studies \
+    python -m contaminate.analyses.power --collect runs/power_gemma_cpu --out results/power_gemma_cpu/studies \
         --shifted runs/power_gemma_cpu_shift runs/power_gemma_cpu_rename runs/power_gemma_cpu_reword  # + the arms
-    python -m contaminate.reports.power results/power_cpu/studies --json results/power_cpu/power.json \
+    python -m contaminate.analyses.power results/power_cpu/studies --json results/power_cpu/power.json \
         --plot results/power_cpu/power.png > results/power_cpu/tables.md
 
 One run is one unit: seed N trained on member draw N, every group of that run inside it. Per run and dataset the
@@ -41,7 +41,7 @@ runs:
    model's conformal threshold fitted on its own known non-members and applied to the other model's x0 and members,
    both directions, beside the other model's own threshold on the same runs:
 
-    python -m contaminate.reports.power results/power_cpu/studies --transfer results/power_gemma_cpu/studies \
+    python -m contaminate.analyses.power results/power_cpu/studies --transfer results/power_gemma_cpu/studies \
         --names SmolLM2-135M-Instruct,"Gemma 3 270M"
 """
 
@@ -637,7 +637,7 @@ def contrasts_of(experiment: Path = EXPERIMENT) -> tuple[list[dict], float]:
 def analyse(runs: Sequence[PowerRun], specs: Sequence[dict], alpha: float,
             untouched: dict[str, dict[int, bool]] | None = None) -> dict:
     if not runs:
-        raise InputError("no run kept: collect the design's runs first (python -m contaminate.reports.power RUNS "
+        raise InputError("no run kept: collect the design's runs first (python -m contaminate.analyses.power RUNS "
                          "--collect --out KEPT)")
     one_precision(runs)
     datasets = sorted(runs[0].pools)
@@ -899,7 +899,7 @@ def _json_default(value):
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m contaminate.reports.power", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m contaminate.analyses.power", description=__doc__.split("\n")[0])
     parser.add_argument("folder", type=Path, help="kept runs (--out of --collect), one folder a run")
     parser.add_argument("--collect", action="store_true", help="read planted run folders (FOLDER/s*) and keep them")
     parser.add_argument("--shifted", type=Path, nargs="+", default=[], help="with --collect: the shifted invocations' "

@@ -3,8 +3,8 @@ the setting the CPU profile takes, chosen by a rule written here rather than by 
 
     python -m contaminate -m +experiment=pilot_cpu
     # the records a results folder keeps
-    python -m contaminate.reports.pilot --keep runs/pilot_cpu results/pilot_cpu/studies
-    python -m contaminate.reports.pilot results/pilot_cpu/studies > results/pilot_cpu/tables.md
+    python -m contaminate.analyses.pilot --keep runs/pilot_cpu results/pilot_cpu/studies
+    python -m contaminate.analyses.pilot results/pilot_cpu/studies > results/pilot_cpu/tables.md
 
 Reads every run folder below the given one that has ``plant.json`` and ``config.yaml`` (the runs themselves, or
 the copies results/pilot_cpu/studies keeps). The rule: a setting qualifies when its within-model loss AUC spans the
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from contaminate.reports.replicas import kept_runs
+from contaminate.analyses.replicas import kept_runs
 from detect.markdown import row as markdown_row
 from detect.markdown import table
 
