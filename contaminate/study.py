@@ -40,11 +40,9 @@ from __future__ import annotations
 import copy
 import json
 import logging
-import os
 import shutil
 import subprocess
 import time
-import uuid
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -66,6 +64,7 @@ from contaminate.study_models import StudyModels
 from contaminate.training import TrainingBackend, instantiate_backend
 from contaminate.training.local import UNKEYED
 from contaminate.training.post import post_train_stage
+from detect.cache import write_atomically
 from detect.datasets import Example
 from detect.datasets.corpus import PYDOC, STDLIB_DOCSTRINGS
 from detect.datasets.sources import source_of
@@ -597,7 +596,7 @@ def detect_cells(reading: Reading, sampled: Sampled, models: StudyModels, judge,
                                                   heldout, detectors=known if reads_known else None,
                                                   prompt_format=asked)
                 timings[cell]["total_s"] = round(time.time() - started, 2)
-                _write_atomically(path, rows)
+                write_atomically(path, lambda scratch: write_jsonl(scratch, rows))  # never half a cell
                 release_freed_memory()  # the next cell's tensors have other sizes (detect/runtime.py)
             if reads_known:
                 choice = next((r for r in rows if r.get("detector") == FORMAT_CHOICE), None)
@@ -650,16 +649,6 @@ def detect_cell(reading: Reading, models: StudyModels, checkpoint: str, instance
         timing["reference_scored_tokens"] = (models.counters("reference")["scored_tokens"]
                                              - reference_before["scored_tokens"])
     return rows, timing
-
-
-def _write_atomically(path: Path, rows: list[dict]) -> None:
-    """A killed run never leaves a half-written cell behind; two runs on one cache that read the same cell at once
-    each write their own scratch file (one shared name let the second's rename find the first had taken it:
-    tests/test_faults.py's two studies at once, once in CI) and the last rename wins, the rows being the same."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    scratch = path.with_name(f".{path.stem}-{os.getpid()}-{uuid.uuid4().hex}.partial")  # the mode a cell had before
-    write_jsonl(scratch, rows)
-    os.replace(scratch, path)
 
 
 # --- summarize and report -------------------------------------------------------------------------------------

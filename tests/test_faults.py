@@ -140,7 +140,8 @@ def test_two_writers_of_one_cell_do_not_take_each_others_scratch_file(tmp_path, 
     """The race test_two_studies_at_once hit once in CI, made to happen: a second run writes the same cell between
     the first's write and its rename. With one shared scratch name the first's rename found its file gone
     (FileNotFoundError); each writer's own scratch file lets both finish, the cell whole."""
-    from contaminate import study
+    from detect import cache
+    from detect.pipeline import write_jsonl
 
     cell, rows = tmp_path / "cells" / "abc.jsonl", [{"row": 1}, {"row": 2}]
     real_replace, raced = os.replace, []
@@ -148,10 +149,33 @@ def test_two_writers_of_one_cell_do_not_take_each_others_scratch_file(tmp_path, 
     def replace_after_a_second_writer(source, target):
         if not raced:
             raced.append(True)
-            study._write_atomically(cell, rows)  # the other run, between this write and this rename
+            cache.write_atomically(cell, write)  # the other run, between this write and this rename
         real_replace(source, target)
 
-    monkeypatch.setattr(study.os, "replace", replace_after_a_second_writer)
-    study._write_atomically(cell, rows)
+    def write(scratch):
+        write_jsonl(scratch, rows)
+
+    monkeypatch.setattr(cache.os, "replace", replace_after_a_second_writer)
+    cache.write_atomically(cell, write)
     assert raced and [json.loads(line) for line in cell.read_text().splitlines()] == rows
     assert [p.name for p in cell.parent.iterdir()] == ["abc.jsonl"]  # no scratch file left behind
+    umask = os.umask(0)
+    os.umask(umask)
+    assert cell.stat().st_mode & 0o777 == 0o666 & ~umask  # the umask's mode: mkstemp's 0600 shuts other users out
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_scratch(tmp_path):
+    """A writer that fails half-way (a full disk, a row JSON cannot write) leaves the file as it was and no scratch
+    file beside it; the error is the writer's."""
+    from detect.cache import write_atomically
+
+    target = tmp_path / "cell.jsonl"
+    target.write_text("old\n")
+
+    def fails(scratch):
+        scratch.write_text("half")
+        raise OSError("No space left on device")
+
+    with pytest.raises(OSError, match="No space"):
+        write_atomically(target, fails)
+    assert target.read_text() == "old\n" and [p.name for p in tmp_path.iterdir()] == ["cell.jsonl"]
