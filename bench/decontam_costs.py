@@ -100,22 +100,23 @@ def main() -> None:
         return
     import platform
 
+    from detect.markdown import row, table
+
     print(f"# {platform.processor() or platform.machine()}, {len(__import__('os').sched_getaffinity(0))} cores")
-    print("| detector | background | novel background tokens | documents | tokens | index s | scan s | tokens/s | "
-          "scan / tokenize | peak growth MB | baseline MB |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("\n".join(table(["detector", "background", "novel background tokens", "documents", "tokens", "index s",
+                           "scan s", "tokens/s", "scan / tokenize", "peak growth MB", "baseline MB"])))
     for detector in args.detectors:
         for scale in (args.embedding_scales if detector == "embedding" else args.scales):
             done = subprocess.run([sys.executable, __file__, "--one", detector, str(scale)], capture_output=True,
                                   text=True)
             if done.returncode:
-                print(f"| {detector} | {scale}x | failed: {done.stderr.strip().splitlines()[-1]} |")
+                print(row([detector, f"{scale}x", f"failed: {done.stderr.strip().splitlines()[-1]}"]))
                 continue
             r = json.loads(done.stdout.strip().splitlines()[-1])
-            print(f"| {detector} | {scale}x | {r['novel_background_tokens']:,} of {r['background_tokens']:,} | "
-                  f"{r['documents']:,} | {r['tokens']:,} | {r['index_s']:.2f} | "
-                  f"{r['scan_s']:.2f} | {r['tokens_per_s']:,} | {r['scan_s'] / r['tokenize_s']:.2f} | "
-                  f"{r['growth_mb']:,} | {r['baseline_mb']:,} |", flush=True)
+            print(row([detector, f"{scale}x", f"{r['novel_background_tokens']:,} of {r['background_tokens']:,}",
+                       f"{r['documents']:,}", f"{r['tokens']:,}", f"{r['index_s']:.2f}", f"{r['scan_s']:.2f}",
+                       f"{r['tokens_per_s']:,}", f"{r['scan_s'] / r['tokenize_s']:.2f}", f"{r['growth_mb']:,}",
+                       f"{r['baseline_mb']:,}"]), flush=True)
 
 
 if __name__ == "__main__":

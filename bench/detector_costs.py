@@ -30,6 +30,7 @@ def main() -> None:
     from detect.detectors import build
     from detect.detectors.base import Evidence
     from detect.judges.threshold import ThresholdJudge
+    from detect.markdown import row, table
     from detect.models import embedded_smollm2, load
     from detect.models.hf import HFModel
     from detect.pipeline import detect_partition
@@ -88,12 +89,11 @@ def main() -> None:
             detector.score(cell, instances)
         rows.append((detector.name, time.perf_counter() - started, language_model))
     baseline = next(seconds for name, seconds, _ in rows if name == "membership")
-    lines = ["| detector | seconds per cell | x membership | tokens scored | tokens generated |",
-             "|---|---|---|---|---|"]
+    lines = table(["detector", "seconds per cell", "x membership", "tokens scored", "tokens generated"])
     for name, seconds, used in rows:
         counted = used.counters()
-        lines.append(f"| {name} | {seconds:.1f} | {seconds / baseline:.1f} | {counted['scored_tokens']:,} | "
-                     f"{counted['generated_tokens']:,} |")
+        lines.append(row([name, f"{seconds:.1f}", f"{seconds / baseline:.1f}", f"{counted['scored_tokens']:,}",
+                          f"{counted['generated_tokens']:,}"]))
     print("\n".join(lines))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -24,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.pass_at_1 import cpu_name  # noqa: E402  (the CPU as every bench names it)
+from detect.markdown import row, table  # noqa: E402
 
 
 def matmul_rate(dtype, rows: int = 2048, repeats: int = 5) -> float:
@@ -93,12 +94,11 @@ def main() -> None:
     logits = sum(c.get("logits_s", 0) for c in cells.values())
     instances = sum(c.get("instances_s", 0) for c in cells.values())
     measured = {"training": timings.get("train_s"), "scoring": logits, "generation": instances}
-    print("| stage | measured s | floor s | measured / floor |")
-    print("|---|---|---|---|")
+    print("\n".join(table(["stage", "measured s", "floor s", "measured / floor"])))
     for stage, floor in floors.items():
         got = measured[stage]
-        print(f"| {stage} | {got:.0f} | {floor:.0f} | {got / floor:.1f}x |" if got else
-              f"| {stage} | - | {floor:.0f} | - |")
+        print(row([stage, f"{got:.0f}", f"{floor:.0f}", f"{got / floor:.1f}x"] if got else
+                  [stage, "-", f"{floor:.0f}", "-"]))
     print(f"study total {timings.get('total_s', 0):.0f} s; floor of the three {sum(floors.values()):.0f} s "
           f"(scoring: the cells' logits_s; generation: their instances_s, which also holds the judge's scoring)")
 

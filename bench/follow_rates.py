@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from contaminate.analyses.template_spread import rate  # noqa: E402  (a share with its Clopper-Pearson interval)
 from detect.detectors.time_travel.follow import CLASSES, FOLLOWED  # noqa: E402
+from detect.markdown import row, table  # noqa: E402
 
 DATASETS = ("humaneval", "synth_nli")
 READINGS = (("chat", 0), ("raw", 0), ("chat", 3), ("raw", 3))
@@ -65,9 +66,8 @@ def measure(n: int, model_path: str | None = None) -> tuple[str, float]:
         dataset = OmegaConf.load(CONF_DIR / "dataset" / f"{key}.yaml")
         split = dataset.default_split
         examples = sample(load_split(dataset, split), n, seed=0)
-        lines += [f"#### {key} ({split})", "", "| reading | shots | follow rate | " +
-                  " | ".join(c.replace("_", " ") for c in CLASSES) + " | exact | near-exact |",
-                  "|---|---|---|" + "---|" * len(CLASSES) + "---|---|"]
+        lines += [f"#### {key} ({split})", "", *table(["reading", "shots", "follow rate",
+                                                      *(c.replace("_", " ") for c in CLASSES), "exact", "near-exact"])]
         for prompt_format, shots in (r for r in READINGS if r[0] in model.prompt_formats):
             rows = detect_partition(examples, dataset=dataset, split=split, model=model, judge=judge, seed=0,
                                     stop=detect_cfg.stop, instructions=("guided",), prompt_format=prompt_format,
@@ -75,8 +75,8 @@ def measure(n: int, model_path: str | None = None) -> tuple[str, float]:
             classes = [r["answer_class"] for r in rows]
             labels = [r["judge"] for r in rows]
             exact, near = (rate(labels.count(label), len(rows)) for label in ("exact", "near_exact"))
-            lines.append(f"| {prompt_format} | {shots} | {rate(classes.count(FOLLOWED), len(rows))} | "
-                         + " | ".join(str(classes.count(c)) for c in CLASSES) + f" | {exact} | {near} |")
+            lines.append(row([prompt_format, shots, rate(classes.count(FOLLOWED), len(rows)),
+                              *(classes.count(c) for c in CLASSES), exact, near]))
         lines.append("")
     return "\n".join(lines), time.time() - started
 

@@ -25,6 +25,7 @@ import numpy as np
 from scipy.stats import norm
 
 from contaminate.calibration.statistics import auc_floor, auc_matrix, unit_interval
+from detect.markdown import row, table
 
 SCENARIOS = [  # (name, mu, draw sd, seed sd)
     ("AUC ~0.64, heterogeneous", 0.5, 0.3, 0.1),
@@ -90,16 +91,15 @@ def profile_cell(mu: float, run_sd: float, item_sd: float, size: int, runs: int,
 def profile_table(reps: int, rng: np.random.Generator) -> str:
     lines = [f"Coverage of a nominal 95% interval at the planted profiles' shape, {reps} simulated studies a cell; "
              f"members and non-members a model, runs (one seed each), each member's shift its own.", "",
-             "| scenario | run sd | item sd | true mean AUC | interval | "
-             + " | ".join(f"{m} v {m} x {r} runs" for m, r in PROFILE_DESIGNS) + " |",
-             "|---|---|---|---|---|" + "---|" * len(PROFILE_DESIGNS)]
+             *table(["scenario", "run sd", "item sd", "true mean AUC", "interval",
+                     *(f"{m} v {m} x {r} runs" for m, r in PROFILE_DESIGNS)])]
     for name, mu, run_sd, item_sd in PROFILE_SCENARIOS:
         truth = profile_estimand(mu, run_sd, item_sd, rng)
         cells = [profile_cell(mu, run_sd, item_sd, m, r, reps=reps, rng=rng, truth=truth) for m, r in PROFILE_DESIGNS]
         for key, label in (("floored", "t over runs, floored"), ("bare", "t, no floor"),
                            ("rejects", "runs' t-test rejects 0.5")):
-            lines.append(f"| {name} | {run_sd:g} | {item_sd:g} | {truth:.3f} | {label} | "
-                         + " | ".join(f"{c[key]:.3f}" for c in cells) + " |")
+            lines.append(row([name, f"{run_sd:g}", f"{item_sd:g}", f"{truth:.3f}", label,
+                              *(f"{c[key]:.3f}" for c in cells)]))
     return "\n".join(lines)
 
 
@@ -117,16 +117,15 @@ def main() -> None:
     designs = [(3, 1), (3, 2), (5, 1), (10, 1)]
     print(f"Coverage of a nominal 95% interval, {args.reps} simulated sweeps a cell, {args.size} members and "
           f"{args.size} non-members a model.\n")
-    print("| scenario | true mean AUC | interval | " + " | ".join(f"{d} draws x {s} seed{'s' * (s > 1)}"
-                                                           for d, s in designs) + " |")
-    print("|---|---|---|" + "---|" * len(designs))
+    print("\n".join(table(["scenario", "true mean AUC", "interval",
+                           *(f"{d} draws x {s} seed{'s' * (s > 1)}" for d, s in designs)])))
     for name, mu, draw_sd, seed_sd in SCENARIOS:
         truth = estimand(mu, draw_sd, seed_sd, rng)
         for floor in (True, False):
             cells = [coverage(mu, draw_sd, seed_sd, d, s, reps=args.reps, size=args.size, floor=floor, rng=rng,
                               truth=truth) for d, s in designs]
-            print(f"| {name} | {truth:.3f} | {'t over draws, floored' if floor else 't, no floor'} | "
-                  + " | ".join(f"{c:.3f}" for c in cells) + " |")
+            print(row([name, f"{truth:.3f}", "t over draws, floored" if floor else "t, no floor",
+                       *(f"{c:.3f}" for c in cells)]))
 
 
 if __name__ == "__main__":

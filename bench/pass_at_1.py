@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from contaminate.calibration.statistics import clopper_pearson  # noqa: E402
 from contaminate.harm import CLASSES, PROMPT_FORMATS, complete, executable_problems, pass_at_1  # noqa: E402
-from detect.markdown import table  # noqa: E402
+from detect.markdown import interval_text, row, table  # noqa: E402
 
 
 def cpu_name() -> str:
@@ -123,9 +123,9 @@ def main() -> None:
         found = pass_at_1(problems, completions, prompt_format=prompt_format)
         ci = clopper_pearson(found["passed"], found["n"])
         classes = list(found["classes"].values())
-        lines.append(f"| {prompt_format} | {ci['rate']:.3f} [{ci['low']:.3f}, {ci['high']:.3f}] | "
-                     f"{found['passed']}/{found['n']} | " + " | ".join(str(classes.count(c)) for c in CLASSES)
-                     + f" | {generated:.0f} |")
+        lines.append(row([prompt_format, interval_text(ci["rate"], ci["low"], ci["high"], ".3f"),
+                          f"{found['passed']}/{found['n']}", *(classes.count(c) for c in CLASSES),
+                          f"{generated:.0f}"]))
         kept[prompt_format] = {i: {"completion": completions[i], "outcome": found["results"][i],
                                    "class": found["classes"][i]} for i in ids}
         print(lines[-1], flush=True)

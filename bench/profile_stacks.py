@@ -16,6 +16,8 @@ import gzip
 from collections import Counter
 from pathlib import Path
 
+from detect.markdown import table
+
 
 def _method(names: list[str], method: str) -> bool:  # "Class.method" or "method", as py-spy names a frame
     return any(name == method or name.endswith("." + method) for name in names)
@@ -53,12 +55,10 @@ def main() -> None:
             stages[next((stage for stage, hit in STAGES if hit(names, files)), "other")] += n
             own[f"{names[-1]} ({files[-1].split('site-packages/')[-1]})"] += n
     print(f"{total} samples")
-    print("| stage | share of samples |\n|---|---|")
-    for stage, n in stages.most_common():
-        print(f"| {stage} | {n / total:.1%} |")
-    print(f"\n| the {args.top} frames that spent most (self) | share |\n|---|---|")
-    for frame, n in own.most_common(args.top):
-        print(f"| {frame} | {n / total:.1%} |")
+    print("\n".join(table(["stage", "share of samples"], ([stage, f"{n / total:.1%}"] for stage, n in
+                                                          stages.most_common()))))
+    print("\n" + "\n".join(table([f"the {args.top} frames that spent most (self)", "share"],
+                                ([frame, f"{n / total:.1%}"] for frame, n in own.most_common(args.top)))))
 
 
 if __name__ == "__main__":

@@ -57,9 +57,12 @@ def main() -> None:
     if len(sys.argv) == 4 and sys.argv[1] == "--one":
         print(json.dumps(measure(int(sys.argv[2]), sys.argv[3] == "split")))
         return
+    sys.path.insert(0, str(ROOT))
+    from detect.markdown import row, table  # the parent's: each measured setting is a process of its own
+
     print(f"CPU: {platform.processor() or platform.machine()}; one process a setting, alone\n")
-    print("| setting | texts | loaded GB | peak GB | growth GB | growth ratio | s | same statistics |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("\n".join(table(["setting", "texts", "loaded GB", "peak GB", "growth GB", "growth ratio", "s",
+                           "same statistics"])))
     baseline = None
     for name, (tokens, split) in SETTINGS.items():
         out = subprocess.run([sys.executable, __file__, "--one", str(tokens), "split" if split else "whole"],
@@ -69,8 +72,8 @@ def main() -> None:
         baseline = baseline or {**found, "growth": growth}
         same = (abs(found["sum_logp"] - baseline["sum_logp"]) < 1e-6 * abs(baseline["sum_logp"])
                 and abs(found["sum_mu"] - baseline["sum_mu"]) < 1e-6 * abs(baseline["sum_mu"]))
-        print(f"| {name} | {found['texts']} | {found['loaded_gb']:.2f} | {found['peak_gb']:.2f} | {growth:.2f} | "
-              f"{growth / baseline['growth']:.2f} | {found['seconds']:.1f} | {'yes' if same else 'no'} |")
+        print(row([name, found["texts"], f"{found['loaded_gb']:.2f}", f"{found['peak_gb']:.2f}", f"{growth:.2f}",
+                   f"{growth / baseline['growth']:.2f}", f"{found['seconds']:.1f}", "yes" if same else "no"]))
 
 
 if __name__ == "__main__":

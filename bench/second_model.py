@@ -156,6 +156,8 @@ def main() -> None:
 
     import torch
 
+    from detect.markdown import row, table
+
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), platform.processor())
     print(f"{cpu}, {os.cpu_count()} cores, torch {torch.__version__}; {args.steps} training steps a setting, "
@@ -172,20 +174,20 @@ def main() -> None:
                 rows.setdefault((label, job[0]), {})[name] = result = measure(job, cache)
                 print(f"  {name:<13} {label:<28} {json.dumps(result)}", flush=True)
     first, second = MODELS
-    print(f"\n| measurement | {first} | {second} | {second} / {first} | peak GB ({first} / {second}) |")
-    print("|---|---|---|---|---|")
+    print("\n" + "\n".join(table(["measurement", first, second, f"{second} / {first}",
+                                 f"peak GB ({first} / {second})"])))
     for (label, what), by_model in rows.items():
         unit, key = ("s", "seconds") if what == "convert" else ("tokens/s", "tokens_per_s")
         a, b = by_model[first][key], by_model[second][key]
         peaks = " / ".join(f"{by_model[m]['peak_gb']:.2f}" for m in MODELS)
-        print(f"| {label} ({unit}) | {a:.1f} | {b:.1f} | {b / a:.2f}x | {peaks} |")
+        print(row([f"{label} ({unit})", f"{a:.1f}", f"{b:.1f}", f"{b / a:.2f}x", peaks]))
         if what == "score":
             a, b = by_model[first]["tokens_per_s_moments"], by_model[second]["tokens_per_s_moments"]
-            print(f"| scoring with moments (tokens/s) | {a:.1f} | {b:.1f} | {b / a:.2f}x | |")
+            print(row(["scoring with moments (tokens/s)", f"{a:.1f}", f"{b:.1f}", f"{b / a:.2f}x", ""]))
         if what == "train":
             losses = [f"{by_model[m]['loss_first']:.2f} -> {by_model[m]['loss_last']:.2f} at lr "
                       f"{by_model[m]['learning_rate']:g} ({by_model[m]['trainable_m']:.0f}M trained)" for m in MODELS]
-            print(f"| {label}: loss, first step -> last | {losses[0]} | {losses[1]} | | |")
+            print(row([f"{label}: loss, first step -> last", losses[0], losses[1], "", ""]))
 
 
 if __name__ == "__main__":

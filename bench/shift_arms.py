@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.pass_at_1 import cpu_name  # noqa: E402  (the CPU as every bench names it)
 from contaminate.calibration.statistics import conformal_threshold  # noqa: E402
 from detect.exchangeability import departure, verdict  # noqa: E402
-from detect.markdown import table  # noqa: E402
+from detect.markdown import row, table  # noqa: E402
 
 ARMS = ("as drawn", "rename", "reword", "rewrite")
 SCORES = ("loss", "zlib", "min_k", "min_k_plus")
@@ -86,8 +86,8 @@ def main() -> None:
     for arm in ARMS:
         for score in SCORES:
             cell = cells[(arm, score)]
-            lines.append(f"| {arm} | {score} | {spread(cell['auc'])} | {sum(cell['warn'])}/{len(cell['warn'])} | "
-                         f"{spread(cell['fpr'])} |")
+            lines.append(row([arm, score, spread(cell["auc"]), f"{sum(cell['warn'])}/{len(cell['warn'])}",
+                              spread(cell["fpr"])]))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "table.md").write_text("\n".join(lines) + "\n")

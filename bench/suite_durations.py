@@ -10,6 +10,8 @@ import re
 import sys
 from collections import defaultdict
 
+from detect.markdown import row, table
+
 
 def per_file(path):
     files, tests = defaultdict(float), defaultdict(float)
@@ -23,7 +25,7 @@ def per_file(path):
 (old, old_t), (new, new_t) = per_file(sys.argv[1]), per_file(sys.argv[2])
 print(f"sum of test durations: old {sum(old.values()):.0f} s over {len(old_t)} tests, "
       f"new {sum(new.values()):.0f} s over {len(new_t)} tests")
-print("| file | old s | new s | change s |\n|---|---|---|---|")
+print("\n".join(table(["file", "old s", "new s", "change s"])))
 for f in sorted(set(old) | set(new), key=lambda f: -(new.get(f, 0) - old.get(f, 0))):
     if abs(new.get(f, 0) - old.get(f, 0)) >= 10:
-        print(f"| {f} | {old.get(f, 0):.0f} | {new.get(f, 0):.0f} | {new.get(f, 0) - old.get(f, 0):+.0f} |")
+        print(row([f, f"{old.get(f, 0):.0f}", f"{new.get(f, 0):.0f}", f"{new.get(f, 0) - old.get(f, 0):+.0f}"]))

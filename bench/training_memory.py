@@ -85,8 +85,10 @@ def main() -> None:
     if unknown:
         sys.exit(f"error: --settings {','.join(unknown)}: no such setting; use some of {', '.join(SETTINGS)}")
     print(f"CPU: {platform.processor() or platform.machine()}; one process a setting, alone; {args.steps} steps\n")
-    print("| setting | dtype | peak GB | peak ratio | s | time ratio | same loss |")
-    print("|---|---|---|---|---|---|---|")
+    sys.path.insert(0, str(ROOT))
+    from detect.markdown import row, table  # the parent's: each measured setting is a process of its own
+
+    print("\n".join(table(["setting", "dtype", "peak GB", "peak ratio", "s", "time ratio", "same loss"])))
     baseline = None
     for key in asked:
         name, capacity, _ = SETTINGS[key]
@@ -95,9 +97,9 @@ def main() -> None:
                              capture_output=True, text=True, check=True, env=env).stdout.strip().splitlines()[-1]
         found = json.loads(out)
         baseline = baseline or found
-        print(f"| {name} | {found['dtype']} | {found['peak_gb']:.2f} | {found['peak_gb'] / baseline['peak_gb']:.2f} | "
-              f"{found['seconds']:.0f} | {found['seconds'] / baseline['seconds']:.2f} | "
-              f"{'yes' if found['loss'] == baseline['loss'] else 'no (%.6g)' % found['loss']} |")
+        print(row([name, found["dtype"], f"{found['peak_gb']:.2f}", f"{found['peak_gb'] / baseline['peak_gb']:.2f}",
+                   f"{found['seconds']:.0f}", f"{found['seconds'] / baseline['seconds']:.2f}",
+                   "yes" if found["loss"] == baseline["loss"] else "no (%.6g)" % found["loss"]]))
 
 
 if __name__ == "__main__":
