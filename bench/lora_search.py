@@ -27,7 +27,7 @@ def run(setting: str, seed: int, cache: Path, extra: list[str] = ()) -> dict:
     from hydra import compose, initialize_config_dir
 
     from contaminate.run import Run
-    from contaminate.study import Reading, StudyModels, detect_cell
+    from contaminate.stages import Reading, StudyModels, detect_cell
     from detect.cli import CONF_DIR
     from detect.pipeline import summarize
     from detect.runtime import from_config

@@ -4,7 +4,7 @@ A checkpoint lives in ``<cache_dir>/checkpoints/<digest of its key>/``, its key 
 (written before training starts, so a folder can always be traced to what made it), and ``lab_checkpoint.json``
 inside it written last by the trainer: a folder with that file is finished and reused, a folder without it was
 killed mid-way and is trained again (from scratch, or resumed by a trainer that ``resumes``). The key is whatever
-determines the weights (contaminate/study.py says what the study's holds; training/post.py the post-training
+determines the weights (contaminate/stages.py says what the study's holds; training/post.py the post-training
 stage's); ``force`` trains again regardless. Every training stage of the lab (the study's contaminated model and
 control, a planted run's model and twin, post-training) goes through ``reuse_or_train``.
 

@@ -47,7 +47,7 @@ from contaminate.regime.plant import PlantedGroup, control_group, group_position
 from contaminate.regime.stream import Document, build_stream, stream_counts
 from contaminate.reports.planted import ANSWER_POOLS, plant_report
 from contaminate.sampling import PLANT_FIX, GroupDraw, Sampled
-from contaminate.study import Plan
+from contaminate.stages import Plan
 from contaminate.study_models import StudyModels
 from detect.datasets import Example
 from detect.detectors import instance_scores

@@ -3,7 +3,7 @@ is a run of groups of members, each studied against its never-planted group unde
 
 - a study (``plant=none``): two groups, its members (``sample.n_members``, trained in alone for epochs or at counted
   exposures among a background) and its non-members (``sample.n_non_members``, never trained); its five cells
-  written to the run folder (contaminate/study.py ``OneGroup``);
+  written to the run folder (contaminate/stages.py ``OneGroup``);
 - a planted run (``plant=dose_ladder`` and the like): several groups at several doses in one training stream, one
   study folder per planted group and plant.json beside them (contaminate/planted.py ``PlantedStream``).
 
@@ -14,7 +14,7 @@ bottom:
     setup (every component built once and checked, nothing read or trained) -> sample (every group, one draw:
     contaminate/sampling.py; a ``GroupDraw``) -> plan (what is trained; a ``Plan``) -> decontaminate (the
     data-side check of it, contaminate/decontam.py) -> contaminate (the one checkpoint store:
-    contaminate/checkpoints.py; a ``Contaminated``) -> per group: detect, summarize, write (contaminate/study.py
+    contaminate/checkpoints.py; a ``Contaminated``) -> per group: detect, summarize, write (contaminate/stages.py
     ``study_group``) -> finish (a planted run's plant.json). With ``decontam.only`` it stops after decontaminate
     (decontamination.json), nothing trained
 
@@ -38,7 +38,7 @@ from contaminate.regime import chat_renderer
 from contaminate.regime.layouts import LeakReader
 from contaminate.regime.plant import PlantedGroup
 from contaminate.sampling import GroupDraw, asked_split, sample_groups
-from contaminate.study import (
+from contaminate.stages import (
     DETECTION_ORDER,
     Contaminated,
     GroupStudy,

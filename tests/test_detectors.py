@@ -102,7 +102,7 @@ def test_dc_pdd_default_corpus_shares_no_paragraph_with_the_offline_background()
 
 def test_a_study_refuses_a_dc_pdd_corpus_that_is_its_background(tmp_path):
     from contaminate.regime.background import LocalBackground, OfflineBackground
-    from contaminate.study import check_reference_corpus
+    from contaminate.stages import check_reference_corpus
 
     with pytest.raises(InputError, match="^detect.detectors.dc_pdd.corpus=pydoc is the study's background "
                                          "\\(offline\\): .* use corpus=stdlib_docstrings"):

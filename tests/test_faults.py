@@ -4,7 +4,7 @@ byte for byte, timings and paths aside); a calibration killed mid-way and run ag
 studies started at once on one cache train its checkpoint once and agree.
 
 Each run is a real ``python -m contaminate`` process on the tiny model (tests/lean.py's detectors), killed the moment
-its log says the stage began (contaminate/checkpoints.py logs "training <folder>", contaminate/study.py
+its log says the stage began (contaminate/checkpoints.py logs "training <folder>", contaminate/stages.py
 "detecting <cell>: ..."); a kill at that line lands inside the stage, whose work takes a second or more here."""
 
 import gzip
@@ -78,7 +78,7 @@ def never_killed(tmp_path_factory) -> dict:
 
 # (stage, the line the kill follows, checkpoints finished and cells cached when it lands)
 KILLS = [("training", "training ", 0, 0),
-         # the clean model's cells come first, each model's known non-members first of its (contaminate/study.py)
+         # the clean model's cells come first, each model's known non-members first of its (contaminate/stages.py)
          ("the known non-members", "detecting clean_x_known_non_members", 1, 0),
          ("a cell's detection", "detecting contaminated_x_members", 1, 4)]
 

@@ -173,7 +173,7 @@ def test_algorithm_1_against_general_answers_that_do_not_answer_is_uninformative
     is not; a partition whose general answers follow is read as before. The study's count and report say so per
     verdict."""
     from contaminate.reports.run import write_report
-    from contaminate.study import uninformative_counts
+    from contaminate.stages import uninformative_counts
     from detect.detectors.time_travel import Algorithm1, Algorithm2
     from detect.pipeline import summarize, uninformative, verdicts
 

@@ -8,7 +8,7 @@ import importlib.metadata
 import pytest
 
 from contaminate.regime.background import OfflineBackground, PackageDocsBackground, instantiate_background
-from contaminate.study import check_reference_corpus
+from contaminate.stages import check_reference_corpus
 from detect.datasets.corpus import PACKAGE_DOCS, PACKAGE_DOCS_PACKAGES, package_docs, package_docs_sources, read_corpus
 from detect.detectors.dc_pdd import DCPDD
 from detect.errors import InputError

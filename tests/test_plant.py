@@ -188,7 +188,7 @@ def test_the_control_is_a_config_group_hydra_composes(compose_config):
     command line is rewritten to it); a bare name, a class that is not a control, or a planted run's control asked of
     a study is one line, nothing built."""
     from contaminate.controls import NoControl, SwapTwin, build_control
-    from contaminate.study import OneGroup
+    from contaminate.stages import OneGroup
     from detect.cli import check_overrides
 
     assert check_overrides(["p", "+dataset=synth_nli", "plant.control=twin,none"])[2] == "plant/control=twin,none"
@@ -201,7 +201,7 @@ def test_the_control_is_a_config_group_hydra_composes(compose_config):
     study = compose_config("contaminate", ["+dataset=synth_nli"])
     assert OneGroup(study).control.name == "background"  # conf/plant/none.yaml composes the study's control
     for node, message in [("twin", "plant.control=twin: the control is a config group, chosen with plant/control="),
-                          ({"_target_": "contaminate.study.Setup"}, "plant.control._target_=contaminate.study.Setup "
+                          ({"_target_": "contaminate.stages.Setup"}, "plant.control._target_=contaminate.stages.Setup "
                                                                     "is not a control")]:
         with pytest.raises(InputError, match=re.escape(message)) as error:
             build_control(OmegaConf.create({"c": node}).c)
@@ -639,7 +639,7 @@ def test_a_planted_run_of_a_one_split_dataset_draws_from_it_and_has_no_other_spl
     group's study has the four cells that need no other split (the fifth said not run, as a study's:
     tests/test_datasets.py runs one)."""
     from contaminate.run import Run
-    from contaminate.study import not_run, study_cells
+    from contaminate.stages import not_run, study_cells
 
     overrides = ["+dataset=humaneval", *TINY[1:], "plant.groups=[{exposures:0},{exposures:1},{exposures:2}]"]
     run = Run(compose_config("contaminate", overrides), None)
@@ -667,7 +667,7 @@ def test_the_stages_pass_records_and_a_design_keeps_nothing_between_them(compose
     import inspect
 
     from contaminate.run import Design, Run
-    from contaminate.study import Plan
+    from contaminate.stages import Plan
 
     stages = [name for name in vars(Design) if not name.startswith("_") and callable(getattr(Design, name))]
     assert set(stages) == {"plan", "view", "finish"}  # contaminate: the run's, one for both
@@ -710,7 +710,7 @@ def test_a_study_is_a_run_of_two_groups_whose_draw_is_the_pools_a_study_drew(com
     split's pool as large as its non-members'; at exposures 0 the members are still the group studied."""
     from contaminate.planted import PlantedStream
     from contaminate.run import Run
-    from contaminate.study import OneGroup
+    from contaminate.stages import OneGroup
     from detect.datasets import disjoint_pools, load_split
 
     cfg = compose_config("contaminate", [*TINY_STUDY, "sample.n_non_members=10", "sample.n_heldout=5"])

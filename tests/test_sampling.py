@@ -3,7 +3,7 @@
 import pytest
 
 from contaminate.sampling import sample_pools
-from contaminate.study import check_study
+from contaminate.stages import check_study
 from detect.errors import InputError
 
 
@@ -47,7 +47,7 @@ def test_judge_recipe_in_a_study_is_one_line(compose_config):
 
 
 def test_the_known_non_members_detectors_are_checked_in_one_line(compose_config):
-    from contaminate.study import known_setting
+    from contaminate.stages import known_setting
     from detect.detectors import build
 
     cfg = compose_config("contaminate", ["+dataset=synth_nli", "detect.known_non_members.detectors=[membership,cheat]"])

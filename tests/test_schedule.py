@@ -108,7 +108,7 @@ def test_a_bad_schedule_value_is_refused_in_one_line(compose_config, override, m
 
 
 def test_the_api_backend_refuses_a_schedule_in_one_line(compose_config):
-    from contaminate.study import check_study
+    from contaminate.stages import check_study
 
     instantiate_backend(compose_config("contaminate", [*STUDY, "contaminate=openai"]).contaminate).check()
     cfg = compose_config("contaminate", [*STUDY, "contaminate=openai", "schedule=cosine"])

@@ -10,7 +10,7 @@ import pytest
 from lean import NO_EMBEDDING, TINY_MODEL, TINY_STUDY, lean
 
 from contaminate.run import run_config
-from contaminate.study import CELLS, KNOWN_CELLS
+from contaminate.stages import CELLS, KNOWN_CELLS
 from detect.errors import InputError
 
 TINY = TINY_STUDY
@@ -377,7 +377,7 @@ def test_changed_data_under_the_same_ids_is_not_reused(compose_config, tmp_path)
 
 @pytest.mark.slow
 def test_a_changed_detector_recomputes_the_cells_but_keeps_the_checkpoint(study, monkeypatch, tmp_path):
-    import contaminate.study as study_module
+    import contaminate.stages as study_module
 
     extra = tmp_path / "scorer_patch.py"
     extra.write_text("THRESHOLD = 1\n")

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from contaminate.sampling import sample_pools
-from contaminate.study import check_study
+from contaminate.stages import check_study
 from detect.datasets import load_split
 from detect.errors import InputError
 from detect.pipeline import check_detection

@@ -19,7 +19,7 @@ from detect.errors import InputError
 from detect.judges.threshold import exact_score
 from detect.pipeline import SCORES, verdicts
 
-KNOWN_SUFFIX = "_known_non_members"  # contaminate/study.py's KNOWN_CELLS
+KNOWN_SUFFIX = "_known_non_members"  # contaminate/stages.py's KNOWN_CELLS
 
 
 def unit_of(draw: int | None, seed: int) -> tuple[int, int]:

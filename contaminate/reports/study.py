@@ -18,7 +18,7 @@ from detect.detectors.time_travel.follow import shots_text
 from detect.markdown import row, table
 
 CELLS = ("contaminated_x_members", "contaminated_x_non_members", "contaminated_x_other_split", "clean_x_members",
-         "clean_x_non_members")  # contaminate/study.py's CELLS, in its order
+         "clean_x_non_members")  # contaminate/stages.py's CELLS, in its order
 LABELS = {cell: cell.replace("_x_", " x ").replace("_", "-").replace("-split", " split") for cell in CELLS}
 
 
