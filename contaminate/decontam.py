@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 from typing import Sequence
 
-from contaminate.regime.plant import PlantedGroup, control_group
+from contaminate.regime.plant import PlantedGroup, never_planted_group
 from detect.datasets import load_split
 from detect.decontam import build_detectors, scan
 
@@ -102,7 +102,8 @@ def planted_decontamination(stream, draw, groups: Sequence[PlantedGroup], datase
                      "flagged_ids": sorted(int(key.rsplit("/", 1)[1]) for key in keys if key in findings.flagged)}
             block["flag_rate"] = round(block["flagged"] / len(keys), 4) if keys else None
             if group.planted:
-                block["auc_vs_x0"] = score_auc(findings.scores, keys, group_keys[control_group(groups, group).name])
+                x0 = never_planted_group(groups, group)
+                block["auc_vs_x0"] = score_auc(findings.scores, keys, group_keys[x0.name])
             by_group[group.name] = block
         never = [key for key in benchmark if key not in planted_keys]  # none of these is in the stream
         false_flags = sum(key in findings.flagged for key in never)

@@ -43,7 +43,13 @@ from contaminate.controls import Control, build_control
 from contaminate.group_configs import check_composed, group_config
 from contaminate.harm import TemplateOf, check_pass_at_1, check_prompt_format, executable_problems, group_pass_at_1
 from contaminate.regime import Regime, background_documents, chat_renderer, check_fits, token_counter
-from contaminate.regime.plant import PlantedGroup, control_group, group_positions, plant_tail, planted_stream
+from contaminate.regime.plant import (
+    PlantedGroup,
+    group_positions,
+    never_planted_group,
+    plant_tail,
+    planted_stream,
+)
 from contaminate.regime.stream import Document, build_stream, stream_counts
 from contaminate.reports.planted import ANSWER_POOLS, plant_report
 from contaminate.sampling import PLANT_FIX, GroupDraw, Sampled
@@ -255,8 +261,8 @@ class PlantedStream:
             check_pass_at_1({key: datasets[key] for key in self.pass_at_1},
                             {self.cfg.dataset.key: self.cfg.get("split")}, sandbox=self.harm_options["sandbox"])
         self.trained = [g for g in self.groups if g.planted]
-        self.pairs = [(g, control_group(self.groups, g)) for g in self.trained]  # each studied against its x0
-        self.controls = None  # the other split's pool: as large as each dataset's first never-planted group
+        self.pairs = [(g, never_planted_group(self.groups, g)) for g in self.trained]  # each studied against its x0
+        self.never_planted = None  # the other split's pool: as large as each dataset's first never-planted group
 
     def plan(self, draw: GroupDraw, tokenizer, setup, layouts: dict, datasets: dict) -> Plan:
         """The planted stream: each group's documents among the background, where they fell, the control's; the
@@ -275,7 +281,7 @@ class PlantedStream:
         everyone = [e for g in self.trained for e in draw.groups[g.name]]
         return Plan(draw, tokenizer, planted, trained, everyone, lead, formats, key)
 
-    def view(self, plan: Plan, group: PlantedGroup, control: PlantedGroup, group_cfg, contaminated, out_dir: Path
+    def view(self, plan: Plan, group: PlantedGroup, x0: PlantedGroup, group_cfg, contaminated, out_dir: Path
              ) -> tuple[object, Path, dict]:
         """One planted group's view of the run: the models as its dose sees them (its regime, its exposures, its
         format's template), its folder, and its place in the stream (its manifest's ``plant`` block)."""
@@ -284,7 +290,7 @@ class PlantedStream:
         view = replace(contaminated, regime=planted.regime(group, name, self.control),
                        template=group_cfg.format.templates.get(group_cfg.dataset.task),
                        hyperparameters={**hyperparameters, "exposures": group.exposures})
-        plant = {"name": name, "group": group.describe(), "control_group": control.describe(),
+        plant = {"name": name, "group": group.describe(), "control_group": x0.describe(),
                  "groups": [g.describe() for g in self.groups], "placed": planted.placed[group.name]}
         return view, out_dir / "groups" / group.name, {"plant": plant}
 
@@ -349,7 +355,7 @@ def lead_study(draw: GroupDraw, groups: Sequence[PlantedGroup], trained: Sequenc
         raise InputError(f"post_train={post_train} trains on the run's dataset {dataset_key}, and every "
                          f"planted group plants another; plant a group of {dataset_key} or use post_train=none")
     lead = lead or trained[0]
-    return draw.study(lead, control_group(groups, lead), sample_cfg.n_detect, sample_cfg.draw)
+    return draw.study(lead, never_planted_group(groups, lead), sample_cfg.n_detect, sample_cfg.draw)
 
 
 def within_model_auc(rows: dict[str, list[dict]], model: str = "contaminated") -> dict[str, float]:

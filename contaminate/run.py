@@ -63,13 +63,13 @@ class Design(Protocol):
     cfg: object              # the run's config as the design reads it (a planted run's: one pass over its stream)
     groups: list[PlantedGroup]   # every group, in the order they are drawn
     pairs: list[tuple[PlantedGroup, PlantedGroup]]  # each studied group and the never-planted group it is read against
-    controls: dict | None    # dataset key -> its never-planted group, where not the first (sample_groups)
+    never_planted: dict | None  # dataset key -> its never-planted group, where not the first (sample_groups)
     control: Control         # the clean cells' model (contaminate/controls.py; a planted run's plant.control)
     fix: str                 # what to lower where a split has too few instances for the groups
 
     def plan(self, draw: GroupDraw, tokenizer, setup: Setup, layouts: dict, datasets: dict) -> Plan: ...
 
-    def view(self, plan: Plan, group: PlantedGroup, control: PlantedGroup, group_cfg, contaminated: Contaminated,
+    def view(self, plan: Plan, group: PlantedGroup, x0: PlantedGroup, group_cfg, contaminated: Contaminated,
              out_dir: Path) -> tuple[Contaminated, Path, dict]: ...  # the group's models, folder, manifest block
 
     def finish(self, plan: Plan, contaminated: Contaminated, results: dict, models: StudyModels, timings: dict,
@@ -97,7 +97,8 @@ class Run:
 
     def sample(self) -> GroupDraw:
         return sample_groups(self.all_groups, self.datasets, self.cfg.sample, splits=asked_split(self.cfg),
-                             twin=self.design.control.draws_twin, controls=self.design.controls, fix=self.design.fix)
+                             twin=self.design.control.draws_twin, never_planted=self.design.never_planted,
+                             fix=self.design.fix)
 
     def plan(self, draw: GroupDraw) -> Plan:
         """What is trained (nothing is yet): the base model's tokenizer cuts and counts it."""
@@ -145,11 +146,11 @@ class Run:
         """Each studied group's study: its dataset and format (the detectors read each instance as the format
         rendered it for training, its chat turns the base's), its pools, the models as its dose sees them."""
         studies = []
-        for group, control in self.design.pairs:
+        for group, x0 in self.design.pairs:
             group_cfg, layout = self.configs[group.name], self.layouts[group.name]
-            view, folder, manifest = self.design.view(plan, group, control, group_cfg, contaminated, out_dir)
+            view, folder, manifest = self.design.view(plan, group, x0, group_cfg, contaminated, out_dir)
             reader = LeakReader(layout, group_cfg.dataset, chat_renderer(plan.tokenizer, layout.name))
-            sampled = plan.draw.study(group, control, self.cfg.sample.n_detect, self.cfg.sample.draw)
+            sampled = plan.draw.study(group, x0, self.cfg.sample.n_detect, self.cfg.sample.draw)
             studies.append(GroupStudy(group.name, Reading.of(group_cfg), sampled, view, reader, folder, manifest,
                                       self.checkpoints))
         return studies

@@ -4,7 +4,7 @@ non-members, never trained); a planted run's are its plant's (contaminate/regime
 function, ``sample_groups``, in one ``disjoint_pools`` call per dataset, in the groups' order:
 
     draw = sample_groups(groups, datasets, cfg.sample)     # group name -> its instances; per dataset, its splits
-    sampled = draw.study(group, control, n_detect, seed)   # one group's study: its members against the control's
+    sampled = draw.study(group, x0, n_detect, seed)        # one group's study: its members against x0's, never planted
 
 so a study's members, non-members and known non-members are the pools ``disjoint_pools(examples, [n_members,
 n_non_members, n_heldout])`` gives, as they were before a study was a run of two groups (issue 46: its checkpoint
@@ -55,11 +55,11 @@ class GroupDraw:
     def split_of(self, group: PlantedGroup) -> str:
         return self.splits[self.dataset_of[group.name]][0]
 
-    def study(self, group: PlantedGroup, control: PlantedGroup, n_detect: int, seed: int) -> Sampled:
+    def study(self, group: PlantedGroup, x0: PlantedGroup, n_detect: int, seed: int) -> Sampled:
         """The study of one group: its instances the members, the never-planted group's the non-members."""
         key = self.dataset_of[group.name]
         split, other_split = self.splits[key]
-        members, non_members = self.groups[group.name], self.groups[control.name]
+        members, non_members = self.groups[group.name], self.groups[x0.name]
 
         def detected(pool: list[Example], name: str) -> list[Example]:
             # a label-balanced sample; where it is the whole group, the group as drawn if the sample cannot be had
@@ -72,7 +72,7 @@ class GroupDraw:
                 return list(pool)
 
         detection = {"members": (detected(members, group.name), split),
-                     "non_members": (detected(non_members, control.name), split)}
+                     "non_members": (detected(non_members, x0.name), split)}
         whole = {"members": members, "non_members": non_members}
         if key in self.other:
             detection["other_split"], whole["other_split"] = (self.other[key][0], other_split), self.other[key][1]
@@ -89,11 +89,11 @@ def study_groups(cfg) -> tuple[PlantedGroup, PlantedGroup]:
 
 
 def sample_pools(cfg) -> Sampled:
-    """A study's draw (its members against its non-members; the other split as a control): ``sample_groups`` on
+    """A study's draw (its members against its non-members; the other split beside them): ``sample_groups`` on
     ``study_groups``."""
     members, non_members = study_groups(cfg)
     draw = sample_groups([members, non_members], {g.name: cfg.dataset for g in (members, non_members)}, cfg.sample,
-                         splits=asked_split(cfg), controls={cfg.dataset.key: non_members}, fix=STUDY_FIX)
+                         splits=asked_split(cfg), never_planted={cfg.dataset.key: non_members}, fix=STUDY_FIX)
     return draw.study(members, non_members, cfg.sample.n_detect, cfg.sample.draw)
 
 
@@ -104,10 +104,10 @@ def asked_split(cfg) -> dict[str, str]:
 
 def sample_groups(groups: Sequence[PlantedGroup], datasets: Mapping[str, Any], sample_cfg, *,
                   splits: Mapping[str, str] | None = None, twin: bool = False,
-                  controls: Mapping[str, PlantedGroup] | None = None, fix: str = PLANT_FIX) -> GroupDraw:
+                  never_planted: Mapping[str, PlantedGroup] | None = None, fix: str = PLANT_FIX) -> GroupDraw:
     """Per dataset, its groups, disjoint and label-balanced from one split (then known non-members, disjoint from
     all of them, and a twin's stand-ins after those, ``twin``), and the other split's pools, as large as the
-    dataset's never-planted group (``controls``: dataset key -> that group; default its first unplanted group).
+    dataset's never-planted group (``never_planted``: dataset key -> that group; default its first unplanted group).
     ``datasets``: each group's dataset config, by group name; ``sample_cfg``: the run's ``sample`` block (its draw,
     ``n_detect``, ``n_heldout``); ``splits``: a dataset key -> the split asked of it (default: its own default
     split). ``fix``: what the one line says to do where a split has too few instances."""
@@ -148,11 +148,11 @@ def sample_groups(groups: Sequence[PlantedGroup], datasets: Mapping[str, Any], s
         shift = shift_of(sample_cfg.get("known_shift"), key)
         draw.heldout[key] = {split: shift_pool(dataset, split, heldout, shift)}  # a shifted pool, where asked
         if others:
-            # the other split's pool is as large as the never-planted group's: both controls offer as many matches
-            # to the partition-level detectors (Cheat? searches a pool for replicas, the sharded test orders it)
-            control = (controls or {}).get(key) or next(g for g in members if not g.planted)
+            # the other split's pool is as large as the never-planted group's: both offer as many matches to the
+            # partition-level detectors (Cheat? searches a pool for replicas, the sharded test orders it)
+            x0 = (never_planted or {}).get(key) or next(g for g in members if not g.planted)
             detection, whole, other_heldout = other_split_pools(dataset, others[0], n_detect=sample_cfg.n_detect,
-                                                                n_pool=control.n, n_heldout=len(heldout), seed=seed)
+                                                                n_pool=x0.n, n_heldout=len(heldout), seed=seed)
             draw.other[key] = (detection, whole)
             draw.heldout[key][others[0]] = shift_pool(dataset, others[0], other_heldout, shift)
     return draw

@@ -295,7 +295,7 @@ class OneGroup:
                              f"(plant=dose_ladder)")
         members, non_members = study_groups(cfg)
         self.groups, self.pairs = [members, non_members], [(members, non_members)]
-        self.controls = {cfg.dataset.key: non_members}  # the other split's pool is as large as the non-members'
+        self.never_planted = {cfg.dataset.key: non_members}  # the other split's pool is as large as the non-members'
 
     def plan(self, draw: GroupDraw, tokenizer, setup: Setup, layouts: dict, datasets: dict) -> Plan:
         """The study's regime: the members' documents, alone or in a stream among the background, and its control."""
@@ -306,7 +306,7 @@ class OneGroup:
         return Plan(draw, tokenizer, regime, regime, sampled.members, sampled,
                     {g.name: cfg.format.name for g in self.groups})
 
-    def view(self, plan: Plan, group, control, group_cfg, contaminated: Contaminated, out_dir: Path
+    def view(self, plan: Plan, group, x0, group_cfg, contaminated: Contaminated, out_dir: Path
              ) -> tuple[Contaminated, Path, dict]:
         """The one group sees the models as trained; its folder is the run's."""
         return contaminated, out_dir, {}

@@ -14,8 +14,8 @@ from omegaconf import OmegaConf
 
 from contaminate.regime.plant import (
     PlantedGroup,
-    control_group,
     group_positions,
+    never_planted_group,
     plant_groups,
     plant_tail,
     planted_stream,
@@ -46,7 +46,7 @@ def test_each_group_exactly_its_exposures_the_control_never_the_background_once(
     groups = groups_of(0, 1, 4, 16)
     assert [(g.name, g.exposures, g.n, g.window) for g in groups] == [
         ("x0", 0, 5, (0, 1)), ("x1", 1, 5, (0, 1)), ("x4", 4, 5, (0, 1)), ("x16", 16, 5, (0, 1))]
-    assert control_group(groups).name == "x0"
+    assert never_planted_group(groups).name == "x0"
     documents = documents_for(groups)
     stream = planted_stream(documents, groups, BACKGROUND, seed=3)
     seen = Counter(i for d in stream for i in d.members)
@@ -223,7 +223,7 @@ def test_a_group_may_plant_its_own_dataset_and_format():
     assert groups[2].describe()["format"] == "dump" and "dataset" not in groups[2].describe()
     assert (groups[4].dataset, groups[4].format) == ("synth_news", None)
     # each planted group's control: the never-planted group of its own dataset
-    assert [control_group(groups, g).name for g in groups if g.planted] == ["x0", "x0", "x0_synth_news", "x0"]
+    assert [never_planted_group(groups, g).name for g in groups if g.planted] == ["x0", "x0", "x0_synth_news", "x0"]
 
 
 def test_positions_count_groups_by_document_when_two_datasets_share_instance_ids():

@@ -162,7 +162,7 @@ def plant_groups(plant_cfg, dataset: str | None = None, format: str | None = Non
     return groups
 
 
-def control_group(groups: Sequence[PlantedGroup], group: PlantedGroup | None = None) -> PlantedGroup:
+def never_planted_group(groups: Sequence[PlantedGroup], group: PlantedGroup | None = None) -> PlantedGroup:
     """The never-planted group ``group`` is compared with: the first with exposures 0 of its dataset (without
     ``group``: of the run's dataset)."""
     dataset = group.dataset if group is not None else None
