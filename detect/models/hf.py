@@ -54,24 +54,23 @@ class HFModel(LanguageModel):
     def choice_logprobs(self, requests):
         """Where every choice is one token after its context (an option letter), one forward pass over each
         context gives them all, from the next-token distribution at its last position (the same numbers as
-        ``continuation_logprobs``, at 1/len(choices) of the work); otherwise the general path."""
-        import torch
-
-        tokenizer, found = self.tokenizer, []
-        for context, choices in requests:
+        ``continuation_logprobs``, at 1/len(choices) of the work; the contexts batched, the head on their last
+        positions: ``TokenScorer.next_token_logprobs``); otherwise the general path."""
+        tokenizer = self.tokenizer
+        found: list = [None] * len(requests)
+        single = []  # (request, context ids, each choice's token id)
+        for r, (context, choices) in enumerate(requests):
             context_ids = tokenizer(context).input_ids
             ids = []
             for choice in choices:
                 full = tokenizer(context + choice).input_ids
                 ids.append(full[-1] if len(full) == len(context_ids) + 1 and full[:-1] == context_ids else None)
             if None in ids or not context_ids:
-                found += super().choice_logprobs([(context, choices)])
-                continue
-            with torch.inference_mode():
-                logits = self.model(input_ids=torch.tensor([context_ids], device=self.model.device)).logits[0, -1]
-            log_probs = torch.log_softmax(logits.float(), dim=-1)
-            found.append([float(log_probs[i]) for i in ids])
-            self.scorer.scored_tokens += len(context_ids)
+                found[r] = super().choice_logprobs([(context, choices)])[0]
+            else:
+                single.append((r, context_ids, ids))
+        for (r, _, ids), log_probs in zip(single, self.scorer.next_token_logprobs([c for _, c, _ in single])):
+            found[r] = [float(log_probs[i]) for i in ids]
         return found
 
     def counters(self) -> dict[str, int]:

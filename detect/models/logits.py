@@ -110,6 +110,30 @@ class TokenScorer:
         finally:
             tokenizer.padding_side, tokenizer.pad_token = padding_side, pad_token
 
+    def next_token_logprobs(self, contexts: list[list[int]]) -> list:
+        """Per context (its token ids), the float32 log-probabilities of the token after it, over the vocabulary:
+        what a multiple-choice question's one-token answers are read from (``HFModel.choice_logprobs``). Contexts
+        run in length-sorted right-padded batches, as ``__call__``'s texts do, and the head only on each context's
+        last position: DCQ's quizzes (~520 tokens each) one at a time, the head on every position, took 7.5 s a
+        study cell in bf16 (``python bench/detector_costs.py --detectors membership,dcq --dtype bf16``)."""
+        import torch
+
+        found: list = [None] * len(contexts)
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
+        device = self.model.device
+        for batch in _length_batches([len(context) for context in contexts], self.max_batch_tokens):
+            width = max(len(contexts[i]) for i in batch)
+            ids = torch.tensor([contexts[i] + [pad] * (width - len(contexts[i])) for i in batch])
+            mask = torch.tensor([[1] * len(contexts[i]) + [0] * (width - len(contexts[i])) for i in batch])
+            states, _, head = self._forward(torch, input_ids=ids.to(device), attention_mask=mask.to(device))
+            last = states[torch.arange(len(batch)), torch.tensor([len(contexts[i]) - 1 for i in batch])]
+            with torch.inference_mode():  # right padding: a context's last position sees no padding
+                logits = head(last) if head is not None else last
+            for i, row in zip(batch, torch.log_softmax(logits.float(), dim=-1).cpu()):
+                found[i] = row
+            self.scored_tokens += sum(len(contexts[i]) for i in batch)
+        return found
+
     def _groups(self, ids: list[list[int]]) -> list[tuple[list[int], int]]:
         """Runs of the texts, in token order, that share a prefix worth running once: (indices, shared length)."""
         order = sorted(range(len(ids)), key=lambda i: ids[i])
