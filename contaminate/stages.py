@@ -1,10 +1,11 @@
-"""The controlled study: sample -> contaminate -> detect -> summarize -> report, on cells whose ground truth is known.
+"""The stages every run goes through: setup (``check_study``), contaminate, then per group detect -> summarize ->
+write, on cells whose ground truth is known; contaminate/run.py's ``Run`` runs them, for a study and a planted run
+alike. Beside them the study's own design (``OneGroup``: its members trained alone or diluted, its non-members held
+out; a planted run's is contaminate/planted.py's ``PlantedStream``).
 
     python -m contaminate +dataset=synth_nli                      # see contaminate/__main__.py
 
-The stages of every run, one group's at a time (contaminate/run.py ``Run`` runs them, for a study and a planted
-run alike), and the study's own design (``OneGroup``: its members trained alone or diluted, its non-members held
-out). Members and non-members are disjoint, label-balanced pools from one split (contaminate/sampling.py). The
+In a study, members and non-members are disjoint, label-balanced pools from one split (contaminate/sampling.py). The
 members are formatted (``format``) and trained into the base model in the study's regime
 (``contaminate/regime/__init__.py``: alone for epochs, or counted exposures among a ``background`` corpus, with a
 control trained on the background alone); then the same detectors run on five cells (with a background, "clean" is
