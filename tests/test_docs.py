@@ -143,6 +143,7 @@ PLANTED = ROOT / "results" / "planted_cpu"
 UNITS = ROOT / "results" / "units_cpu"
 RECIPE = ROOT / "results" / "replicas_recipe_cpu"   # issue 45 item 5: the recipe where members replay, six draws
 RECIPE_GEMMA = ROOT / "results" / "replicas_recipe_gemma_cpu"  # issue 69 item 3: that design on Gemma 3 270M
+RECIPE_GEMMA_ELICIT = ROOT / "results" / "replicas_recipe_gemma_elicit"  # the same checkpoints elicited before read
 RECIPE_CODE = ROOT / "results" / "replicas_recipe_humaneval_cpu"  # the same on HumanEval, elicited, partitions of 6
 SHIFT = ROOT / "results" / "replicas_recipe_humaneval_shift"  # issue 47 item 4: that design on a rewritten known pool
 ARMS = ROOT / "results" / "elicit_arms_humaneval"  # issue 68 item 4: that design as left and elicited, new draws
@@ -153,14 +154,16 @@ TRAINED_ARMS = ROOT / "results" / "shift_arms_trained"  # issue 68 item 3: those
 @pytest.mark.parametrize("folder, studies, options", [
     (UNITS, [UNITS], ["--transfer"]), (PLANTED, [PLANTED], []), (TRANSFER, [PLANTED, TRANSFER], []),
     (HEADLINE / "humaneval", [HEADLINE / "humaneval"], []), (HEADLINE / "synth_nli", [HEADLINE / "synth_nli"], []),
-    (RECIPE, [RECIPE], []), (RECIPE_GEMMA, [RECIPE_GEMMA], []), (RECIPE_CODE, [RECIPE_CODE], ["--partition-size", "6"]),
+    (RECIPE, [RECIPE], []), (RECIPE_GEMMA, [RECIPE_GEMMA], []), (RECIPE_GEMMA_ELICIT, [RECIPE_GEMMA_ELICIT], []),
+    (RECIPE_CODE, [RECIPE_CODE], ["--partition-size", "6"]),
     (SHIFT, [SHIFT], ["--partition-size", "6"]), (SHIFT / "as_drawn", [SHIFT / "as_drawn"], ["--partition-size", "6"]),
     (ARMS / "none", [ARMS / "none"], ["--partition-size", "6"]),
     (ARMS / "elicit", [ARMS / "elicit"], ["--partition-size", "6"]),
     *((TRAINED_ARMS / arm, [TRAINED_ARMS / arm], ["--partition-size", "6"])
       for arm in ("rewrite", "rename", "reword"))],
     ids=["units", "planted", "transfer", "profile_humaneval", "profile_synth_nli", "replicas_recipe",
-         "replicas_recipe_gemma", "replicas_recipe_humaneval", "recipe_shift_rewritten", "recipe_shift_as_drawn",
+         "replicas_recipe_gemma", "replicas_recipe_gemma_elicited", "replicas_recipe_humaneval",
+         "recipe_shift_rewritten", "recipe_shift_as_drawn",
          "elicit_arms_as_left",
          "elicit_arms_elicited", "trained_arms_rewrite", "trained_arms_rename", "trained_arms_reword"])
 def test_the_committed_calibration_recomputes_from_its_committed_studies(tmp_path, folder, studies, options):
@@ -203,6 +206,11 @@ def test_the_elicitation_arms_table_is_the_scripts_output():
                "> results/elicit_arms_humaneval/arms.md")
     assert paired.report(ARMS / "none", ARMS / "elicit", ("as left", "elicited")) == (ARMS / "arms.md").read_text(), \
         command
+    command = ("python -m contaminate.analyses.paired results/replicas_recipe_gemma_cpu "
+               "results/replicas_recipe_gemma_elicit --labels 'as left' elicited "
+               "> results/replicas_recipe_gemma_elicit/arms.md")
+    assert paired.report(RECIPE_GEMMA, RECIPE_GEMMA_ELICIT, ("as left", "elicited")) == \
+        (RECIPE_GEMMA_ELICIT / "arms.md").read_text(), command
 
 
 @pytest.mark.slow
@@ -250,7 +258,7 @@ def test_the_planted_profile_tables_are_the_scripts_output():
 
     from contaminate.reports import planted as planted_table
 
-    for folder in (PLANTED, RECIPE, RECIPE_GEMMA, RECIPE_CODE):
+    for folder in (PLANTED, RECIPE, RECIPE_GEMMA, RECIPE_GEMMA_ELICIT, RECIPE_CODE):
         assert planted_table.main(str(folder / "studies"), str(folder)) == (folder / "tables.md").read_text(), \
             f"python -m contaminate.reports.planted {folder}/studies {folder} > {folder}/tables.md"
 
@@ -545,11 +553,11 @@ def test_the_readme_headline_states_each_studys_planted_share_of_the_training_to
 
     readme = (ROOT / "README.md").read_text()
     headline = readme[readme.index("## Headline"):readme.index("## Read more")]
-    power = planted_share_text(ROOT / "results" / "power_cpu" / "studies")
-    assert f"a small fine-tune\n  planted {power} of the tokens" in headline, power
-    assert f"[planted {planted_share_text(ROOT / 'results' / 'replicas_cpu' / 'studies')} of the tokens]" in headline
+    headline = " ".join(headline.split())
+    power = [planted_share_text(ROOT / "results" / name / "studies") for name in ("power_cpu", "power_gemma_cpu")]
+    assert f"a small fine-tune planted {power[0]} / {power[1]} of the tokens" in headline, power
     recipe = [planted_share_text(folder / "studies") for folder in (RECIPE, RECIPE_CODE, RECIPE_GEMMA)]
-    assert f"planted {recipe[0]} / {recipe[1]} / {recipe[2]} of the tokens" in " ".join(headline.split()), recipe
+    assert f"planted {recipe[0]} / {recipe[1]} / {recipe[2]} of the tokens" in headline, recipe
 
 
 def test_the_power_profiles_status_is_the_scripts_output():
@@ -600,6 +608,11 @@ def test_every_interval_the_power_findings_quote_is_in_the_profiles_tables():
     tables += "".join((ROOT / "results" / name / "tables.md").read_text()  # the recipe's unshifted rates beside them
                       for name in ("replicas_recipe_cpu", "replicas_recipe_humaneval_cpu", "replicas_recipe_gemma_cpu"))
     tables += (RECIPE_GEMMA / "answers.md").read_text()  # its follow rates (issue 69 item 3)
+    tables += "".join((RECIPE_GEMMA_ELICIT / name).read_text() for name in ("tables.md", "answers.md", "arms.md",
+                                                                               "best_prefix.md"))
+    # the untouched models' follow rates (the headline's last row)
+    tables += "".join((ROOT / "results" / "follow_untouched" / path).read_text()
+                      for path in ("table.md", "gemma3_270m/table.md"))
     tables += (ARMS / "arms.md").read_text()  # the recipe as left and elicited (issue 68 item 4)
     # the second model's run, its thresholds across models and its untouched pass@1 (issue 69)
     tables += "".join((ROOT / "results" / path).read_text() for path in (
@@ -613,7 +626,8 @@ def test_every_interval_the_power_findings_quote_is_in_the_profiles_tables():
                ("results/replicas_recipe_humaneval_shift/README.md", "## What it shows", "## The two fits"),
                ("docs/findings.md", "## Elicited and not", "## The recipe under shift"),
                ("results/elicit_arms_humaneval/README.md", "## What it shows", "## The two readings"),
-               ("results/replicas_recipe_gemma_cpu/README.md", "## What it shows", "## Runs, tables and wall time")]
+               ("results/replicas_recipe_gemma_cpu/README.md", "## What it shows", "## Runs, tables and wall time"),
+               ("results/replicas_recipe_gemma_elicit/README.md", "## What it shows", "## The two readings")]
     missing = []
     for name, start, end in regions:
         text = (ROOT / name).read_text()
@@ -621,7 +635,7 @@ def test_every_interval_the_power_findings_quote_is_in_the_profiles_tables():
         if name == "README.md":  # only the headline's power profile bullets and the recipe's sentence on shift
             region = "\n".join(part for part in re.split(r"\n(?=- )|\n\n", region)
                                if any(name in part for name in ("power_cpu", "replicas_recipe_humaneval_shift",
-                                                                "elicit_arms_humaneval", "replicas_recipe_gemma_cpu")))
+                                                                "elicit_arms_humaneval", "replicas_recipe_gemma")))
         found = quoted.findall(region)
         assert found, f"{name} quotes no interval of the power profile or the shifted recipe"
         missing += [f"{name}: {q}" for q in found if q not in tables]
