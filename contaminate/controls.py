@@ -113,7 +113,7 @@ class SwapTwin(Control):
 
     def after(self, contaminated, plan, setup, placement) -> Any:
         """``contaminated`` with the swap twin as its control (trained, or reused), post-trained as the contaminated
-        model was where post_train is set (``plan.lead``: the study post-training reads)."""
+        model was where post_train is set."""
         stage = time.time()
         contaminated = replace(contaminated, control=self.train(plan.draw, plan.regime, contaminated, setup,
                                                                 placement, plan.key))
@@ -121,7 +121,7 @@ class SwapTwin(Control):
         if contaminated.control is None:
             return None
         if contaminated.post_train:  # post_train=sft|grpo: the twin post-trained as the contaminated model was
-            return setup.post_train.apply_to_control(plan.lead, contaminated, setup, placement)
+            return setup.post_train.apply_to_control(plan.draw, contaminated, setup, placement)
         return contaminated
 
     def train(self, draw, planted, contaminated, setup, placement, plant_key: dict) -> Checkpoint | None:

@@ -52,7 +52,7 @@ from contaminate.regime.plant import (
 )
 from contaminate.regime.stream import Document, build_stream, stream_counts
 from contaminate.reports.planted import ANSWER_POOLS, plant_report
-from contaminate.sampling import PLANT_FIX, GroupDraw, Sampled
+from contaminate.sampling import PLANT_FIX, GroupDraw
 from contaminate.stages import Plan
 from contaminate.study_models import StudyModels
 from detect.datasets import Example
@@ -261,17 +261,23 @@ class PlantedStream:
             check_pass_at_1({key: datasets[key] for key in self.pass_at_1},
                             {self.cfg.dataset.key: self.cfg.get("split")}, sandbox=self.harm_options["sandbox"])
         self.trained = [g for g in self.groups if g.planted]
+        post_train = (self.cfg.get("post_train") or {}).get("name", "none")
+        if post_train != "none" and all(g.dataset is not None for g in self.trained):
+            # post-training trains on the run's dataset's other split (contaminate/training/post.py)
+            raise InputError(f"post_train={post_train} trains on the run's dataset {self.cfg.dataset.key}, and every "
+                             f"planted group plants another; plant a group of {self.cfg.dataset.key} or use "
+                             f"post_train=none")
         self.pairs = [(g, never_planted_group(self.groups, g)) for g in self.trained]  # each studied against its x0
         self.never_planted = None  # the other split's pool: as large as each dataset's first never-planted group
 
     def plan(self, draw: GroupDraw, tokenizer, setup, layouts: dict, datasets: dict) -> Plan:
         """The planted stream: each group's documents among the background, where they fell, the control's; the
-        lead study (``lead_study``) and the groups the checkpoint's key names."""
+        split and the groups the checkpoint's key names (the split: the first planted group's of the run's dataset,
+        else the first planted group's)."""
         cfg = self.cfg
         if self.pass_at_1:  # pass@1 in chat asks the base model's template: one line before anything trains
             check_prompt_format(self.harm_options["prompt_format"], TemplateOf(tokenizer))
-        post_train = (cfg.get("post_train") or {}).get("name", "none")
-        lead = lead_study(draw, self.groups, self.trained, post_train, cfg.dataset.key, cfg.sample)
+        lead = next((g for g in self.trained if g.dataset is None), self.trained[0])
         planted = plan_planted(cfg.plant, draw, self.groups, tokenizer, setup.background, setup.format, layouts,
                                datasets, seed=cfg.seed, max_length=cfg.contaminate.get("max_length"))
         key = {"plant": [g.describe() for g in self.groups],
@@ -279,7 +285,7 @@ class PlantedStream:
         formats = {g.name: planted.formats.get(g.name, planted.format) for g in self.groups}
         trained = training_regime(cfg.plant.name, planted, self.trained, self.control)  # the one run: every group
         everyone = [e for g in self.trained for e in draw.groups[g.name]]
-        return Plan(draw, tokenizer, planted, trained, everyone, lead, formats, key)
+        return Plan(draw, tokenizer, planted, trained, everyone, draw.split_of(lead), formats, key)
 
     def view(self, plan: Plan, group: PlantedGroup, x0: PlantedGroup, group_cfg, contaminated, out_dir: Path
              ) -> tuple[object, Path, dict]:
@@ -343,19 +349,6 @@ def training_regime(plant_name: str, planted: PlantedRegime, trained: Sequence[P
     return Regime(f"planted ({plant_name})", planted.format, planted.background, 1, None,
                   [d for g in trained for d in planted.documents[g.name]], planted.stream,
                   control.trained_with(planted), planted.counts)
-
-
-def lead_study(draw: GroupDraw, groups: Sequence[PlantedGroup], trained: Sequence[PlantedGroup], post_train: str,
-               dataset_key: str, sample_cfg) -> Sampled:
-    """The study the training key and post-training read (its split, its other split's pool): a group of the run's
-    own dataset (post-training, ``post_train`` by name, trains on that dataset, ``dataset_key``, so a run that
-    plants only others refuses it, in one line, before anything trains)."""
-    lead = next((g for g in trained if g.dataset is None), None)
-    if lead is None and post_train != "none":
-        raise InputError(f"post_train={post_train} trains on the run's dataset {dataset_key}, and every "
-                         f"planted group plants another; plant a group of {dataset_key} or use post_train=none")
-    lead = lead or trained[0]
-    return draw.study(lead, never_planted_group(groups, lead), sample_cfg.n_detect, sample_cfg.draw)
 
 
 def within_model_auc(rows: dict[str, list[dict]], model: str = "contaminated") -> dict[str, float]:

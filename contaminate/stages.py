@@ -160,15 +160,15 @@ class Plan:
     """What the plan stage lays out, nothing trained yet: the draw it laid out, the base model's tokenizer that cut
     and counted it, what was laid out (a study's ``Regime``, a planted run's ``PlantedRegime``: each group's view is
     cut from it), the one training run as the contaminate stage trains it (``trained``, a ``Regime``) and every
-    instance in it (``members``), the study whose split keys the checkpoint and whose other split post-training
-    reads (``lead``), each group's format name (the data-side check reads it beside ``trained.stream``) and what a
-    planted run adds to its checkpoint's key (its groups)."""
+    instance in it (``members``), the split its checkpoint's key names (the run's dataset's, where it plants a group
+    of it), each group's format name (the data-side check reads it beside ``trained.stream``) and what a planted run
+    adds to its checkpoint's key (its groups)."""
     draw: GroupDraw
     tokenizer: Any
     regime: Any
     trained: Regime
     members: list[Example]
-    lead: Sampled
+    split: str
     formats: dict[str, str]
     key: dict | None = None
 
@@ -304,7 +304,7 @@ class OneGroup:
         sampled = draw.study(*self.pairs[0], cfg.sample.n_detect, cfg.sample.draw)
         regime = plan_regime(cfg.dataset, cfg.contaminate, sampled.members, sampled.split, tokenizer,
                              setup.background, setup.format, seed=cfg.seed)
-        return Plan(draw, tokenizer, regime, regime, sampled.members, sampled,
+        return Plan(draw, tokenizer, regime, regime, sampled.members, sampled.split,
                     {g.name: cfg.format.name for g in self.groups})
 
     def view(self, plan: Plan, group, x0, group_cfg, contaminated: Contaminated, out_dir: Path
@@ -405,18 +405,18 @@ def contaminate(plan: Plan, placement: Placement, out_dir: Path, setup: Setup, *
     """The contaminated checkpoint for this training config (and, with a background, its control): reused when a
     finished one exists, else trained. None for an API dry run (``estimate.json`` written) and in the non-main
     processes of a distributed launch. What is trained is ``plan.trained`` (a study's ``plan_regime``, a planted
-    run's stream), keyed by ``plan.members`` and the lead study's split, with ``plan.key`` added (a planted run's
-    groups). With ``post_train`` (contaminate/training/post.py) both models are then post-trained on the lead study's
+    run's stream), keyed by ``plan.members`` and ``plan.split``, with ``plan.key`` added (a planted run's groups).
+    With ``post_train`` (contaminate/training/post.py) both models are then post-trained on the run's dataset's
     other split and returned in their place; ``post_control=False`` leaves the control to the caller (a planted
     run's twin: ``Control.after``)."""
-    regime, sampled, key = plan.trained, plan.lead, plan.key
+    regime, key = plan.trained, plan.key
     training, backend, post = setup.training, setup.trainer, setup.post_train
     dataset, seed, base = training.dataset, training.seed, training.base
     texts = [document.text for document in regime.members]
     template = training.format.templates.get(dataset.task)
     hyperparameters = copy.deepcopy(training.hyperparameters)  # the record's own: the manifest writes it
     training_key = {"base": asdict(base), "dataset": dataset.key, "source": source_of(dataset).describe(),
-                    "split": sampled.split, "member_ids": [e.instance_id for e in plan.members],
+                    "split": plan.split, "member_ids": [e.instance_id for e in plan.members],
                     "format": training.format.name, "template": template,
                     "texts": digest(texts),  # content, not only ids: a file may change
                     "hyperparameters": hyperparameters, "seed": seed, **backend.key(placement), **(key or {})}
@@ -449,7 +449,7 @@ def contaminate(plan: Plan, placement: Placement, out_dir: Path, setup: Setup, *
                                 control)
     if post is None:
         return contaminated
-    return post.apply(sampled, contaminated, setup, placement, control=post_control)
+    return post.apply(plan.draw, contaminated, setup, placement, control=post_control)
 
 
 # --- detect ---------------------------------------------------------------------------------------------------

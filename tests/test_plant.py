@@ -685,7 +685,8 @@ def test_the_stages_pass_records_and_a_design_keeps_nothing_between_them(compose
             plan.regime = None
         # the background alone (the base model without one): the contaminated model's twin before the leak
         assert run.design.control.clean_is_twin(plan.regime) is True
-    assert plan.key is None and plan.lead.members == draw.groups["members"]  # the study: its members lead
+    assert plan.key is None and plan.split == draw.split_of(run.design.groups[0])  # the study: its members' split
+    assert plan.members == draw.groups["members"]
 
 
 def test_the_shared_template_is_what_the_documents_hold_beyond_their_instances():

@@ -9,8 +9,7 @@ import pytest
 from lean import NO_EMBEDDING, TINY_MODEL
 
 from contaminate.calibration.studies import condition_of, regime_of
-from contaminate.run import run_config
-from contaminate.sampling import sample_pools
+from contaminate.run import Run, run_config
 from contaminate.training.post import (
     FollowedRun,
     label_reward,
@@ -79,8 +78,10 @@ def test_sft_post_trains_the_contaminated_model_and_the_base_model_as_its_contro
 
 def test_the_post_training_data_is_disjoint_from_every_pool_the_detectors_read(compose_config):
     cfg = compose_config("contaminate", [*TINY, *SFT, "post_train.n=64"])
-    sampled = sample_pools(cfg)
-    data, names = post_train_data(FollowedRun.of(cfg), sampled, 64)
+    run = Run(cfg, None)
+    draw = run.sample()  # the run's draw, and its one group's pools as the detectors read them
+    sampled = draw.study(*run.design.pairs[0], cfg.sample.n_detect, cfg.sample.draw)
+    data, names = post_train_data(FollowedRun.of(cfg), draw, 64)
     assert len(data) == 64 and names == ["0 (entailment)", "1 (not entailment)"]
     assert {e.label for e in data} == set(names)  # label-balanced: 32 + 32
     other = sampled.other_split

@@ -188,12 +188,13 @@ class PostTrain:
 
     # --- the stage ----------------------------------------------------------------------------------------------
 
-    def apply(self, sampled, contaminated, setup, placement: Placement, *, control: bool = True):
+    def apply(self, draw, contaminated, setup, placement: Placement, *, control: bool = True):
         """``contaminated`` with its model and (``control``) its clean cells' model post-trained: the control, or
-        the base model where that is the control. None in a non-main process of a distributed launch."""
+        the base model where that is the control; ``draw``: the run's (contaminate/sampling.py ``GroupDraw``), whose
+        pools of the run's dataset the data keeps clear of. None in a non-main process of a distributed launch."""
         started = time.time()
-        data, turns, names = self.data(sampled, setup.trainer.tokenizer(contaminated.base))
-        source, split = self.source(sampled)
+        data, turns, names = self.data(draw, setup.trainer.tokenizer(contaminated.base))
+        source, split = self.source(draw)
         block = {"kind": self.kind, "settings": self.settings,
                  "data": {"dataset": source, "split": split, "n": len(data),
                           "ids": [e.instance_id for e in data], "digest": _content(data), **self.data_checks},
@@ -224,34 +225,35 @@ class PostTrain:
         return replace(contaminated, model=model, folder=folder, reused=reused, record=record, control=new_control,
                        regime=regime, seconds=contaminated.seconds + block["seconds"], post_train=block)
 
-    def apply_to_control(self, sampled, contaminated, setup, placement: Placement):
+    def apply_to_control(self, draw, contaminated, setup, placement: Placement):
         """The clean cells' model of ``contaminated`` post-trained as its contaminated model was (a planted run's
         swap twin, trained after the stage); None in a non-main process."""
         started = time.time()
-        data, turns, names = self.data(sampled, setup.trainer.tokenizer(contaminated.base))
+        data, turns, names = self.data(draw, setup.trainer.tokenizer(contaminated.base))
         block = json.loads(json.dumps(contaminated.post_train))
         if block["data"]["ids"] != [e.instance_id for e in data]:
             raise InputError("post_train: the control's data differ from the contaminated model's (a bug)")
         control = self._post_train("control", contaminated.control, data, turns, names,
-                                   self.source(sampled)[1], setup, placement, block)
+                                   self.source(draw)[1], setup, placement, block)
         if control is None:
             return None
         block["seconds"] = round(block.get("seconds", 0) + time.time() - started, 1)
         return replace(contaminated, control=control, post_train=block,
                        seconds=contaminated.seconds + time.time() - started)
 
-    def source(self, sampled) -> tuple[str, str]:
-        """(dataset, split) the stage's data comes from, as the manifest records it."""
-        return self.run.dataset.key, sampled.other_split
+    def source(self, draw) -> tuple[str, str]:
+        """(dataset, split) the stage's data comes from, as the manifest records it: the run's dataset's other
+        split."""
+        return self.run.dataset.key, draw.splits[self.run.dataset.key][1]
 
     def what(self, split: str) -> str:
         """Its data in the regime's sentence."""
         return f"clean instances of the {split} split"
 
-    def data(self, sampled, tokenizer) -> tuple[list[Example], list[Turn], list[str] | None]:
+    def data(self, draw, tokenizer) -> tuple[list[Example], list[Turn], list[str] | None]:
         """The post-training instances, their conversations, and the task's label names (None: no label)."""
-        data, names = post_train_data(self.run, sampled, self.node.n)
-        return data, task_turns(data, self.run.dataset, sampled.other_split, tokenizer, self.format), names
+        data, names = post_train_data(self.run, draw, self.node.n)
+        return data, task_turns(data, self.run.dataset, self.source(draw)[1], tokenizer, self.format), names
 
     def _post_train(self, which: str, parent: Checkpoint, data, turns, names, split: str, setup,
                     placement: Placement, block: dict) -> Checkpoint | None:
@@ -317,7 +319,7 @@ class ElicitPostTrain(SFTPostTrain):
     (conf/post_train/elicit.yaml)."""
     needs_other_split = False
 
-    def source(self, sampled) -> tuple[str, str]:
+    def source(self, draw) -> tuple[str, str]:
         from detect.detectors.time_travel.elicit import SOURCE_SPLIT, SOURCE_TITLE
 
         return SOURCE_TITLE, SOURCE_SPLIT
@@ -331,7 +333,7 @@ class ElicitPostTrain(SFTPostTrain):
         self.data_checks = {"disjoint": elicitation_examples(self.run, self.node.n)[1]}
         return self
 
-    def data(self, sampled, tokenizer) -> tuple[list[Example], list[Turn], None]:
+    def data(self, draw, tokenizer) -> tuple[list[Example], list[Turn], None]:
         data, turns = elicitation_data(self.run, self.node.n, tokenizer)
         return data, turns, None
 
@@ -483,14 +485,15 @@ def check_generations(batch_size: int, arguments: dict) -> None:
 # --- data --------------------------------------------------------------------------------------------------------
 
 
-def post_train_data(run: FollowedRun, sampled, n: int) -> tuple[list[Example], list[str] | None]:
-    """``n`` instances of the other split, label-balanced (``sample.draw``), none of them one the other split's cell
-    reads; and the task's label names (those of the split), None for a task without a label."""
-    dataset, split = run.dataset, sampled.other_split
+def post_train_data(run: FollowedRun, draw, n: int) -> tuple[list[Example], list[str] | None]:
+    """``n`` instances of the run's dataset's other split, label-balanced (``sample.draw``), none of them one that
+    split's cell or known non-members read (``draw``: the run's ``GroupDraw``); and the task's label names (those of
+    the split), None for a task without a label."""
+    dataset = run.dataset
+    split = draw.splits[dataset.key][1]
     examples = load_split(dataset, split)
-    detected = sampled.detection.get("other_split", ([], split))[0]
-    taken = {e.instance_id for e in [*detected, *sampled.whole.get("other_split", []),
-                                     *sampled.heldout.get(split, [])]}
+    detected, whole = draw.other.get(dataset.key, ([], []))
+    taken = {e.instance_id for e in [*detected, *whole, *draw.heldout[dataset.key].get(split, [])]}
     data = sample(examples, n, seed=run.draw, exclude=taken,
                   where=f"{dataset.key} {split} (post_train.n={n}, beside the instances its cell reads)")
     names = sorted({e.label for e in examples if e.label is not None}) if dataset.fields.get("label") else None
