@@ -46,16 +46,17 @@ def score_auc(scores: dict, positives: Sequence[str], negatives: Sequence[str]) 
     return round(auc(pos, neg), 4)
 
 
-def stream_check(cfg, draw, groups: Sequence[PlantedGroup], stream, datasets: dict, formats: dict[str, str], *,
-                 tokenizer) -> dict | None:
+def stream_check(decontam_cfg, seed: int, draw, groups: Sequence[PlantedGroup], stream, datasets: dict,
+                 formats: dict[str, str], *, tokenizer) -> dict | None:
     """The run's ``decontamination`` block (``planted_decontamination``) with its seconds, read before training; None
-    where ``decontam.enabled`` is false. ``cfg``: the run's config."""
+    where ``decontam.enabled`` is false. ``decontam_cfg``: the run's ``decontam`` block (None: none composed);
+    ``seed``: the run's."""
     from omegaconf import OmegaConf
 
-    if not (cfg.get("decontam") or {}).get("enabled", False):
+    if not (decontam_cfg or {}).get("enabled", False):
         return None
     started = time.time()
-    decontam_cfg, skipped = cfg.decontam, {}
+    skipped = {}
     if tokenizer is None:  # an API model (contaminate=openai): no local tokenizer to count token n-grams in
         kept = {}
         for name, node in decontam_cfg.detectors.items():
@@ -63,8 +64,8 @@ def stream_check(cfg, draw, groups: Sequence[PlantedGroup], stream, datasets: di
                 skipped[name] = "no local tokenizer (an API model): its token n-grams cannot be counted"
             else:
                 kept[name] = node
-        decontam_cfg = OmegaConf.create({"detectors": kept, "batch_size": cfg.decontam.batch_size})
-    block = planted_decontamination(stream, draw, groups, datasets, decontam_cfg, tokenizer=tokenizer, seed=cfg.seed,
+        decontam_cfg = OmegaConf.create({"detectors": kept, "batch_size": decontam_cfg.batch_size})
+    block = planted_decontamination(stream, draw, groups, datasets, decontam_cfg, tokenizer=tokenizer, seed=seed,
                                     formats=formats)
     return {**block, "skipped": {**skipped, **block["skipped"]}, "seconds": round(time.time() - started, 1)}
 

@@ -238,34 +238,38 @@ class PlantedStream:
     fix = PLANT_FIX  # what to lower where a split has too few instances for the groups
 
     def __init__(self, cfg, groups: Sequence[PlantedGroup]) -> None:
-        self.cfg = planted_config(cfg)  # the dose the groups give: one pass over the stream
+        """Set up from the run's config as ``planted_config`` gives it (the dose its groups give); the stages below
+        read what it keeps, never the config."""
         self.groups = list(groups)
-        check_planted(self.cfg, self.groups)
+        check_planted(cfg, self.groups)
+        # what the stages read of the config: the plant block, the run's dataset, seeds and stream cut
+        self.plant, self.dataset_key, self.seed = cfg.plant, cfg.dataset.key, cfg.seed
+        self.member_draw, self.max_length = cfg.sample.draw, cfg.contaminate.get("max_length")
         # plant.control (contaminate/controls.py): the background alone is trained as a study's control; the twin
         # instead of it; base: neither (the untouched base model's clean cells; the within-model comparison needs no
         # second model); none: neither, and no clean cell read (a base model read six times over six draws is still
         # one clean unit: the profile reads it once, on the whole benchmark, with python -m detect)
-        self.control = build_control(self.cfg.plant.get("control"))
+        self.control = build_control(cfg.plant.get("control"))
         # plant.pass_at_1: every model's pass@1 on its groups' problems after detection (a code benchmark's): true,
         # every planted dataset's; a list, those datasets' only (a run that also plants one without tests)
         datasets = {}
         for group in self.groups:
-            dataset = group_config(self.cfg, group).dataset
+            dataset = group_config(cfg, group).dataset
             datasets.setdefault(dataset.key, dataset)
-        self.pass_at_1 = pass_at_1_datasets(self.cfg.plant.get("pass_at_1", False), list(datasets))
+        self.pass_at_1 = pass_at_1_datasets(cfg.plant.get("pass_at_1", False), list(datasets))
         # plant.sandbox: the boundary model-written code runs behind (none: the guard alone, recorded in plant.json);
         # plant.pass_at_1_format: how each problem is asked (stripped, raw, chat)
-        self.harm_options = {"sandbox": self.cfg.plant.get("sandbox", "bwrap"),
-                             "prompt_format": self.cfg.plant.get("pass_at_1_format", "chat")}
+        self.harm_options = {"sandbox": cfg.plant.get("sandbox", "bwrap"),
+                             "prompt_format": cfg.plant.get("pass_at_1_format", "chat")}
         if self.pass_at_1:
             check_pass_at_1({key: datasets[key] for key in self.pass_at_1},
-                            {self.cfg.dataset.key: self.cfg.get("split")}, sandbox=self.harm_options["sandbox"])
+                            {cfg.dataset.key: cfg.get("split")}, sandbox=self.harm_options["sandbox"])
         self.trained = [g for g in self.groups if g.planted]
-        post_train = (self.cfg.get("post_train") or {}).get("name", "none")
+        post_train = (cfg.get("post_train") or {}).get("name", "none")
         if post_train != "none" and all(g.dataset is not None for g in self.trained):
             # post-training trains on the run's dataset's other split (contaminate/training/post.py)
-            raise InputError(f"post_train={post_train} trains on the run's dataset {self.cfg.dataset.key}, and every "
-                             f"planted group plants another; plant a group of {self.cfg.dataset.key} or use "
+            raise InputError(f"post_train={post_train} trains on the run's dataset {cfg.dataset.key}, and every "
+                             f"planted group plants another; plant a group of {cfg.dataset.key} or use "
                              f"post_train=none")
         self.pairs = [(g, never_planted_group(self.groups, g)) for g in self.trained]  # each studied against its x0
         self.never_planted = None  # the other split's pool: as large as each dataset's first never-planted group
@@ -274,27 +278,26 @@ class PlantedStream:
         """The planted stream: each group's documents among the background, where they fell, the control's; the
         split and the groups the checkpoint's key names (the split: the first planted group's of the run's dataset,
         else the first planted group's)."""
-        cfg = self.cfg
         if self.pass_at_1:  # pass@1 in chat asks the base model's template: one line before anything trains
             check_prompt_format(self.harm_options["prompt_format"], TemplateOf(tokenizer))
         lead = next((g for g in self.trained if g.dataset is None), self.trained[0])
-        planted = plan_planted(cfg.plant, draw, self.groups, tokenizer, setup.background, setup.format, layouts,
-                               datasets, seed=cfg.seed, max_length=cfg.contaminate.get("max_length"))
+        planted = plan_planted(self.plant, draw, self.groups, tokenizer, setup.background, setup.format, layouts,
+                               datasets, seed=self.seed, max_length=self.max_length)
         key = {"plant": [g.describe() for g in self.groups],
                "groups": {g.name: [e.instance_id for e in draw.groups[g.name]] for g in self.groups}}
         formats = {g.name: planted.formats.get(g.name, planted.format) for g in self.groups}
-        trained = training_regime(cfg.plant.name, planted, self.trained, self.control)  # the one run: every group
+        trained = training_regime(self.plant.name, planted, self.trained, self.control)  # the one run: every group
         everyone = [e for g in self.trained for e in draw.groups[g.name]]
         return Plan(draw, tokenizer, planted, trained, everyone, draw.split_of(lead), formats, key)
 
-    def view(self, plan: Plan, group: PlantedGroup, x0: PlantedGroup, group_cfg, contaminated, out_dir: Path
-             ) -> tuple[object, Path, dict]:
+    def view(self, plan: Plan, group: PlantedGroup, x0: PlantedGroup, template: str | None, contaminated,
+             out_dir: Path) -> tuple[object, Path, dict]:
         """One planted group's view of the run: the models as its dose sees them (its regime, its exposures, its
         format's template), its folder, and its place in the stream (its manifest's ``plant`` block)."""
-        planted, name = plan.regime, self.cfg.plant.name
+        planted, name = plan.regime, self.plant.name
         hyperparameters = {k: v for k, v in contaminated.hyperparameters.items() if k != "exposures"}
         view = replace(contaminated, regime=planted.regime(group, name, self.control),
-                       template=group_cfg.format.templates.get(group_cfg.dataset.task),
+                       template=template,
                        hyperparameters={**hyperparameters, "exposures": group.exposures})
         plant = {"name": name, "group": group.describe(), "control_group": x0.describe(),
                  "groups": [g.describe() for g in self.groups], "placed": planted.placed[group.name]}
@@ -306,10 +309,9 @@ class PlantedStream:
         timings = {**{k: v for k, v in timings.items() if k != "total_s"},
                    **{f"detect_{name}_s": manifest["timings"]["detect_s"] for name, (_, _, manifest) in
                       results.items()}, "total_s": timings["total_s"]}
-        cfg = self.cfg
-        record = plant_record(cfg.plant, self.groups, plan.draw, plan.regime, contaminated, results, timings,
-                              control=self.control, dataset_key=cfg.dataset.key, seed=cfg.seed,
-                              member_draw=cfg.sample.draw)
+        record = plant_record(self.plant, self.groups, plan.draw, plan.regime, contaminated, results, timings,
+                              control=self.control, dataset_key=self.dataset_key, seed=self.seed,
+                              member_draw=self.member_draw)
         record["reference_model"] = models.reference.describe()
         record["decontamination"] = decontamination
         if self.pass_at_1:

@@ -33,7 +33,7 @@ from contaminate.checkpoints import is_main_process
 from contaminate.controls import Control
 from contaminate.decontam import stream_check
 from contaminate.group_configs import group_layouts, planted_groups
-from contaminate.planted import PlantedStream
+from contaminate.planted import PlantedStream, planted_config
 from contaminate.regime import chat_renderer
 from contaminate.regime.layouts import LeakReader
 from contaminate.regime.plant import PlantedGroup
@@ -59,8 +59,7 @@ from detect.runtime import from_config as placement_from
 
 class Design(Protocol):
     """Where a study (``OneGroup``) and a planted run (``PlantedStream``) differ, and only there. Set up once from the
-    config; each stage is handed the records it reads and keeps nothing between stages."""
-    cfg: object              # the run's config as the design reads it (a planted run's: one pass over its stream)
+    config (the only place it reads it); each stage is handed the records it reads and keeps nothing between stages."""
     groups: list[PlantedGroup]   # every group, in the order they are drawn
     pairs: list[tuple[PlantedGroup, PlantedGroup]]  # each studied group and the never-planted group it is read against
     never_planted: dict | None  # dataset key -> its never-planted group, where not the first (sample_groups)
@@ -69,8 +68,9 @@ class Design(Protocol):
 
     def plan(self, draw: GroupDraw, tokenizer, setup: Setup, layouts: dict, datasets: dict) -> Plan: ...
 
-    def view(self, plan: Plan, group: PlantedGroup, x0: PlantedGroup, group_cfg, contaminated: Contaminated,
-             out_dir: Path) -> tuple[Contaminated, Path, dict]: ...  # the group's models, folder, manifest block
+    def view(self, plan: Plan, group: PlantedGroup, x0: PlantedGroup, template: str | None,
+             contaminated: Contaminated, out_dir: Path) -> tuple[Contaminated, Path, dict]: ...
+    # the group's models (``template``: its format's for its task), its folder, its manifest's block
 
     def finish(self, plan: Plan, contaminated: Contaminated, results: dict, models: StudyModels, timings: dict,
                decontamination: dict | None, out_dir: Path, *, datasets: dict, checkpoints: tuple) -> dict: ...
@@ -83,20 +83,30 @@ class Run:
 
     def __init__(self, cfg, placement: Placement | None) -> None:
         planted = planted_groups(cfg)
+        cfg = planted_config(cfg) if planted else cfg  # a planted run's dose is its groups': one pass over its stream
         self.design: Design = PlantedStream(cfg, planted) if planted else OneGroup(cfg)
-        self.cfg, self.placement, self.all_groups = self.design.cfg, placement, self.design.groups
-        self.setup: Setup = check_study(self.cfg, planted=bool(planted))
-        # each group's config (a planted group's own dataset and format) and format object, checked
-        self.configs, self.layouts = group_layouts(self.cfg, self.all_groups, self.setup.format)
+        self.placement, self.all_groups = placement, self.design.groups
+        self.setup: Setup = check_study(cfg, planted=bool(planted))
+        # each group's config (a planted group's own dataset and format) and format object, checked; what the stages
+        # read of them (each group's reading, its format's template for its task) is kept, not the configs
+        configs, self.layouts = group_layouts(cfg, self.all_groups, self.setup.format)
+        self.readings = {name: Reading.of(group_cfg) for name, group_cfg in configs.items()}
+        self.templates = {name: group_cfg.format.templates.get(group_cfg.dataset.task)
+                          for name, group_cfg in configs.items()}
+        self.datasets = {name: group_cfg.dataset for name, group_cfg in configs.items()}  # by group name
         self.checkpoints = DETECTION_ORDER if self.design.control.reads_clean else ("contaminated",)
+        # what the sample, decontaminate and models stages read of the run's config
+        self.sample_cfg, self.splits, self.detect_cfg = cfg.sample, asked_split(cfg), cfg.detect
+        self.decontam_cfg = cfg.get("decontam")
+        self.identity = {"dataset": cfg.dataset.key, "seed": cfg.seed, "draw": cfg.sample.draw}
 
     @property
-    def datasets(self) -> dict:
-        """Each group's dataset config, by group name."""
-        return {name: group_cfg.dataset for name, group_cfg in self.configs.items()}
+    def decontamination_asked_only(self) -> bool:
+        """``decontam.only``: the data-side check of the stream alone, nothing trained."""
+        return bool((self.decontam_cfg or {}).get("only"))
 
     def sample(self) -> GroupDraw:
-        return sample_groups(self.all_groups, self.datasets, self.cfg.sample, splits=asked_split(self.cfg),
+        return sample_groups(self.all_groups, self.datasets, self.sample_cfg, splits=self.splits,
                              twin=self.design.control.draws_twin, never_planted=self.design.never_planted,
                              fix=self.design.fix)
 
@@ -108,8 +118,8 @@ class Run:
     def decontaminate(self, plan: Plan) -> dict | None:
         """The data-side check of what ``plan`` laid out, before training (contaminate/decontam.py): every
         decontaminator on the stream, the benchmark each group's split; None where decontam.enabled is false."""
-        return stream_check(self.cfg, plan.draw, self.all_groups, plan.trained.stream, self.datasets, plan.formats,
-                            tokenizer=plan.tokenizer)
+        return stream_check(self.decontam_cfg, self.identity["seed"], plan.draw, self.all_groups, plan.trained.stream,
+                            self.datasets, plan.formats, tokenizer=plan.tokenizer)
 
     def decontamination_only(self, decontamination: dict | None, out_dir: Path) -> dict:
         """``decontam.only``: the check is the run's one result (decontamination.json), nothing trained or
@@ -117,8 +127,7 @@ class Run:
         if decontamination is None:
             raise InputError("decontam.only=true reads the stream with the decontaminators, and decontam.enabled is "
                              "false; set decontam.enabled=true")
-        found = {"dataset": self.cfg.dataset.key, "seed": self.cfg.seed, "draw": self.cfg.sample.draw,
-                 "groups": [g.describe() for g in self.all_groups], "decontamination": decontamination}
+        found = {**self.identity, "groups": [g.describe() for g in self.all_groups], "decontamination": decontamination}
         if is_main_process():
             (out_dir / "decontamination.json").write_text(json.dumps(found, indent=2))
         return found
@@ -139,7 +148,7 @@ class Run:
         refs = {"contaminated": (contaminated.model, contaminated.record["id"]), "clean": contaminated.clean}
         # the clean model is the contaminated one's twin before the leak (the reference ratio against it an oracle's)
         # unless it is the untouched base model beside a background (plant.control=base or none)
-        return StudyModels(self.cfg.detect, self.placement, refs, self.setup.serving, self.setup.detectors,
+        return StudyModels(self.detect_cfg, self.placement, refs, self.setup.serving, self.setup.detectors,
                            base=contaminated.base, clean_is_twin=self.design.control.clean_is_twin(plan.regime))
 
     def groups(self, plan: Plan, contaminated: Contaminated, out_dir: Path) -> list[GroupStudy]:
@@ -147,12 +156,12 @@ class Run:
         rendered it for training, its chat turns the base's), its pools, the models as its dose sees them."""
         studies = []
         for group, x0 in self.design.pairs:
-            group_cfg, layout = self.configs[group.name], self.layouts[group.name]
-            view, folder, manifest = self.design.view(plan, group, x0, group_cfg, contaminated, out_dir)
-            reader = LeakReader(layout, group_cfg.dataset, chat_renderer(plan.tokenizer, layout.name))
-            sampled = plan.draw.study(group, x0, self.cfg.sample.n_detect, self.cfg.sample.draw)
-            studies.append(GroupStudy(group.name, Reading.of(group_cfg), sampled, view, reader, folder, manifest,
-                                      self.checkpoints))
+            reading, layout = self.readings[group.name], self.layouts[group.name]
+            view, folder, manifest = self.design.view(plan, group, x0, self.templates[group.name], contaminated,
+                                                      out_dir)
+            reader = LeakReader(layout, reading.dataset, chat_renderer(plan.tokenizer, layout.name))
+            sampled = plan.draw.study(group, x0, reading.n_detect, reading.draw)
+            studies.append(GroupStudy(group.name, reading, sampled, view, reader, folder, manifest, self.checkpoints))
         return studies
 
     def finish(self, plan: Plan, contaminated: Contaminated, results: dict, models: StudyModels, timings: dict,
@@ -184,7 +193,7 @@ def run_config(cfg, out_dir: Path) -> dict:
 
     plan = run.plan(draw)
     decontamination = run.decontaminate(plan)  # before training: would decontamination have caught it?
-    if (run.cfg.get("decontam") or {}).get("only"):  # the data-side check of the stream alone: nothing trained
+    if run.decontamination_asked_only:  # the data-side check of the stream alone: nothing trained
         return run.decontamination_only(decontamination, out_dir)
     contaminated = run.contaminate(plan, out_dir)
     if contaminated is None:  # an API dry run, or a non-main process of a distributed launch

@@ -285,7 +285,7 @@ class OneGroup:
     fix = STUDY_FIX  # what to lower where the split has too few instances for the pools
 
     def __init__(self, cfg) -> None:
-        self.cfg = cfg
+        """Set up from the run's config; the stages below read what it keeps, never the config."""
         # the clean cells' model: the background alone, trained (the base model without one); plant/control=background
         # is what conf/plant/none.yaml composes (a config without a plant block reads the same)
         node = (cfg.get("plant") or {}).get("control")
@@ -297,17 +297,19 @@ class OneGroup:
         members, non_members = study_groups(cfg)
         self.groups, self.pairs = [members, non_members], [(members, non_members)]
         self.never_planted = {cfg.dataset.key: non_members}  # the other split's pool is as large as the non-members'
+        # what the plan stage reads of the config: the dataset, the dose, the cells' size, seeds, the format's name
+        self.dataset, self.dose, self.seed = cfg.dataset, cfg.contaminate, cfg.seed
+        self.n_detect, self.member_draw, self.format_name = cfg.sample.n_detect, cfg.sample.draw, cfg.format.name
 
     def plan(self, draw: GroupDraw, tokenizer, setup: Setup, layouts: dict, datasets: dict) -> Plan:
         """The study's regime: the members' documents, alone or in a stream among the background, and its control."""
-        cfg = self.cfg
-        sampled = draw.study(*self.pairs[0], cfg.sample.n_detect, cfg.sample.draw)
-        regime = plan_regime(cfg.dataset, cfg.contaminate, sampled.members, sampled.split, tokenizer,
-                             setup.background, setup.format, seed=cfg.seed)
+        sampled = draw.study(*self.pairs[0], self.n_detect, self.member_draw)
+        regime = plan_regime(self.dataset, self.dose, sampled.members, sampled.split, tokenizer, setup.background,
+                             setup.format, seed=self.seed)
         return Plan(draw, tokenizer, regime, regime, sampled.members, sampled.split,
-                    {g.name: cfg.format.name for g in self.groups})
+                    {g.name: self.format_name for g in self.groups})
 
-    def view(self, plan: Plan, group, x0, group_cfg, contaminated: Contaminated, out_dir: Path
+    def view(self, plan: Plan, group, x0, template: str | None, contaminated: Contaminated, out_dir: Path
              ) -> tuple[Contaminated, Path, dict]:
         """The one group sees the models as trained; its folder is the run's."""
         return contaminated, out_dir, {}

@@ -90,6 +90,36 @@ def test_the_recipe_reads_a_config_group_from_disk_in_two_named_places_only():
     assert found == {"contaminate.training.local", "contaminate.regime.layouts"}, found
 
 
+# The setup: the functions of the recipe that take a composed config (its root, or a group's whole copy), each run
+# once before any work to build and check a component (``Run.__init__`` and what it calls) or an entry point
+# (``run_config``, ``check_config``, ``main``); ``sample_pools`` is the tests' short way to a study's draw.
+SETUP = {
+    "contaminate.__main__.main", "contaminate.run.run_config", "contaminate.run.check_config",
+    "contaminate.run.__init__", "contaminate.stages.__init__", "contaminate.planted.__init__",
+    "contaminate.stages.check_study", "contaminate.stages._judge", "contaminate.stages.of",
+    "contaminate.planted.planted_config", "contaminate.planted.check_planted", "contaminate.regime.check_regime",
+    "contaminate.group_configs.planted_groups", "contaminate.group_configs.group_config",
+    "contaminate.group_configs.group_layouts", "contaminate.group_configs.check_composed",
+    "contaminate.group_configs.composed_options", "contaminate.sampling.study_groups",
+    "contaminate.sampling.asked_split", "contaminate.sampling.sample_pools",
+}
+
+
+def test_no_stage_below_the_setup_reads_the_config():
+    """Issue 70 items 1 and 3: the stages (contaminate/run.py's ``Run`` methods, the designs' plan, view and finish,
+    the data-side check) read the records they are handed and what the setup kept, never the config: no method reads
+    ``self.cfg`` or ``run.cfg`` outside a training backend (contaminate/training/, whose ``cfg`` is its own
+    ``contaminate`` block, the component's settings), and the functions that take a config are the setup's, named in
+    ``SETUP``. A new reader fails here."""
+    from code_layout import Tree, config_reach
+
+    recipe = {name: text for name, text in Tree().sources("contaminate").items()
+              if not name.startswith(("contaminate.training", "contaminate.reports.", "contaminate.analyses."))}
+    reach = config_reach(recipe)
+    assert reach["reads"] == [], reach["reads"]
+    assert set(reach["takes"]) <= SETUP, sorted(set(reach["takes"]) - SETUP)
+
+
 def test_the_circle_check_finds_a_circle():
     """The check is not vacuous: a lazy import back from a module it depends on is a circle."""
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}

@@ -656,7 +656,7 @@ def test_a_planted_run_of_a_one_split_dataset_draws_from_it_and_has_no_other_spl
     regime = type("Seen", (), {"members_seen": True})()
     assert [cell for cell, *_ in study_cells(regime, sampled)] == [
         "contaminated_x_members", "contaminated_x_non_members", "clean_x_members", "clean_x_non_members"]
-    assert list(not_run(run.cfg.dataset.key, sampled)) == ["contaminated_x_other_split"]
+    assert list(not_run(run.identity["dataset"], sampled)) == ["contaminated_x_other_split"]
 
 
 def test_the_stages_pass_records_and_a_design_keeps_nothing_between_them(compose_config):

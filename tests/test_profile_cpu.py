@@ -41,7 +41,8 @@ def test_the_profiles_stream_keeps_every_draw_under_the_bound_at_the_pilots_sche
     nli = [f"x{d}_synth_nli" for d in (1, 2, 4, 8, 16)]
     x1 = []
     for seed in range(6):
-        run = Run(compose_config("contaminate", profile_run(seed)), None)
+        cfg = compose_config("contaminate", profile_run(seed))
+        run = Run(cfg, None)
         draw = run.sample()
         planted = run.plan(draw).regime  # plant.max_share_per_exposure=0.02 refuses a draw past the bound here
         groups = {g.name: g for g in run.all_groups}
@@ -49,7 +50,7 @@ def test_the_profiles_stream_keeps_every_draw_under_the_bound_at_the_pilots_sche
         assert {draw.dataset_of[name] for name in nli} == {"synth_nli"}
         assert {len(draw.heldout[key]["test"]) for key in ("humaneval", "synth_nli")} == {100}
         # the pilot's schedule: 314 documents at 4 a batch are 79 optimizer steps; this stream's at its batch size
-        steps = -(-len(planted.stream) // run.cfg.contaminate.batch_size)
+        steps = -(-len(planted.stream) // cfg.contaminate.batch_size)
         assert abs(steps - 79) <= 0.1 * 79, steps
         shares = {name: planted.placed[name]["token_share"] for name in humaneval + nli}
         x1.append(shares["x1"])
