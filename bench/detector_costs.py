@@ -61,7 +61,7 @@ def main() -> None:
 
     def evidence(language_model) -> Evidence:
         return Evidence(dataset, "test", instances, pool, model=language_model, seed=0, reader=reader,
-                        heldout=heldout)
+                        known_non_members=heldout)
 
     header = (f"torch {torch.__version__}, {torch.get_num_threads()} threads, embedded SmolLM2-135M "
               f"{placement.dtype}, format {args.format}: 10 instances, pool 100, held-out 50")

@@ -37,7 +37,7 @@ class Sampled:
     detection: dict[str, tuple[list[Example], str]]  # pool -> (its n_detect instances, their split)
     whole: dict[str, list[Example]]  # pool -> every instance the partition-level detectors may read
     # split -> known non-members of that split, disjoint from every pool and sample a cell of that split reads
-    heldout: dict[str, list[Example]] = field(default_factory=dict)
+    known_non_members: dict[str, list[Example]] = field(default_factory=dict)
 
 
 @dataclass
@@ -49,7 +49,7 @@ class GroupDraw:
     splits: dict[str, tuple[str, str | None]]                # dataset key -> (the planted split, the other split)
     other: dict[str, tuple[list[Example], list[Example]]]    # dataset key -> the other split's (detected, whole pool);
     # a dataset of one split (HumanEval) has none: its groups' studies have no other-split cell
-    heldout: dict[str, dict[str, list[Example]]]             # dataset key -> split -> known non-members
+    known_non_members: dict[str, dict[str, list[Example]]]   # dataset key -> split -> known non-members
     twins: dict[str, list[Example]] = field(default_factory=dict)  # planted group -> the swap twin's stand-ins
 
     def split_of(self, group: PlantedGroup) -> str:
@@ -76,7 +76,7 @@ class GroupDraw:
         whole = {"members": members, "non_members": non_members}
         if key in self.other:
             detection["other_split"], whole["other_split"] = (self.other[key][0], other_split), self.other[key][1]
-        return Sampled(split, other_split, members, non_members, detection, whole, self.heldout[key])
+        return Sampled(split, other_split, members, non_members, detection, whole, self.known_non_members[key])
 
 
 def study_groups(cfg) -> tuple[PlantedGroup, PlantedGroup]:
@@ -136,40 +136,40 @@ def sample_groups(groups: Sequence[PlantedGroup], datasets: Mapping[str, Any], s
         # A pool after the groups, disjoint from all of them (drawing it leaves the groups as they were): known
         # non-members the detectors may condition on or compare with (ReCaLL's prefix, a performance test's
         # held-out accuracy) and the recipe fits its thresholds on.
-        n_heldout = heldout_size(sample_cfg, len(examples) - sum(sizes) - sum(twin_sizes), where)
-        *pools, heldout = disjoint_pools(examples, [*sizes, n_heldout], seed=seed, where=where)
+        n_known = known_size(sample_cfg, len(examples) - sum(sizes) - sum(twin_sizes), where)
+        *pools, known = disjoint_pools(examples, [*sizes, n_known], seed=seed, where=where)
         if twin_sizes:
-            taken = {e.instance_id for pool in [*pools, heldout] for e in pool}
+            taken = {e.instance_id for pool in [*pools, known] for e in pool}
             rest = [e for e in examples if e.instance_id not in taken]
             stand_ins = disjoint_pools(rest, twin_sizes, seed=seed + 1, where=f"{where} (the twin's)")
             draw.twins.update({g.name: pool for g, pool in zip(planted, stand_ins)})
         draw.groups.update({g.name: pool for g, pool in zip(members, pools)})
         draw.splits[key] = (split, others[0] if others else None)
         shift = shift_of(sample_cfg.get("known_shift"), key)
-        draw.heldout[key] = {split: shift_pool(dataset, split, heldout, shift)}  # a shifted pool, where asked
+        draw.known_non_members[key] = {split: shift_pool(dataset, split, known, shift)}  # a shifted pool, where asked
         if others:
             # the other split's pool is as large as the never-planted group's: both offer as many matches to the
             # partition-level detectors (Cheat? searches a pool for replicas, the sharded test orders it)
             x0 = (never_planted or {}).get(key) or next(g for g in members if not g.planted)
-            detection, whole, other_heldout = other_split_pools(dataset, others[0], n_detect=sample_cfg.n_detect,
-                                                                n_pool=x0.n, n_heldout=len(heldout), seed=seed)
+            detection, whole, other_known = other_split_pools(dataset, others[0], n_detect=sample_cfg.n_detect,
+                                                                n_pool=x0.n, n_known=len(known), seed=seed)
             draw.other[key] = (detection, whole)
-            draw.heldout[key][others[0]] = shift_pool(dataset, others[0], other_heldout, shift)
+            draw.known_non_members[key][others[0]] = shift_pool(dataset, others[0], other_known, shift)
     return draw
 
 
-def heldout_size(sample_cfg, left: int, where: str) -> int:
+def known_size(sample_cfg, left: int, where: str) -> int:
     """``sample.n_heldout``, checked against what the split has left after the pools drawn before it (one line where
     it asks for more: the study never runs on fewer known non-members than it was asked for)."""
-    n_heldout = sample_cfg.get("n_heldout", 0) or 0
-    count(n_heldout, "sample.n_heldout", minimum=0, hint=" (known non-members drawn beside members and non-members)")
-    if n_heldout > left:
-        raise InputError(f"sample.n_heldout={n_heldout} known non-members asked of {where}, which has {left} left "
+    n_known = sample_cfg.get("n_heldout", 0) or 0
+    count(n_known, "sample.n_heldout", minimum=0, hint=" (known non-members drawn beside members and non-members)")
+    if n_known > left:
+        raise InputError(f"sample.n_heldout={n_known} known non-members asked of {where}, which has {left} left "
                          f"after the other pools; lower sample.n_heldout to {left} or less, or draw smaller pools")
-    return n_heldout
+    return n_known
 
 
-def other_split_pools(dataset, other_split: str, *, n_detect: int, n_pool: int, n_heldout: int,
+def other_split_pools(dataset, other_split: str, *, n_detect: int, n_pool: int, n_known: int,
                       seed: int) -> tuple[list[Example], list[Example], list[Example]]:
     """The other split's control: the instances its cell detects on, the pool its partition-level detectors read
     (``n_pool``, as large as the non-members'), and its own known non-members, disjoint from both."""
@@ -180,6 +180,6 @@ def other_split_pools(dataset, other_split: str, *, n_detect: int, n_pool: int, 
     # the other split's cell gets known non-members of its own split, disjoint from what that cell reads
     taken = {e.instance_id for e in [*whole, *detection]}
     left = len(other_examples) - len(taken)
-    heldout = sample(other_examples, min(n_heldout, left), seed=seed, exclude=taken,
-                     where=where) if n_heldout and left else []
-    return detection, whole, heldout
+    known = sample(other_examples, min(n_known, left), seed=seed, exclude=taken,
+                   where=where) if n_known and left else []
+    return detection, whole, known

@@ -517,9 +517,9 @@ def known_setting(detect_cfg, detectors: Sequence[Detector]) -> list[Detector] |
 
     for name in names:
         cls = registry().get(name)
-        if cls is None or cls.level != "instance" or not cls.scores or "heldout" in cls.needs:
+        if cls is None or cls.level != "instance" or not cls.scores or "known_non_members" in cls.needs:
             scoring = sorted(n for n, c in registry().items() if c.level == "instance" and c.scores
-                             and "heldout" not in c.needs)
+                             and "known_non_members" not in c.needs)
             raise InputError(f"detect.known_non_members.detectors names {name}, which is not an instance score that "
                              f"reads no known non-members; use some of {', '.join(scoring)}")
     return [by_name[name] for name in names if name in by_name]
@@ -527,7 +527,7 @@ def known_setting(detect_cfg, detectors: Sequence[Detector]) -> list[Detector] |
 
 def known_cells(detect_cfg, sampled: Sampled, detectors: Sequence[Detector]) -> tuple:
     """KNOWN_CELLS where the study reads its known non-members (the setting on, and some drawn), else ()."""
-    if known_setting(detect_cfg, detectors) is None or not sampled.heldout.get(sampled.split):
+    if known_setting(detect_cfg, detectors) is None or not sampled.known_non_members.get(sampled.split):
         return ()
     return KNOWN_CELLS
 
@@ -559,7 +559,7 @@ def detect_cells(reading: Reading, sampled: Sampled, models: StudyModels, judge,
     setting = instruction_setting(reading.detect)
     # ReCaLL's prefix and the performance test read the known non-members inside a cell; without them a cell's rows
     # do not depend on that pool (a shifted pool, sample.known_shift, then reuses every judged cell)
-    reads_heldout = any("heldout" in d.needs for d in models.detectors)
+    detectors_read_known = any("known_non_members" in d.needs for d in models.detectors)
     chosen: dict[str, str] = {}  # checkpoint -> the prompt format its instructions are asked in, from its known cell
     cell_rows, timings, cached = {}, {}, []
     read = {checkpoint for _, checkpoint, *_ in cells}
@@ -570,17 +570,18 @@ def detect_cells(reading: Reading, sampled: Sampled, models: StudyModels, judge,
                 continue
             reads_known = pool == "known_non_members"
             if reads_known:  # the known non-members themselves: no prefix or comparison pool drawn from them
-                instances = whole = sampled.heldout[sampled.split]
-                split, heldout = sampled.split, []
+                instances = whole = sampled.known_non_members[sampled.split]
+                split, known_pool = sampled.split, []
             else:
                 (instances, split), whole = sampled.detection[pool], sampled.whole[pool]
-                heldout = sampled.heldout.get(split, [])
+                known_pool = sampled.known_non_members.get(split, [])
             key = {**detector_key, "model": models.refs[checkpoint][1], "split": split,
                    "ids": [e.instance_id for e in instances],
                    "instances": digest([(e.text, e.text_pair, e.label) for e in instances]),
                    "pool": digest([(e.instance_id, e.text, e.text_pair, e.label) for e in whole])}
-            if reads_heldout:  # the known non-members are in a cell's key only where a detector reads them
-                key["heldout"] = digest([(e.instance_id, e.text, e.text_pair, e.label) for e in heldout])
+            if detectors_read_known:  # the known non-members are in a cell's key only where a detector reads them
+                # under "heldout", their name in the keys of every cell cached before issue 70 named them one way
+                key["heldout"] = digest([(e.instance_id, e.text, e.text_pair, e.label) for e in known_pool])
             if reads_known:
                 key["known_non_members"] = {"instructions": list(KNOWN_INSTRUCTIONS),
                                             "detectors": [d.name for d in known]}
@@ -596,7 +597,7 @@ def detect_cells(reading: Reading, sampled: Sampled, models: StudyModels, judge,
             else:
                 log.info("detecting %s: %d instances on the %s model", cell, len(instances), checkpoint)
                 rows, timings[cell] = detect_cell(reading, models, checkpoint, instances, whole, split, judge, reader,
-                                                  heldout, detectors=known if reads_known else None,
+                                                  known_pool, detectors=known if reads_known else None,
                                                   prompt_format=asked)
                 timings[cell]["total_s"] = round(time.time() - started, 2)
                 write_atomically(path, lambda scratch: write_jsonl(scratch, rows))  # never half a cell
@@ -612,7 +613,7 @@ def detect_cells(reading: Reading, sampled: Sampled, models: StudyModels, judge,
 
 
 def detect_cell(reading: Reading, models: StudyModels, checkpoint: str, instances: list[Example], whole: list[Example],
-                split: str, judge, reader=None, heldout: Sequence[Example] = (),
+                split: str, judge, reader=None, known_non_members: Sequence[Example] = (),
                 detectors: Sequence[Detector] | None = None, prompt_format: str | None = None
                 ) -> tuple[list[dict], dict]:
     """One cell: ``detect.pipeline.run_partition`` on the checkpoint's model, the instance detectors on
@@ -628,7 +629,7 @@ def detect_cell(reading: Reading, models: StudyModels, checkpoint: str, instance
     needed = any("reference" in detector.needs for detector in detectors)
     evidence = Evidence(reading.dataset, split, instances, whole, model=models.model(checkpoint),
                         reference=models.reference_model() if needed else None, seed=reading.seed,
-                        reader=reader if reader is not None else PlainText(), heldout=list(heldout))
+                        reader=reader if reader is not None else PlainText(), known_non_members=list(known_non_members))
     third = needed and models.reference.ref is not None and models.reference.same_as is None
     before, reference_before = models.counters(checkpoint), models.counters("reference")
     if known:  # the recipe reads their ROUGE-L, not a judge's labels: an LLM judge is not paid for them
@@ -741,7 +742,7 @@ def build_manifest(reading: Reading, sampled: Sampled, contaminated: Contaminate
         "detection_ids": {pool: [e.instance_id for e in instances]
                           for pool, (instances, _) in sampled.detection.items()},
         # the known non-members each model read (KNOWN_CELLS): the recipe's null distribution; [] where none
-        "known_non_member_ids": [e.instance_id for e in sampled.heldout.get(sampled.split, [])]
+        "known_non_member_ids": [e.instance_id for e in sampled.known_non_members.get(sampled.split, [])]
         if known_cells(reading.detect, sampled, models.detectors) else [],
         "format": {"name": reading.format.name, "template": contaminated.template,
                    "example": contaminated.regime.members[0].text},

@@ -40,6 +40,16 @@ def test_a_misnamed_or_untargeted_entry_is_one_line():
         build({"loss": {"_target_": "detect.detectors.cheat.ChatGPTCheat"}})
 
 
+def test_a_detector_needing_what_no_detector_is_given_is_one_line_when_defined():
+    """The known non-members were "heldout" before issue 70: a detector still declaring it would never be checked for
+    them, so defining it fails in one line naming the new need; every registered detector's needs are known."""
+    from detect.detectors.base import NEEDS, Detector
+
+    assert all(set(cls.needs) <= set(NEEDS) for cls in registry().values())
+    with pytest.raises(TypeError, match="needs heldout, which no detector is given; .* known_non_members, was heldout"):
+        type("Old", (Detector,), {"name": "old", "level": "instance", "needs": ("logits", "heldout")})
+
+
 def test_verdicts_and_needs_are_read_back_from_a_summary_without_naming_a_detector():
     cell = {"n_instances": 10, "alg1": {"rouge_l": {"guided_mean": 0.8, "general_mean": 0.3, "p_value": 0.01,
                                                     "significant": True}},

@@ -8,7 +8,7 @@ from omegaconf import OmegaConf
 
 from detect.datasets import Example
 from detect.detectors import build
-from detect.detectors.base import NO_HELDOUT, Evidence, Rendering
+from detect.detectors.base import NO_KNOWN_NON_MEMBERS, Evidence, Rendering
 from detect.detectors.performance import PerformanceTest, performance_test
 from detect.errors import InputError
 from detect.models.base import LanguageModel
@@ -66,8 +66,8 @@ TABLE = {("not", "entailment"): -0.1,
 
 
 def _evidence(model, **changes) -> Evidence:
-    settings = dict(dataset=DATASET, split="test", instances=POOL[:2], pool=POOL, model=model, heldout=HELDOUT,
-                    reader=QuestionAnswer())
+    settings = dict(dataset=DATASET, split="test", instances=POOL[:2], pool=POOL, model=model,
+                    known_non_members=HELDOUT, reader=QuestionAnswer())
     return Evidence(**{**settings, **changes})
 
 
@@ -116,14 +116,15 @@ def test_one_pass_serves_the_test():
 def test_skip_lines():
     model = ScriptedModel(TABLE)
     detector = PerformanceTest()
-    assert detector.skipped(_evidence(model, heldout=())) == NO_HELDOUT
+    assert detector.skipped(_evidence(model, known_non_members=())) == NO_KNOWN_NON_MEMBERS
     unlabelled = OmegaConf.create({"key": "toy_sum", "title": "Toy", "task": "summary", "fields": {"text": "text"}})
     assert detector.skipped(_evidence(model, dataset=unlabelled)) == (
         "it measures accuracy on a labelled task, and dataset toy_sum has no label (task summary)")
     one_label = [Example(i, f"h{i}", None, YES) for i in range(3)]
-    assert "at least 2 distinct labels" in detector.skipped(_evidence(model, pool=one_label[:1], heldout=one_label))
+    assert "at least 2 distinct labels" in detector.skipped(_evidence(model, pool=one_label[:1],
+                                                                      known_non_members=one_label))
     # PlainText (python -m detect, no leak format) reads the bare text: the label is not there to answer
-    assert detector.skipped(Evidence(DATASET, "test", POOL, POOL, model=model, heldout=HELDOUT)) == (
+    assert detector.skipped(Evidence(DATASET, "test", POOL, POOL, model=model, known_non_members=HELDOUT)) == (
         "the leak's format (plain text) does not render the label, so there is no answer to score")
     assert detector.skipped(_evidence(model)) is None
     with pytest.raises(InputError, match="performance.alpha=1.5: give a number in \\(0, 1\\)"):
@@ -145,7 +146,7 @@ def test_through_the_pipeline_on_the_tiny_model(compose_config):
     heldout = [Example(100 + i, f"Bo Lund sold {i} nets.", f"Bo sold nets {i}.", labels[i % 2]) for i in range(8)]
     reader = LeakReader(build_format(OmegaConf.load(CONF_DIR / "format" / "metadata.yaml")), cfg.dataset)
     detector = PerformanceTest(max_instances=5)
-    evidence = Evidence(cfg.dataset, "test", pool[:2], pool, model=model, heldout=heldout, reader=reader)
+    evidence = Evidence(cfg.dataset, "test", pool[:2], pool, model=model, known_non_members=heldout, reader=reader)
     rows, timing = run_partition(evidence, [detector], judge=ThresholdJudge(), detect_cfg=cfg.detect)
     (row,) = [r for r in rows if r.get("detector") == "performance"]
     # the model's answers by hand: each instance's document with each label, summed over the tokens it scores
@@ -178,7 +179,7 @@ def test_each_context_runs_once_for_all_its_labels_on_the_tiny_model():
     found = {}
     for share in (False, True):
         model = HFModel(weights, tokenizer, prompt_format="raw", share_prefix=share, progress=False)
-        evidence = _evidence(model, instances=pool[:2], pool=pool, heldout=pool[:3])
+        evidence = _evidence(model, instances=pool[:2], pool=pool, known_non_members=pool[:3])
         detector = PerformanceTest()
         requests = [r for rows in detector.choices(evidence, pool) for r in rows]
         model.prefetch(detector.logit_requests(evidence))

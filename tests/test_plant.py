@@ -645,9 +645,9 @@ def test_a_planted_run_of_a_one_split_dataset_draws_from_it_and_has_no_other_spl
     run = Run(compose_config("contaminate", overrides), None)
     draw = run.sample()
     assert draw.splits == {"humaneval": ("test", None)} and draw.other == {}
-    assert list(draw.heldout["humaneval"]) == ["test"]
+    assert list(draw.known_non_members["humaneval"]) == ["test"]
     pools = [{e.instance_id for e in draw.groups[name]} for name in ("x0", "x1", "x2")]
-    known = {e.instance_id for e in draw.heldout["humaneval"]["test"]}
+    known = {e.instance_id for e in draw.known_non_members["humaneval"]["test"]}
     assert [len(pool) for pool in pools] == [6, 6, 6] and len(known) == 6
     assert not (pools[0] & pools[1] or pools[0] & pools[2] or pools[1] & pools[2] or known & set().union(*pools))
     groups = {g.name: g for g in run.all_groups}
@@ -721,7 +721,8 @@ def test_a_study_is_a_run_of_two_groups_whose_draw_is_the_pools_a_study_drew(com
     sampled = study.sample().study(*study.design.pairs[0], cfg.sample.n_detect, cfg.sample.draw)
     members, non_members, known = disjoint_pools(load_split(cfg.dataset, sampled.split), [12, 10, 5],
                                                  seed=cfg.sample.draw, where="synth_nli")
-    assert (sampled.members, sampled.non_members, sampled.heldout[sampled.split]) == (members, non_members, known)
+    assert (sampled.members, sampled.non_members) == (members, non_members)
+    assert sampled.known_non_members[sampled.split] == known
     assert len(sampled.whole["other_split"]) == 10 and len(sampled.detection["members"][0]) == 4
     unexposed = Run(compose_config("contaminate", [*TINY_STUDY, "contaminate.exposures=0", "background=offline",
                                                    "contaminate.epochs=null"]), None)

@@ -88,9 +88,9 @@ def test_the_post_training_data_is_disjoint_from_every_pool_the_detectors_read(c
     read = {(split, e.instance_id) for pool, (instances, split) in sampled.detection.items() for e in instances}
     read |= {(sampled.split, e.instance_id) for pool in ("members", "non_members") for e in sampled.whole[pool]}
     read |= {(other, e.instance_id) for e in sampled.whole["other_split"]}
-    read |= {(split, e.instance_id) for split, pool in sampled.heldout.items() for e in pool}
+    read |= {(split, e.instance_id) for split, pool in sampled.known_non_members.items() for e in pool}
     assert not {(other, e.instance_id) for e in data} & read
-    texts = {e.text for pool in [*sampled.whole.values(), *sampled.heldout.values()] for e in pool}
+    texts = {e.text for pool in [*sampled.whole.values(), *sampled.known_non_members.values()] for e in pool}
     assert not {e.text for e in data} & texts
     # the task as a user fine-tunes on it: the instruction format's chat prompt, the label as the answer
     from contaminate.regime.layouts import build_format

@@ -48,7 +48,7 @@ def test_the_profiles_stream_keeps_every_draw_under_the_bound_at_the_pilots_sche
         groups = {g.name: g for g in run.all_groups}
         assert set(groups) == {"x0", "x0_synth_nli", *humaneval, *nli}
         assert {draw.dataset_of[name] for name in nli} == {"synth_nli"}
-        assert {len(draw.heldout[key]["test"]) for key in ("humaneval", "synth_nli")} == {100}
+        assert {len(draw.known_non_members[key]["test"]) for key in ("humaneval", "synth_nli")} == {100}
         # the pilot's schedule: 314 documents at 4 a batch are 79 optimizer steps; this stream's at its batch size
         steps = -(-len(planted.stream) // cfg.contaminate.batch_size)
         assert abs(steps - 79) <= 0.1 * 79, steps

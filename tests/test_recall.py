@@ -8,7 +8,7 @@ from omegaconf import OmegaConf
 
 from detect.datasets import Example
 from detect.detectors import build
-from detect.detectors.base import NO_HELDOUT, Evidence, Rendering
+from detect.detectors.base import NO_KNOWN_NON_MEMBERS, Evidence, Rendering
 from detect.detectors.recall import ReCaLL, recall_score
 from detect.errors import InputError
 from detect.models.base import LanguageModel
@@ -51,7 +51,7 @@ HELDOUT = [Example(10 + i, "P") for i in range(5)]  # known non-members: each sh
 
 
 def test_recall_by_hand_without_context():
-    evidence = Evidence(DATASET, "test", INSTANCES, INSTANCES, model=ScriptedModel(), heldout=HELDOUT)
+    evidence = Evidence(DATASET, "test", INSTANCES, INSTANCES, model=ScriptedModel(), known_non_members=HELDOUT)
     detector = ReCaLL(n_shots=2)
     assert detector.prefix(evidence) == "PP"  # two shots, no separator (the official "".join)
     # "aab" alone: its first token has no context; 'a' -1, 'b' -3 -> LL = -2. After "PP": all three tokens scored,
@@ -61,7 +61,7 @@ def test_recall_by_hand_without_context():
 
 
 def test_recall_by_hand_with_a_context_and_a_separator():
-    evidence = Evidence(DATASET, "test", INSTANCES, INSTANCES, model=ScriptedModel(), heldout=HELDOUT,
+    evidence = Evidence(DATASET, "test", INSTANCES, INSTANCES, model=ScriptedModel(), known_non_members=HELDOUT,
                         reader=WithContext())
     detector = ReCaLL(n_shots=3, separator="\n")
     assert detector.prefix(evidence) == "cP\n" * 3  # each shot rendered as the leak would (context + text)
@@ -74,7 +74,8 @@ def test_recall_by_hand_with_a_context_and_a_separator():
 
 def test_the_prefetched_requests_serve_every_score():
     model = ScriptedModel()
-    evidence = Evidence(DATASET, "test", INSTANCES, INSTANCES, model=model, heldout=HELDOUT, reader=WithContext())
+    evidence = Evidence(DATASET, "test", INSTANCES, INSTANCES, model=model, known_non_members=HELDOUT,
+                        reader=WithContext())
     detector = ReCaLL(n_shots=2)
     model.prefetch(detector.logit_requests(evidence))
     assert model.calls == 1
@@ -84,13 +85,14 @@ def test_the_prefetched_requests_serve_every_score():
 
 def test_the_prefix_is_a_seeded_draw_of_known_non_members():
     heldout = [Example(i, f"P{i}") for i in range(20)]
-    evidence = Evidence(DATASET, "test", INSTANCES, INSTANCES, heldout=heldout, seed=3)
+    evidence = Evidence(DATASET, "test", INSTANCES, INSTANCES, known_non_members=heldout, seed=3)
     detector = ReCaLL(n_shots=12)
     shots = detector.shots(evidence)
     assert len({e.instance_id for e in shots}) == 12
-    assert detector.shots(Evidence(DATASET, "test", INSTANCES, INSTANCES, heldout=heldout[::-1], seed=3)) == shots
-    assert detector.shots(Evidence(DATASET, "test", INSTANCES, INSTANCES, heldout=heldout, seed=4)) != shots
-    few = Evidence(DATASET, "test", INSTANCES, INSTANCES, heldout=heldout[:5])
+    reversed_pool = Evidence(DATASET, "test", INSTANCES, INSTANCES, known_non_members=heldout[::-1], seed=3)
+    assert detector.shots(reversed_pool) == shots
+    assert detector.shots(Evidence(DATASET, "test", INSTANCES, INSTANCES, known_non_members=heldout, seed=4)) != shots
+    few = Evidence(DATASET, "test", INSTANCES, INSTANCES, known_non_members=heldout[:5])
     assert sorted(e.instance_id for e in detector.shots(few)) == [0, 1, 2, 3, 4]  # all there are
 
 
@@ -103,7 +105,7 @@ def test_undefined_ratios_and_settings():
 
 def test_skipped_without_known_non_members():
     evidence = Evidence(DATASET, "test", INSTANCES, INSTANCES, model=ScriptedModel())
-    assert ReCaLL().skipped(evidence) == NO_HELDOUT
+    assert ReCaLL().skipped(evidence) == NO_KNOWN_NON_MEMBERS
 
 
 def test_through_the_pipeline_on_the_tiny_model(compose_config):
@@ -119,7 +121,7 @@ def test_through_the_pipeline_on_the_tiny_model(compose_config):
     heldout = [Example(100 + i, f"Bo Lund sold {i} nets.", f"Bo sold nets {i}.", "1 (not entailment)")
                for i in range(6)]
     detector = ReCaLL(n_shots=4)
-    evidence = Evidence(cfg.dataset, "test", instances, instances, model=model, heldout=heldout, seed=1)
+    evidence = Evidence(cfg.dataset, "test", instances, instances, model=model, known_non_members=heldout, seed=1)
     rows, timing = run_partition(evidence, [detector], judge=ThresholdJudge(), detect_cfg=cfg.detect)
     guided = sorted((r for r in rows if r.get("instruction") == "guided"), key=lambda r: r["instance_id"])
     prefix = detector.prefix(evidence)
@@ -154,7 +156,7 @@ def test_the_shared_prefix_gives_the_plain_pass_scores_on_the_tiny_model():
     found = {}
     for share in (False, True):
         model = HFModel(weights, tokenizer, prompt_format="raw", share_prefix=share, progress=False)
-        evidence = Evidence(dataset, "test", instances, instances, model=model, heldout=heldout, seed=1)
+        evidence = Evidence(dataset, "test", instances, instances, model=model, known_non_members=heldout, seed=1)
         model.prefetch(ReCaLL().logit_requests(evidence))
         found[share] = ([s["recall"] for s in ReCaLL().score(evidence, instances)], model.counters()["scored_tokens"])
     assert found[True][0] == pytest.approx(found[False][0], abs=1e-4)

@@ -69,8 +69,8 @@ def test_known_non_members_are_a_third_pool_that_leaves_the_draw_as_it_was(compo
     without = sample_pools(compose_config("contaminate", [*base, "sample.n_heldout=0"]))
     assert [e.instance_id for e in sampled.members] == [e.instance_id for e in without.members]
     assert [e.instance_id for e in sampled.non_members] == [e.instance_id for e in without.non_members]
-    main, other = sampled.heldout[sampled.split], sampled.heldout[sampled.other_split]
-    assert len(main) == len(other) == 20 and without.heldout[without.split] == []
+    main, other = sampled.known_non_members[sampled.split], sampled.known_non_members[sampled.other_split]
+    assert len(main) == len(other) == 20 and without.known_non_members[without.split] == []
     assert not {e.instance_id for e in main} & {e.instance_id for e in [*sampled.members, *sampled.non_members]}
     reads = [*sampled.whole["other_split"], *sampled.detection["other_split"][0]]
     assert not {e.instance_id for e in other} & {e.instance_id for e in reads}

@@ -83,7 +83,7 @@ def test_a_study_asked_for_a_shifted_pool_reads_its_known_non_members_rewritten(
                  "sample.n_heldout=6"]
     plain = sample_pools(compose_config("contaminate", overrides))
     shifted = sample_pools(compose_config("contaminate", [*overrides, "sample.known_shift=rewrite"]))
-    before, after = plain.heldout["test"], shifted.heldout["test"]
+    before, after = plain.known_non_members["test"], shifted.known_non_members["test"]
     assert [e.instance_id for e in before] == [e.instance_id for e in after] and len(after) == 6
     assert all(a.text != b.text and "arg0" in a.text for a, b in zip(after, before))
     assert [e.text for e in shifted.members] == [e.text for e in plain.members]
@@ -124,7 +124,7 @@ def test_a_design_of_two_datasets_asks_an_arm_of_one_and_reads_the_other_as_draw
 
     def drawn(shift):
         sample_cfg = OmegaConf.create({"draw": 0, "n_detect": 4, "n_heldout": 6, "known_shift": shift})
-        return sample_groups(groups, datasets, sample_cfg).heldout
+        return sample_groups(groups, datasets, sample_cfg).known_non_members
 
     plain, arm = drawn(None), drawn({"humaneval": "rename"})
     renamed, as_drawn = arm["humaneval"]["test"], plain["humaneval"]["test"]

@@ -99,7 +99,7 @@ def score(folders: list[Path], out: Path) -> None:
         assert [e.instance_id for e in sampled.members] == roles["member"]
         for role, pool in (("member", sampled.members), ("non_member", sampled.non_members)):
             evidence = Evidence(cfg.dataset, sampled.split, pool[:10], pool, model=model, reader=reader,
-                                heldout=sampled.heldout[sampled.split], seed=cfg.seed)
+                                known_non_members=sampled.known_non_members[sampled.split], seed=cfg.seed)
             found = PerformanceTest().run(evidence)
             performance.append({"study": folder.name, "format": fmt.name, "role": role,
                                 **{key: found[key] for key in ("accuracy", "accuracy_heldout", "p_value",

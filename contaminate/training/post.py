@@ -10,8 +10,8 @@ leak is met by the detectors after more training, not at the end of the training
 
 **The data**: ``post_train.n`` instances of the dataset's *other* split, label-balanced and drawn with the study's
 member draw (``sample.draw``), none of them an instance the other split's cell reads (its detected instances, its
-pool, its known non-members: ``Sampled.detection``, ``whole`` and ``heldout``). The members, the non-members and
-their known non-members are of the contaminated split, so the data is disjoint from every pool the detectors read.
+pool, its known non-members: ``GroupDraw.other`` and ``known_non_members``). The members, the non-members and their
+known non-members are of the contaminated split, so the data is disjoint from every pool the detectors read.
 Not the contaminated split's unused instances: those are the reservoir the sample stage draws from (another draw, a
 larger pool, a planted run's groups and swap-twin stand-ins), so post-training on them would tie this stage to the
 pools; the other split is also the data a model developer fine-tunes on when the test split is the one that leaked
@@ -493,7 +493,7 @@ def post_train_data(run: FollowedRun, draw, n: int) -> tuple[list[Example], list
     split = draw.splits[dataset.key][1]
     examples = load_split(dataset, split)
     detected, whole = draw.other.get(dataset.key, ([], []))
-    taken = {e.instance_id for e in [*detected, *whole, *draw.heldout[dataset.key].get(split, [])]}
+    taken = {e.instance_id for e in [*detected, *whole, *draw.known_non_members[dataset.key].get(split, [])]}
     data = sample(examples, n, seed=run.draw, exclude=taken,
                   where=f"{dataset.key} {split} (post_train.n={n}, beside the instances its cell reads)")
     names = sorted({e.label for e in examples if e.label is not None}) if dataset.fields.get("label") else None

@@ -9,7 +9,7 @@ A detector declares
 - ``needs``: what it reads: ``generations`` (the model generates), ``judge`` (the guided completions' labels),
   ``logits`` (the model's token log-probabilities), ``moments`` (the next-token distribution's mean and
   spread), ``token_ids`` (the scored tokens' ids and the model's tokenizer), ``reference`` (a reference model's
-  log-probabilities, used where there is one), ``pool`` (every instance of the partition), ``heldout`` (known
+  log-probabilities, used where there is one), ``pool`` (every instance of the partition), ``known_non_members`` (known
   non-members of the same distribution);
 - ``scores``: the instance scores it writes on each guided row, every one oriented **higher = more likely a
   member**, as calibration's ROC and thresholds expect;
@@ -42,9 +42,9 @@ from detect.datasets import Example
 from detect.markdown import table
 
 LEVELS = ("instance", "partition")
-NEEDS = ("generations", "judge", "logits", "moments", "token_ids", "reference", "pool", "heldout")
-NO_HELDOUT = ("it needs known non-members of the partition's distribution (Evidence.heldout): a study draws "
-              "sample.n_heldout of them from the split, disjoint from members and non-members")
+NEEDS = ("generations", "judge", "logits", "moments", "token_ids", "reference", "pool", "known_non_members")
+NO_KNOWN_NON_MEMBERS = ("it needs known non-members of the partition's distribution (Evidence.known_non_members): a "
+                        "study draws sample.n_heldout of them from the split, disjoint from members and non-members")
 
 
 class Rendering(NamedTuple):
@@ -80,7 +80,7 @@ class Evidence:
     reference: Any = None             # a reference LanguageModel, if any (the reference ratio reads it)
     seed: int = 0
     reader: Any = field(default_factory=PlainText)  # how the leak rendered an instance and a run of instances
-    heldout: Sequence[Example] = ()   # known non-members of the same split, disjoint from instances and pool
+    known_non_members: Sequence[Example] = ()   # known non-members of the same split, disjoint from instances and pool
     # (what ReCaLL conditions on and a performance test compares with); empty where none is known
 
     @property
@@ -124,6 +124,15 @@ class Detector:
     # not answer it (follow.py: its follow rate below detect.follow.min_rate), the verdict is "uninformative"
     follows_instruction: ClassVar[bool] = False
 
+    def __init_subclass__(cls, **kwargs) -> None:
+        """A need outside ``NEEDS`` would be silently unmet (a detector that declared "heldout", the known
+        non-members' name before issue 70): one line when the class is defined."""
+        super().__init_subclass__(**kwargs)
+        unknown = [need for need in getattr(cls, "needs", ()) if need not in NEEDS]
+        if unknown:
+            raise TypeError(f"detector {cls.__name__} needs {', '.join(unknown)}, which no detector is given; use "
+                            f"some of {', '.join(NEEDS)} (known non-members: known_non_members, was heldout)")
+
     # ------------------------------------------------------------------------------------------- run time
     def skipped(self, evidence: Evidence) -> str | None:
         """Why it cannot run on this model, in one line (None: it runs): what it needs that the model cannot give."""
@@ -131,8 +140,8 @@ class Detector:
         for need, reason in (("logits", "no_logprobs"), ("moments", "no_moments"), ("token_ids", "no_token_ids")):
             if need in self.needs and getattr(model, reason, None):
                 return getattr(model, reason)
-        if "heldout" in self.needs and not evidence.heldout:
-            return NO_HELDOUT
+        if "known_non_members" in self.needs and not evidence.known_non_members:
+            return NO_KNOWN_NON_MEMBERS
         return None
 
     def runnable(self, evidence: Evidence) -> bool:

@@ -17,7 +17,7 @@ label (``input_only``, ``instance_only``) gives every candidate the same text: t
 as it is on a dataset with no label.
 
 **The test.** With a = correct / n on the partition (the first ``max_instances`` of ``Evidence.pool`` by instance
-id) and b on ``Evidence.heldout``: H0 the two accuracies are equal, H1 the partition's is higher. p-value:
+id) and b on ``Evidence.known_non_members``: H0 the two accuracies are equal, H1 the partition's is higher. p-value:
 Fisher's exact test, one-sided (``scipy.stats.fisher_exact(..., alternative="greater")`` on [[correct, wrong] of
 the partition, [correct, wrong] of the held-out]). Exact given the margins, so valid at a cell's small counts (40
 and 50 by default, accuracies near 0 or 1 after a leak), where a normal approximation is not; conservative (its
@@ -63,6 +63,7 @@ def performance_test(correct: Sequence[bool], correct_heldout: Sequence[bool], *
     # odds ratio > 1 <=> the partition's accuracy is the higher one
     p_value = float(fisher_exact([[hits, n - hits], [hits_heldout, n_heldout - hits_heldout]],
                                  alternative="greater").pvalue)
+    # the row's fields keep the pool's first name, n_heldout and accuracy_heldout: every committed row reads so
     return {"level": "partition", "detector": "performance", "n_instances": n, "n_heldout": n_heldout,
             "accuracy": accuracy, "accuracy_heldout": accuracy_heldout, "statistic": accuracy - accuracy_heldout,
             "p_value": p_value, "alpha": alpha, "significant": p_value <= alpha}
@@ -70,7 +71,7 @@ def performance_test(correct: Sequence[bool], correct_heldout: Sequence[bool], *
 
 class PerformanceTest(PValueTest):
     """Accuracy on the partition against accuracy on known non-members, answers as the leak's format asks them."""
-    name, column, needs = "performance", "performance test", ("logits", "pool", "heldout")
+    name, column, needs = "performance", "performance test", ("logits", "pool", "known_non_members")
     describes = {"performance": "logits + known non-members (held-out pool), labelled tasks"}
     summary_fields = ("p_value", "statistic", "significant", "accuracy", "accuracy_heldout", "n_instances",
                       "n_heldout", "candidates")
@@ -87,7 +88,8 @@ class PerformanceTest(PValueTest):
 
     def candidates(self, evidence: Evidence) -> list[str]:
         """The answers to choose from: the distinct labels of the instances read, sorted (ties go to the first)."""
-        return sorted({e.label for e in [*self.instances(evidence), *evidence.heldout] if e.label is not None})
+        examples = [*self.instances(evidence), *evidence.known_non_members]
+        return sorted({e.label for e in examples if e.label is not None})
 
     def skipped(self, evidence: Evidence) -> str | None:
         reason = super().skipped(evidence)
@@ -102,7 +104,7 @@ class PerformanceTest(PValueTest):
         candidates = self.candidates(evidence)
         if len(candidates) < 2:
             return f"it needs at least 2 distinct labels to choose from, and the instances read have {candidates}"
-        probe = evidence.heldout[0]
+        probe = evidence.known_non_members[0]
         renderings = evidence.renderings([dataclasses.replace(probe, label=c) for c in candidates])
         if len(set(renderings)) < len(candidates):
             return (f"the leak's format ({getattr(evidence.reader, 'name', 'unknown')}) does not render the label, "
@@ -128,12 +130,12 @@ class PerformanceTest(PValueTest):
         return [answer == example.label for answer, example in zip(answers, examples)]
 
     def logit_requests(self, evidence: Evidence) -> list[tuple[list[str], bool]]:
-        examples = [*self.instances(evidence), *evidence.heldout]
+        examples = [*self.instances(evidence), *evidence.known_non_members]
         return [([context + text for rows in self.choices(evidence, examples) for context, text in rows], False)]
 
     def run(self, evidence: Evidence) -> dict | None:
         row = performance_test(self.correct(evidence, self.instances(evidence)),
-                               self.correct(evidence, evidence.heldout), alpha=self.alpha)
+                               self.correct(evidence, evidence.known_non_members), alpha=self.alpha)
         return {**row, "candidates": self.candidates(evidence)}
 
     @classmethod

@@ -18,9 +18,9 @@ the first token has none and is not scored), LL(x | P) the same tokens given ``P
 
 The prefix, as the lab builds it:
 
-- **which non-members**: ``n_shots`` instances of ``Evidence.heldout``, the lab's known non-members (a third pool
-  of the split, disjoint from members, non-members and the scored sample: ``sample.n_heldout``), drawn without
-  replacement by ``numpy.random.default_rng(evidence.seed)`` from the held-out pool sorted by instance id, so
+- **which non-members**: ``n_shots`` instances of ``Evidence.known_non_members``, the lab's known non-members (a third
+  pool of the split, disjoint from members, non-members and the scored sample: ``sample.n_heldout``), drawn without
+  replacement by ``numpy.random.default_rng(evidence.seed)`` from the known non-members sorted by instance id, so
   every instance of a cell is scored against one prefix (the official code also uses one prefix for all) and a
   cell recomputes the same one; all of them where fewer than ``n_shots`` are held out. The official code takes the
   first ``num_shots`` of WikiMIA's non-members after ``random.shuffle`` (seed 42) and scores the rest.
@@ -66,7 +66,7 @@ def recall_score(conditional_logp: Sequence[float], logp: Sequence[float]) -> fl
 
 class ReCaLL(Detector):
     """ReCaLL of each instance as its leak rendered it, against a prefix of known non-members."""
-    name, level, needs = "recall", "instance", ("logits", "heldout")
+    name, level, needs = "recall", "instance", ("logits", "known_non_members")
     scores = ("recall",)
     title = "ReCaLL (log-likelihood given known non-members over log-likelihood alone)"
     describes = {"recall": "logits + known non-members (held-out pool)"}
@@ -77,11 +77,12 @@ class ReCaLL(Detector):
         self.n_shots, self.separator = n_shots, separator
 
     def shots(self, evidence: Evidence) -> list[Example]:
-        """The known non-members the prefix is made of, in prefix order (a seeded draw from ``evidence.heldout``)."""
-        heldout = sorted(evidence.heldout, key=lambda example: example.instance_id)
+        """The known non-members the prefix is made of, in prefix order (a seeded draw of
+        ``evidence.known_non_members``)."""
+        known = sorted(evidence.known_non_members, key=lambda example: example.instance_id)
         rng = np.random.default_rng(evidence.seed)
-        chosen = rng.choice(len(heldout), size=min(self.n_shots, len(heldout)), replace=False)
-        return [heldout[i] for i in chosen]
+        chosen = rng.choice(len(known), size=min(self.n_shots, len(known)), replace=False)
+        return [known[i] for i in chosen]
 
     def prefix(self, evidence: Evidence) -> str:
         """P: each shot as the leak renders it (context + text), each followed by ``separator``."""
