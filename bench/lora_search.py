@@ -43,7 +43,7 @@ def run(setting: str, seed: int, cache: Path, extra: list[str] = ()) -> dict:
     started = time.time()
     plan = study.plan(study.sample())
     sampled = plan.draw.study(*study.design.pairs[0], cfg.sample.n_detect, cfg.sample.draw)
-    contaminated = study.contaminate(plan, cache / "unused")
+    contaminated = study.train(plan, cache / "unused")
     train_s = time.time() - started
     models = StudyModels(cfg.detect, placement, {"contaminated": (contaminated.model, contaminated.record["id"]),
                                           "clean": contaminated.clean}, setup.serving, setup.detectors)

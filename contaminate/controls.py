@@ -41,7 +41,7 @@ class Control:
         self.name = name or self.name  # as conf/plant/control/<name>.yaml names it
 
     def trained_with(self, planted) -> list | None:
-        """The documents trained as the control in the contaminate stage itself, beside the contaminated model (the
+        """The documents trained as the control in the train stage itself, beside the contaminated model (the
         regime's ``control``), or None."""
         return None
 

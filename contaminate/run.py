@@ -13,7 +13,7 @@ bottom:
 
     setup (every component built once and checked, nothing read or trained) -> sample (every group, one draw:
     contaminate/sampling.py; a ``GroupDraw``) -> plan (what is trained; a ``Plan``) -> decontaminate (the
-    data-side check of it, contaminate/decontam.py) -> contaminate (the one checkpoint store:
+    data-side check of it, contaminate/decontam.py) -> train (the one checkpoint store:
     contaminate/checkpoints.py; a ``Contaminated``) -> per group: detect, summarize, write (contaminate/stages.py
     ``study_group``) -> finish (a planted run's plant.json). With ``decontam.only`` it stops after decontaminate
     (decontamination.json), nothing trained
@@ -47,8 +47,8 @@ from contaminate.stages import (
     Reading,
     Setup,
     check_study,
-    contaminate,
     study_group,
+    train_models,
 )
 from contaminate.study_models import StudyModels
 from detect.errors import InputError
@@ -132,11 +132,11 @@ class Run:
             (out_dir / "decontamination.json").write_text(json.dumps(found, indent=2))
         return found
 
-    def contaminate(self, plan: Plan, out_dir: Path) -> Contaminated | None:
+    def train(self, plan: Plan, out_dir: Path) -> Contaminated | None:
         """The trained models (of what ``plan`` laid out, and what the control trains after them: the swap twin),
         or reused; None for an API dry run or a non-main process of a distributed launch."""
         control = self.design.control
-        contaminated = contaminate(plan, self.placement, out_dir, self.setup, post_control=control.post_control)
+        contaminated = train_models(plan, self.placement, out_dir, self.setup, post_control=control.post_control)
         return None if contaminated is None else control.after(contaminated, plan, self.setup, self.placement)
 
     def unfinished(self, out_dir: Path) -> dict:
@@ -195,7 +195,7 @@ def run_config(cfg, out_dir: Path) -> dict:
     decontamination = run.decontaminate(plan)  # before training: would decontamination have caught it?
     if run.decontamination_asked_only:  # the data-side check of the stream alone: nothing trained
         return run.decontamination_only(decontamination, out_dir)
-    contaminated = run.contaminate(plan, out_dir)
+    contaminated = run.train(plan, out_dir)
     if contaminated is None:  # an API dry run, or a non-main process of a distributed launch
         return run.unfinished(out_dir)
     timings["train_s"] = round(contaminated.seconds, 1)

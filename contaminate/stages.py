@@ -1,4 +1,4 @@
-"""The stages every run goes through: setup (``check_study``), contaminate, then per group detect -> summarize ->
+"""The stages every run goes through: setup (``check_study``), train, then per group detect -> summarize ->
 write, on cells whose ground truth is known; contaminate/run.py's ``Run`` runs them, for a study and a planted run
 alike. Beside them the study's own design (``OneGroup``: its members trained alone or diluted, its non-members held
 out; a planted run's is contaminate/planted.py's ``PlantedStream``).
@@ -126,7 +126,7 @@ OPERATIONAL = {"_target_", "force", "dry_run", "api_key_env", "max_retries", "po
 
 @dataclass
 class Contaminated:
-    """What the contaminate stage leaves: the base, contaminated and control models and how they came about."""
+    """What the train stage leaves: the base, contaminated and control models and how they came about."""
     base: ModelRef
     model: ModelRef
     folder: Path
@@ -159,7 +159,7 @@ class Contaminated:
 class Plan:
     """What the plan stage lays out, nothing trained yet: the draw it laid out, the base model's tokenizer that cut
     and counted it, what was laid out (a study's ``Regime``, a planted run's ``PlantedRegime``: each group's view is
-    cut from it), the one training run as the contaminate stage trains it (``trained``, a ``Regime``) and every
+    cut from it), the one training run as the train stage trains it (``trained``, a ``Regime``) and every
     instance in it (``members``), the split its checkpoint's key names (the run's dataset's, where it plants a group
     of it), each group's format name (the data-side check reads it beside ``trained.stream``) and what a planted run
     adds to its checkpoint's key (its groups)."""
@@ -206,12 +206,12 @@ class Setup:
     detectors: list[Detector]
     judge: Any
     post_train: Any = None  # contaminate/training/post.py: the stage after the leak (post_train=sft|grpo), or None
-    training: Training | None = None  # what the contaminate stage keys and stores its checkpoints by
+    training: Training | None = None  # what the train stage keys and stores its checkpoints by
 
 
 @dataclass(frozen=True)
 class Training:
-    """What the contaminate stage reads of the run's config, taken from it at setup: the base model, the run's
+    """What the train stage reads of the run's config, taken from it at setup: the base model, the run's
     dataset and format (a checkpoint's key names them), the trainer's settings as keyed (``OPERATIONAL`` and the
     logging keys left out), the seed, and the checkpoint store (``cache_dir``, ``contaminate.force``)."""
     base: ModelRef
@@ -399,10 +399,10 @@ def check_reference_corpus(detectors: Sequence[Detector], background) -> None:
                              f"corpus={STDLIB_DOCSTRINGS} (the default) or another corpus")
 
 
-# --- contaminate ----------------------------------------------------------------------------------------------
+# --- train ----------------------------------------------------------------------------------------------------
 
 
-def contaminate(plan: Plan, placement: Placement, out_dir: Path, setup: Setup, *,
+def train_models(plan: Plan, placement: Placement, out_dir: Path, setup: Setup, *,
                 post_control: bool = True) -> Contaminated | None:
     """The contaminated checkpoint for this training config (and, with a background, its control): reused when a
     finished one exists, else trained. None for an API dry run (``estimate.json`` written) and in the non-main

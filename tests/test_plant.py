@@ -670,7 +670,7 @@ def test_the_stages_pass_records_and_a_design_keeps_nothing_between_them(compose
     from contaminate.stages import Plan
 
     stages = [name for name in vars(Design) if not name.startswith("_") and callable(getattr(Design, name))]
-    assert set(stages) == {"plan", "view", "finish"}  # contaminate: the run's, one for both
+    assert set(stages) == {"plan", "view", "finish"}  # train: the run's, one for both
     for cfg in (compose_config("contaminate", TINY), compose_config("contaminate", TINY_STUDY)):
         run = Run(cfg, None)
         for name in stages:  # no stage is handed the Run (the recipe) to call back into
