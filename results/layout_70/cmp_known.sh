@@ -2,7 +2,7 @@
 # compare_runs proof of 2a4fbd4 (the known non-members renamed in code) where they are read inside a cell: a tiny
 # study with ReCaLL's prefix and the performance test on (results/layout_70/cmp.sh's study, those two detectors
 # turned back on), from frozen worktrees of BEFORE and AFTER, each with an empty cache.
-# Run from the repository root: bash results/layout_70/cmp_known.sh BEFORE AFTER > results/layout_70/cmp_known.out
+# Run from the repository root: bash results/layout_70/cmp_known.sh BEFORE AFTER > results/layout_70/cmp_known-AFTER.out
 set -u
 BEFORE=$1 AFTER=$2
 ROOT=$(git rev-parse --show-toplevel)

@@ -1,9 +1,9 @@
 """The README's table from the committed logs: each run's files compared (``<run>.txt``, compare_runs' output for
 the last step), its differences at each step (``cmp-<commit>.out``'s ``TOTAL differences``) and its seconds before and
 after the last step (the logs' ``/usr/bin/time`` lines); then the study that reads the known non-members inside its
-cells (``cmp_known.out``, cmp_known.sh's log: the last step alone).
+cells (``cmp_known-<commit>.out``, cmp_known.sh's logs, from the step that renamed them on).
 
-    python results/layout_70/table.py 4f4e4db 4aaa03a b739f12 2a4fbd4 > results/layout_70/table.md
+    python results/layout_70/table.py 4f4e4db 4aaa03a b739f12 2a4fbd4 ef63d03 > results/layout_70/table.md
 """
 
 import re
@@ -45,11 +45,12 @@ def main() -> None:
         counts = [f"**{differences(logs[step])[run]}**" for step in steps]
         print(row([f"`{run}`", compared, *counts,
                    f"{seconds(logs[last], before)[run]:.1f} / {seconds(logs[last], last)[run]:.1f}"]))
-    known = (HERE / "cmp_known.out").read_text()
-    compared = sum(1 for line in known.splitlines() if re.search(r": (identical|\d+ differences|only in)", line))
-    print(row(["`known`", compared, *(["-"] * (len(steps) - 1)), f"**{differences(known)['known']}**",
-               f"{seconds(known, before)['known']:.1f} / {seconds(known, last)['known']:.1f}"]))
-
+    known = {step: (HERE / f"cmp_known-{step}.out").read_text() for step in steps
+             if (HERE / f"cmp_known-{step}.out").is_file()}
+    compared = sum(1 for line in known[last].splitlines() if re.search(r": (identical|\d+ differences|only in)", line))
+    print(row(["`known`", compared, *(f"**{differences(known[step])['known']}**" if step in known else "-"
+                                      for step in steps),
+               f"{seconds(known[last], before)['known']:.1f} / {seconds(known[last], last)['known']:.1f}"]))
 
 if __name__ == "__main__":
     main()
