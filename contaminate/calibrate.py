@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from contaminate.analyses.answers import table as answers_table
 from contaminate.calibration.constants import (  # noqa: F401  (the library's names, public here as before)
     DEFAULT_JUDGE,
     EXACT_FPR,
@@ -109,8 +110,6 @@ def main(argv: Sequence[str] | None = None) -> Path:
     (out / "calibration.json").write_text(json.dumps(result.to_json(), indent=1))
     write_cards(result.cards, out)
     write_reports(result, out)
-    from contaminate.calibration.answers import table as answers_table
-
     # did the models answer the paper's instruction? each answer classed, by reading, pool and dose (issue 45)
     (out / "answers.md").write_text(answers_table(result.sources))
     if args.keep_studies:

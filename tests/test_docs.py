@@ -315,12 +315,12 @@ def test_the_readme_first_command_output_is_what_the_command_prints_from_the_mea
 
 def test_the_profile_answers_table_is_the_modules_output():
     """results/profile_cpu/answers.md (included in its README): every answer of the committed rows classed again
-    (follow.py) and its follow rate over runs, as python -m contaminate.calibration.answers prints it."""
-    from contaminate.calibration.answers import main
+    (follow.py) and its follow rate over runs, as python -m contaminate.analyses.answers prints it."""
+    from contaminate.analyses.answers import main
 
     folders = [str(HEADLINE / "humaneval" / "studies"), str(HEADLINE / "synth_nli" / "studies")]
     assert main(folders) == (HEADLINE / "answers.md").read_text(), \
-        "python -m contaminate.calibration.answers results/profile_cpu/{humaneval,synth_nli}/studies > .../answers.md"
+        "python -m contaminate.analyses.answers results/profile_cpu/{humaneval,synth_nli}/studies > .../answers.md"
 
 
 def test_a_planted_run_resumed_from_the_cache_says_its_detection_time_is_the_last_invocations(tmp_path):

@@ -1,7 +1,7 @@
 """Did the models answer? Each generated answer's class (detect/detectors/time_travel/follow.py) over a sweep's studies,
 by dataset, reading, pool and dose, with the follow rate's mean over independent units (member draws).
 
-    python -m contaminate.calibration.answers results/profile_cpu/{humaneval,synth_nli}/studies
+    python -m contaminate.analyses.answers results/profile_cpu/{humaneval,synth_nli}/studies
 
 The classes are recomputed from each row's raw answer (a study written before the classifier has none stored), so a
 committed sweep says how often its model answered the paper's instruction at all. The pools are the contaminated
