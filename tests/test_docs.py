@@ -387,14 +387,14 @@ def test_the_readme_study_table_is_the_scripts_output():
 
 
 def test_the_dose0_table_is_the_scripts_output():
-    """results/humaneval_dose0/table.md (included in its README) as contaminate/analyses/dose0.py prints it from the
+    """results/humaneval_dose0/table.md (included in its README) as contaminate/reports/dose0.py prints it from the
     committed summary and rows of the base model's run on all of HumanEval (issue 34 item 3)."""
 
-    from contaminate.analyses import dose0 as dose0_table
+    from contaminate.reports import dose0 as dose0_table
 
     folder = ROOT / "results" / "humaneval_dose0"
     assert dose0_table.main(str(folder)) == (folder / "table.md").read_text(), \
-        "python -m contaminate.analyses.dose0 results/humaneval_dose0 > results/humaneval_dose0/table.md"
+        "python -m contaminate.reports.dose0 results/humaneval_dose0 > results/humaneval_dose0/table.md"
 
 
 def test_the_replicas_tables_are_the_scripts_output():

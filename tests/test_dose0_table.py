@@ -1,4 +1,4 @@
-"""contaminate/analyses/dose0.py (issue 34 item 3): the base model's dose-0 reading of a benchmark, from a python -m
+"""contaminate/reports/dose0.py (issue 34 item 3): the base model's dose-0 reading of a benchmark, from a python -m
 detect run folder; Algorithm 2 also read at the paper's sample size, checked by hand."""
 
 import json
@@ -6,7 +6,7 @@ import json
 import pytest
 from lean import lean
 
-from contaminate.analyses import dose0 as dose0_table
+from contaminate.reports import dose0 as dose0_table
 from detect.pipeline import main as run_detect
 
 RULE = {"min_exact": 1, "min_near_exact": 2}

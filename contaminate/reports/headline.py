@@ -19,7 +19,7 @@
 
 A folder without calibration.json holds one calibration a dataset (results/profile_cpu: humaneval/, synth_nli/),
 each printed under its name; ``--dose0 <folder>`` adds the untouched base model's verdicts from a ``python -m detect``
-run of the whole benchmark (contaminate/analyses/dose0.py: no ground truth, one reading).
+run of the whole benchmark (contaminate/reports/dose0.py: no ground truth, one reading).
 
 Reads calibration.json. The headline tables are this script's output, never typed by hand: a doc includes the file
 it was written to (contaminate/reports/includes.py), and tests/test_docs.py checks both still agree.
@@ -31,8 +31,8 @@ import argparse
 import json
 from pathlib import Path
 
-from contaminate.analyses import dose0 as dose0_table
 from contaminate.calibration.recipe import rates_text
+from contaminate.reports import dose0 as dose0_table
 from contaminate.reports.calibration_product import aa_lines
 from contaminate.reports.calibration_regimes import VERDICT_NAMES, fraction, interval
 from detect.detectors import labelled
@@ -160,7 +160,7 @@ def verdicts(calibration: dict) -> list[str]:
 
 
 def dose0(folder: Path, dataset: str) -> list[str]:
-    """The untouched base model on the whole benchmark (contaminate/analyses/dose0.py's verdicts), where ``folder`` is a
+    """The untouched base model on the whole benchmark (contaminate/reports/dose0.py's verdicts), where ``folder`` is a
     run of ``dataset``: no ground truth."""
     summary, rows = dose0_table.read_run(folder)
     if summary["dataset"] != dataset:

@@ -2,7 +2,7 @@
 ``python -m detect`` run folder (summary.json, results.jsonl).
 
     python -m detect +dataset=humaneval sample.n_detect=164 hydra.run.dir=runs/humaneval_dose0
-    python -m contaminate.analyses.dose0 runs/humaneval_dose0 > results/humaneval_dose0/table.md
+    python -m contaminate.reports.dose0 runs/humaneval_dose0 > results/humaneval_dose0/table.md
 
 The folder needs ``summary.json`` and ``results.jsonl`` (or the ``results.jsonl.gz`` a results folder keeps).
 
