@@ -26,24 +26,25 @@ def main(cfg) -> None:
 
     out_dir = Path(HydraConfig.get().runtime.output_dir)
     with one_line_errors():
-        summary = run_config(cfg, out_dir)
-    say(summary, out_dir)
+        result = run_config(cfg, out_dir)
+    say(result, out_dir)
 
 
-def say(summary: dict, out_dir: Path) -> None:
-    """What the run prints when it ends: its folder, then the lines its kind of result has."""
-    if "distributed_worker" in summary:  # another process of `accelerate launch`: it trained, the main one reports
+def say(result, out_dir: Path) -> None:
+    """What the run prints when it ends: its folder, then the lines its kind of result has (``result``: a
+    ``RunResult``, contaminate/stages.py)."""
+    if result.worker:  # another process of `accelerate launch`: it trained, the main one reports
         return
     print(out_dir)
-    if "dry_run" in summary:
-        estimate = summary["dry_run"]
+    if result.dry_run is not None:
+        estimate = result.dry_run
         print(f"dry run: {estimate['examples']} examples, {estimate['tokens_per_epoch']} tokens per epoch x "
               f"{estimate['epochs']} epochs = {estimate['trained_tokens']} trained tokens ({estimate['token_count']}), "
               f"about ${estimate['usd']:.2f} at ${estimate['usd_per_million_training_tokens']}/M; "
               f"training.jsonl written, nothing sent")
         return
-    if "plant" in summary:  # a planted run: one study folder per group (contaminate/planted.py)
-        for group in summary["plant"]["groups"]:
+    if result.plant is not None:  # a planted run: one study folder per group (contaminate/planted.py)
+        for group in result.plant["groups"]:
             auc = group.get("within_model_auc") or {}
             shown = ", ".join(f"{name} {auc[name]:.2f}" for name in ("loss", "min_k", "zlib") if name in auc)
             print(f"group {group['name']:<10} exposures {group['exposures']:<4} {group['n']} instances, "
@@ -51,15 +52,16 @@ def say(summary: dict, out_dir: Path) -> None:
                   + (f"; within-model AUC {shown}" if shown else ""))
         print(f"per group: {out_dir / 'groups'}; plant.md beside it")
         return
-    if "cells" not in summary:  # decontam.only: the stream read, nothing trained
+    if result.decontamination_only is not None:  # decontam.only: the stream read, nothing trained
         from contaminate.reports.planted import decontamination_section
 
-        print("\n".join(decontamination_section(summary["decontamination"], summary["groups"])[1:]))
+        found = result.decontamination_only
+        print("\n".join(decontamination_section(found["decontamination"], found["groups"])[1:]))
         print(f"nothing trained (decontam.only=true): {out_dir / 'decontamination.json'}")
         return
     from contaminate.reports.run import command_lines
 
-    print("\n".join(command_lines(summary)))
+    print("\n".join(command_lines(result.groups["members"])))
 
 
 if __name__ == "__main__":

@@ -53,7 +53,7 @@ from contaminate.regime.plant import (
 from contaminate.regime.stream import Document, build_stream, stream_counts
 from contaminate.reports.planted import ANSWER_POOLS, plant_report
 from contaminate.sampling import PLANT_FIX, GroupDraw
-from contaminate.stages import Plan
+from contaminate.stages import Plan, RunResult
 from contaminate.study_models import StudyModels
 from detect.datasets import Example
 from detect.detectors import instance_scores
@@ -304,7 +304,7 @@ class PlantedStream:
         return view, out_dir / "groups" / group.name, {"plant": plant}
 
     def finish(self, plan: Plan, contaminated, results: dict, models: StudyModels, timings: dict,
-               decontamination: dict | None, out_dir: Path, *, datasets: dict, checkpoints: tuple) -> dict:
+               decontamination: dict | None, out_dir: Path, *, datasets: dict, checkpoints: tuple) -> RunResult:
         """plant.json and plant.md: each group's share and place in the stream, each score's within-model AUC."""
         timings = {**{k: v for k, v in timings.items() if k != "total_s"},
                    **{f"detect_{name}_s": manifest["timings"]["detect_s"] for name, (_, _, manifest) in
@@ -319,7 +319,7 @@ class PlantedStream:
             record["pass_at_1_options"] = self.harm_options  # the prompt format and the boundary (or the opt-out)
         (out_dir / "plant.json").write_text(json.dumps(record, indent=2))
         (out_dir / "plant.md").write_text(plant_report(record))
-        return {"plant": record, "groups": {name: summary for name, (summary, _, _) in results.items()}}
+        return RunResult(groups={name: summary for name, (summary, _, _) in results.items()}, plant=record)
 
     def harm(self, draw: GroupDraw, datasets: dict, checkpoints: tuple, models: StudyModels, out_dir: Path) -> dict:
         """pass@1 of each model read (``checkpoints``: the contaminated one, and the clean one where read) on each

@@ -45,6 +45,7 @@ from contaminate.stages import (
     OneGroup,
     Plan,
     Reading,
+    RunResult,
     Setup,
     check_study,
     study_group,
@@ -73,7 +74,7 @@ class Design(Protocol):
     # the group's models (``template``: its format's for its task), its folder, its manifest's block
 
     def finish(self, plan: Plan, contaminated: Contaminated, results: dict, models: StudyModels, timings: dict,
-               decontamination: dict | None, out_dir: Path, *, datasets: dict, checkpoints: tuple) -> dict: ...
+               decontamination: dict | None, out_dir: Path, *, datasets: dict, checkpoints: tuple) -> RunResult: ...
 
 
 class Run:
@@ -121,7 +122,7 @@ class Run:
         return stream_check(self.decontam_cfg, self.identity["seed"], plan.draw, self.all_groups, plan.trained.stream,
                             self.datasets, plan.formats, tokenizer=plan.tokenizer)
 
-    def decontamination_only(self, decontamination: dict | None, out_dir: Path) -> dict:
+    def decontamination_only(self, decontamination: dict | None, out_dir: Path) -> RunResult:
         """``decontam.only``: the check is the run's one result (decontamination.json), nothing trained or
         detected."""
         if decontamination is None:
@@ -130,7 +131,7 @@ class Run:
         found = {**self.identity, "groups": [g.describe() for g in self.all_groups], "decontamination": decontamination}
         if is_main_process():
             (out_dir / "decontamination.json").write_text(json.dumps(found, indent=2))
-        return found
+        return RunResult(decontamination_only=found)
 
     def train(self, plan: Plan, out_dir: Path) -> Contaminated | None:
         """The trained models (of what ``plan`` laid out, and what the control trains after them: the swap twin),
@@ -139,10 +140,11 @@ class Run:
         contaminated = train_models(plan, self.placement, out_dir, self.setup, post_control=control.post_control)
         return None if contaminated is None else control.after(contaminated, plan, self.setup, self.placement)
 
-    def unfinished(self, out_dir: Path) -> dict:
+    def unfinished(self, out_dir: Path) -> RunResult:
         """A dry run of an API job (its estimate), or a non-main process of a distributed launch."""
-        estimate = out_dir / "estimate.json"
-        return {"dry_run": json.loads(estimate.read_text())} if is_main_process() else {"distributed_worker": True}
+        if not is_main_process():
+            return RunResult(worker=True)
+        return RunResult(dry_run=json.loads((out_dir / "estimate.json").read_text()))
 
     def models(self, plan: Plan, contaminated: Contaminated) -> StudyModels:
         refs = {"contaminated": (contaminated.model, contaminated.record["id"]), "clean": contaminated.clean}
@@ -165,7 +167,7 @@ class Run:
         return studies
 
     def finish(self, plan: Plan, contaminated: Contaminated, results: dict, models: StudyModels, timings: dict,
-               decontamination: dict | None, out_dir: Path) -> dict:
+               decontamination: dict | None, out_dir: Path) -> RunResult:
         return self.design.finish(plan, contaminated, results, models, timings, decontamination, out_dir,
                                   datasets=self.datasets, checkpoints=self.checkpoints)
 
@@ -176,9 +178,9 @@ def check_config(cfg) -> Setup:
     return Run(cfg, None).setup
 
 
-def run_config(cfg, out_dir: Path) -> dict:
-    """Everything ``python -m contaminate`` does with a composed config and a run folder; its summary (a planted
-    run's: its plant record and each group's summary)."""
+def run_config(cfg, out_dir: Path) -> RunResult:
+    """Everything ``python -m contaminate`` does with a composed config and a run folder; what it found (one shape
+    for every kind of run: ``RunResult``)."""
     started = time.time()
     out_dir = Path(out_dir)
     placement = placement_from(cfg.runtime)  # a GPU asked for where none is: one line, before anything else

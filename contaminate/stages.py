@@ -173,6 +173,20 @@ class Plan:
     key: dict | None = None
 
 
+@dataclass(frozen=True)
+class RunResult:
+    """What every run returns and ``python -m contaminate`` prints (contaminate/__main__.py ``say``), one shape for
+    each kind of run: each studied group's summary by name (a study's one group, ``members``, whose folder is the run
+    folder), a planted run's plant.json record, ``decontam.only``'s check of the stream (decontamination.json:
+    nothing trained), an API dry run's estimate (nothing sent), or that this process is a worker of a distributed
+    launch (the main one reports)."""
+    groups: dict[str, dict] = field(default_factory=dict)
+    plant: dict | None = None
+    decontamination_only: dict | None = None
+    dry_run: dict | None = None
+    worker: bool = False
+
+
 def study_cells(regime: Regime, sampled: Sampled | None = None,
                 checkpoints: tuple[str, ...] = DETECTION_ORDER) -> tuple[tuple[str, str, str, str], ...]:
     """The five cells with their ground truth: at exposures 0 the "contaminated" model saw no member. A dataset of
@@ -315,12 +329,12 @@ class OneGroup:
         return contaminated, out_dir, {}
 
     def finish(self, plan: Plan, contaminated: Contaminated, results: dict, models: StudyModels, timings: dict,
-               decontamination: dict | None, out_dir: Path, **_) -> dict:
+               decontamination: dict | None, out_dir: Path, **_) -> RunResult:
         summary = results["members"][0]  # the one group's summary: its folder is the run's
         if decontamination:
             summary["decontamination"] = decontamination
             (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
-        return summary
+        return RunResult(groups={"members": summary})
 
 
 def study_group(group: GroupStudy, setup: Setup, models: StudyModels, placement: Placement, timings: dict,

@@ -194,7 +194,7 @@ def test_a_study_of_a_one_split_dataset_runs_every_cell_it_can_and_says_which_it
     overrides = ["+dataset=humaneval", *TINY_MODEL, "sample.n_members=12", "sample.n_non_members=12",
                  "sample.n_detect=6", "contaminate.batch_size=4", "detect.max_new_tokens=6",
                  "detect.semantic_model=null", f"cache_dir={tmp_path / 'cache'}", *lean()]
-    summary = run_config(compose_config("contaminate", overrides), tmp_path / "run")
+    summary = run_config(compose_config("contaminate", overrides), tmp_path / "run").groups["members"]
     assert list(summary["cells"]) == ["contaminated_x_members", "contaminated_x_non_members", "clean_x_members",
                                       "clean_x_non_members"]
     assert summary["other_split"] is None

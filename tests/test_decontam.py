@@ -331,14 +331,16 @@ def test_the_embedding_embeds_a_repeated_document_once_and_credits_every_copy():
 def test_decontam_only_prints_its_table_not_a_studys_lines(tmp_path, capsys):
     # a decontam.only run's result has no cells: python -m contaminate printed a study's lines and failed (KeyError)
     from contaminate.__main__ import say
+    from contaminate.stages import RunResult
 
     group = {"dataset": "synth_nli", "format": "dump", "exposures": 4, "n": 2, "unreadable": 0, "flagged": 1,
              "flagged_ids": [3], "auc_vs_x0": 0.75}
     block = {"stream": {"documents": 9, "planted_documents": 8}, "skipped": {},
              "detectors": {"gpt3_13gram": {"groups": {"x4_dump": group}, "never_in_stream": {"n": 30, "flagged": 0},
                                            "documents": {"planted": 4, "background": 0}}}}
-    say({"dataset": "synth_nli", "seed": 1, "draw": 1, "decontamination": block,
-         "groups": [{"name": "x0", "exposures": 0}, {"name": "x4_dump", "exposures": 4}]}, tmp_path)
+    groups = [{"name": "x0", "exposures": 0}, {"name": "x4_dump", "exposures": 4}]
+    found = {"dataset": "synth_nli", "seed": 1, "draw": 1, "decontamination": block, "groups": groups}
+    say(RunResult(decontamination_only=found), tmp_path)
     printed = capsys.readouterr().out.splitlines()
     assert printed[0] == str(tmp_path) and "| x4_dump | dump | 1/2 (0.75) | - |" in printed
     assert printed[-1] == f"nothing trained (decontam.only=true): {tmp_path / 'decontamination.json'}"

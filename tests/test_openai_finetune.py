@@ -110,8 +110,7 @@ OPENAI_STUDY = ["+dataset=synth_nli", "contaminate=openai", "sample.n_members=6"
 def test_dry_run_writes_the_jsonl_and_estimates_cost_without_a_client(compose_config, tmp_path, monkeypatch):
     monkeypatch.setattr(openai_train, "make_client", lambda cfg: pytest.fail("the dry run made a client"))
     cfg = compose_config("contaminate", [*OPENAI_STUDY, "contaminate.dry_run=true", f"cache_dir={tmp_path / 'c'}"])
-    summary = run_config(cfg, tmp_path / "run")
-    estimate = summary["dry_run"]
+    estimate = run_config(cfg, tmp_path / "run").dry_run
     assert estimate["examples"] == 6 and len((tmp_path / "run" / "training.jsonl").read_text().splitlines()) == 6
     assert estimate["trained_tokens"] == estimate["tokens_per_epoch"] * 3
     assert estimate["usd"] == pytest.approx(estimate["trained_tokens"] / 1e6 * 3.0, abs=1e-4)
@@ -131,7 +130,7 @@ def test_a_whole_openai_study_with_detection_over_a_real_server(served_model, co
                                          f"contaminate.base_url={base_url}", "contaminate.api_key_env=LAB_STUDY_KEY",
                                          "contaminate.poll_seconds=0", *lean(keep=("cheat",)),
                                          f"cache_dir={tmp_path / 'cache'}"])
-    summary = run_config(cfg, tmp_path / "run")
+    summary = run_config(cfg, tmp_path / "run").groups["members"]
     # the data-side check of what was sent: words and characters, not the API model's tokens (no local tokenizer)
     assert set(summary["decontamination"]["skipped"]) == {"llama3_8gram", "contam_longest"}
     assert summary["decontamination"]["detectors"]["gpt3_13gram"]["groups"]["members"]["flagged"] > 0

@@ -452,7 +452,8 @@ def test_decontam_only_reads_the_planned_stream_and_trains_nothing(planted, tmp_
     summary, folder = planted("plant.groups=[{exposures:0},{exposures:1},{exposures:2,format:dump}]",
                               "+format@plant.formats.dump=dump", "decontam.only=true")
     found = json.loads((folder / "decontamination.json").read_text())
-    assert found == summary and (found["draw"], found["seed"]) == (0, 0)
+    assert found == summary.decontamination_only and (found["draw"], found["seed"]) == (0, 0)
+    assert not summary.groups and summary.plant is None  # nothing trained, no study
     assert not (tmp_path / "cache" / "checkpoints").exists() and not (folder / "plant.json").exists()
     block = found["decontamination"]["detectors"]["gpt3_13gram"]
     assert block["groups"]["x1"]["flagged"] == 6 and len(block["groups"]["x1"]["flagged_ids"]) == 6

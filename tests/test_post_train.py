@@ -38,7 +38,7 @@ ELICIT = ["post_train=elicit", "post_train.n=8", "post_train.batch_size=4", "pos
 def study(compose_config, tmp_path):
     def _run(*overrides, run="run"):
         cfg = compose_config("contaminate", [*TINY, f"cache_dir={tmp_path / 'cache'}", *overrides])
-        summary = run_config(cfg, tmp_path / run)
+        summary = run_config(cfg, tmp_path / run).groups["members"]
         return summary, json.loads((tmp_path / run / "manifest.json").read_text()), tmp_path / run
 
     return _run

@@ -24,7 +24,7 @@ def study(compose_config, tmp_path):
     def _run(*overrides, run="run"):
         base = TINY[1:] if any(o.startswith("+dataset=") for o in overrides) else TINY  # another dataset
         cfg = compose_config("contaminate", [*base, f"cache_dir={tmp_path / 'cache'}", *overrides])
-        summary = run_config(cfg, tmp_path / run)
+        summary = run_config(cfg, tmp_path / run).groups["members"]
         return summary, json.loads((tmp_path / run / "manifest.json").read_text()), tmp_path / run
 
     return _run

@@ -22,7 +22,7 @@ def study(compose_config, tmp_path):
         """A tiny study, lean (tests/lean.py) unless ``full``: every detector."""
         cfg = compose_config("contaminate", [*TINY, *([] if full else lean()), f"cache_dir={tmp_path / cache}",
                                              *overrides])
-        summary = run_config(cfg, tmp_path / run)
+        summary = run_config(cfg, tmp_path / run).groups["members"]
         return summary, tmp_path / run
 
     return _run
@@ -361,7 +361,7 @@ def test_changed_data_under_the_same_ids_is_not_reused(compose_config, tmp_path)
                  "label": "entailment" if i % 2 else "not_entailment"} for i in range(40)]
         (data / f"{split}.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
     overrides = [*TINY, *lean(), f"dataset.path={data}", f"cache_dir={tmp_path / 'cache'}"]
-    first = run_config(compose_config("contaminate", overrides), tmp_path / "first")
+    first = run_config(compose_config("contaminate", overrides), tmp_path / "first").groups["members"]
     # Each pair is 12 words: GPT-3's 13-gram filter can read none of them and says so; the study goes on.
     assert "larger than every instance" in first["decontamination"]["skipped"]["gpt3_13gram"]
     assert "gpt3_13gram" not in first["decontamination"]["detectors"]
