@@ -3,7 +3,7 @@ the last step), its differences at each step (``cmp-<commit>.out``'s ``TOTAL dif
 after the last step (the logs' ``/usr/bin/time`` lines); then the study that reads the known non-members inside its
 cells (``cmp_known-<commit>.out``, cmp_known.sh's logs, from the step that renamed them on).
 
-    python results/layout_70/table.py 4f4e4db 4aaa03a b739f12 2a4fbd4 ef63d03 > results/layout_70/table.md
+    python results/layout_70/table.py 4f4e4db 4aaa03a b739f12 2a4fbd4 ef63d03 7c6cb73 > results/layout_70/table.md
 """
 
 import re
