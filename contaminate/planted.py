@@ -265,22 +265,23 @@ class PlantedStream:
             check_pass_at_1({key: datasets[key] for key in self.pass_at_1},
                             {cfg.dataset.key: cfg.get("split")}, sandbox=self.harm_options["sandbox"])
         self.trained = [g for g in self.groups if g.planted]
+        # the group whose split the checkpoint's key names: the first planted group of the run's dataset, else the
+        # first planted group; post-training trains on the run's dataset's other split (contaminate/training/post.py)
+        own = next((g for g in self.trained if g.dataset is None), None)
         post_train = (cfg.get("post_train") or {}).get("name", "none")
-        if post_train != "none" and all(g.dataset is not None for g in self.trained):
-            # post-training trains on the run's dataset's other split (contaminate/training/post.py)
+        if own is None and post_train != "none":
             raise InputError(f"post_train={post_train} trains on the run's dataset {cfg.dataset.key}, and every "
                              f"planted group plants another; plant a group of {cfg.dataset.key} or use "
                              f"post_train=none")
+        self.lead = own or self.trained[0]
         self.pairs = [(g, never_planted_group(self.groups, g)) for g in self.trained]  # each studied against its x0
         self.never_planted = None  # the other split's pool: as large as each dataset's first never-planted group
 
     def plan(self, draw: GroupDraw, tokenizer, setup, layouts: dict, datasets: dict) -> Plan:
         """The planted stream: each group's documents among the background, where they fell, the control's; the
-        split and the groups the checkpoint's key names (the split: the first planted group's of the run's dataset,
-        else the first planted group's)."""
+        split (``lead``'s) and the groups the checkpoint's key names."""
         if self.pass_at_1:  # pass@1 in chat asks the base model's template: one line before anything trains
             check_prompt_format(self.harm_options["prompt_format"], TemplateOf(tokenizer))
-        lead = next((g for g in self.trained if g.dataset is None), self.trained[0])
         planted = plan_planted(self.plant, draw, self.groups, tokenizer, setup.background, setup.format, layouts,
                                datasets, seed=self.seed, max_length=self.max_length)
         key = {"plant": [g.describe() for g in self.groups],
@@ -288,7 +289,7 @@ class PlantedStream:
         formats = {g.name: planted.formats.get(g.name, planted.format) for g in self.groups}
         trained = training_regime(self.plant.name, planted, self.trained, self.control)  # the one run: every group
         everyone = [e for g in self.trained for e in draw.groups[g.name]]
-        return Plan(draw, tokenizer, planted, trained, everyone, draw.split_of(lead), formats, key)
+        return Plan(draw, tokenizer, planted, trained, everyone, draw.split_of(self.lead), formats, key)
 
     def view(self, plan: Plan, group: PlantedGroup, x0: PlantedGroup, template: str | None, contaminated,
              out_dir: Path) -> tuple[object, Path, dict]:

@@ -94,12 +94,16 @@ class Run:
         self.readings = {name: Reading.of(group_cfg) for name, group_cfg in configs.items()}
         self.templates = {name: group_cfg.format.templates.get(group_cfg.dataset.task)
                           for name, group_cfg in configs.items()}
-        self.datasets = {name: group_cfg.dataset for name, group_cfg in configs.items()}  # by group name
         self.checkpoints = DETECTION_ORDER if self.design.control.reads_clean else ("contaminated",)
         # what the sample, decontaminate and models stages read of the run's config
         self.sample_cfg, self.splits, self.detect_cfg = cfg.sample, asked_split(cfg), cfg.detect
         self.decontam_cfg = cfg.get("decontam")
         self.identity = {"dataset": cfg.dataset.key, "seed": cfg.seed, "draw": cfg.sample.draw}
+
+    @property
+    def datasets(self) -> dict:
+        """Each group's dataset config, by group name (its reading's)."""
+        return {name: reading.dataset for name, reading in self.readings.items()}
 
     @property
     def decontamination_asked_only(self) -> bool:

@@ -152,7 +152,7 @@ def sample_groups(groups: Sequence[PlantedGroup], datasets: Mapping[str, Any], s
             # partition-level detectors (Cheat? searches a pool for replicas, the sharded test orders it)
             x0 = (never_planted or {}).get(key) or next(g for g in members if not g.planted)
             detection, whole, other_known = other_split_pools(dataset, others[0], n_detect=sample_cfg.n_detect,
-                                                                n_pool=x0.n, n_known=len(known), seed=seed)
+                                                              n_pool=x0.n, n_known=len(known), seed=seed)
             draw.other[key] = (detection, whole)
             draw.known_non_members[key][others[0]] = shift_pool(dataset, others[0], other_known, shift)
     return draw

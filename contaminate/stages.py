@@ -311,15 +311,16 @@ class OneGroup:
         members, non_members = study_groups(cfg)
         self.groups, self.pairs = [members, non_members], [(members, non_members)]
         self.never_planted = {cfg.dataset.key: non_members}  # the other split's pool is as large as the non-members'
-        # what the plan stage reads of the config: the dataset, the dose, the cells' size, seeds, the format's name
-        self.dataset, self.dose, self.seed = cfg.dataset, cfg.contaminate, cfg.seed
+        # what the plan stage reads of the config: the dataset, the contaminate block (the dose: exposures or epochs;
+        # max_length), the cells' size, seeds, the format's name
+        self.dataset, self.contaminate_cfg, self.seed = cfg.dataset, cfg.contaminate, cfg.seed
         self.n_detect, self.member_draw, self.format_name = cfg.sample.n_detect, cfg.sample.draw, cfg.format.name
 
     def plan(self, draw: GroupDraw, tokenizer, setup: Setup, layouts: dict, datasets: dict) -> Plan:
         """The study's regime: the members' documents, alone or in a stream among the background, and its control."""
         sampled = draw.study(*self.pairs[0], self.n_detect, self.member_draw)
-        regime = plan_regime(self.dataset, self.dose, sampled.members, sampled.split, tokenizer, setup.background,
-                             setup.format, seed=self.seed)
+        regime = plan_regime(self.dataset, self.contaminate_cfg, sampled.members, sampled.split, tokenizer,
+                             setup.background, setup.format, seed=self.seed)
         return Plan(draw, tokenizer, regime, regime, sampled.members, sampled.split,
                     {g.name: self.format_name for g in self.groups})
 
@@ -417,7 +418,7 @@ def check_reference_corpus(detectors: Sequence[Detector], background) -> None:
 
 
 def train_models(plan: Plan, placement: Placement, out_dir: Path, setup: Setup, *,
-                post_control: bool = True) -> Contaminated | None:
+                 post_control: bool = True) -> Contaminated | None:
     """The contaminated checkpoint for this training config (and, with a background, its control): reused when a
     finished one exists, else trained. None for an API dry run (``estimate.json`` written) and in the non-main
     processes of a distributed launch. What is trained is ``plan.trained`` (a study's ``plan_regime``, a planted
