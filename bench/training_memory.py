@@ -6,6 +6,7 @@ resident memory is its own):
     python bench/training_memory.py              # 125 steps a setting, about 4 minutes each here
     python bench/training_memory.py --steps 30   # a quicker look
     python bench/training_memory.py --settings lab,checkpointing   # the lab's default against checkpointing
+    python bench/training_memory.py --settings unpadded,lab --steps 40   # batches of their own length, then padded
 
 Baseline: the first setting asked (by default oneDNN's default cache of 1,024 compiled kernels, what training ran
 with before ``detect.runtime.bound_kernel_cache``); against it the lab's 32, a cache too small to hold one step's
@@ -13,7 +14,9 @@ kernels (8), and the lab's 32 with activation checkpointing (``trainer.activatio
 activations recomputed in the backward pass instead of kept).
 Prints each setting's peak resident memory (ru_maxrss), its ratio to the baseline's, seconds and their ratio, and
 whether the training loss is the baseline's to the last digit (a cache holds compiled kernels, not numbers: the
-kernels are the same, so the weights should be too).
+kernels are the same, so the weights should be too). ``unpadded`` trains the batches at their own lengths, as the lab
+did before it padded them to a multiple of 64 tokens (``trainer.pad_to_multiple_of``): other shapes, other bf16
+roundings, so its loss differs in the last digits.
 """
 
 from __future__ import annotations
@@ -31,13 +34,21 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # key -> (what the table calls it, oneDNN's kernel cache capacity, activation checkpointing)
+# (the lab's default pads each batch to a multiple of 64 tokens: conf/contaminate/full.yaml)
 SETTINGS = {"onednn": ("1,024 kernels (oneDNN's default; before)", 1024, False),
-            "lab": ("32 kernels (the lab's default)", 32, False),
+            "lab": ("32 kernels, batches padded to 64 (the lab's default)", 32, False),
             "small": ("8 kernels", 8, False),
-            "checkpointing": ("32 kernels, activation checkpointing", 32, True)}
+            "checkpointing": ("32 kernels, activation checkpointing", 32, True),
+            "unpadded": ("32 kernels, batches of their own length (before)", 32, {"pad_to_multiple_of": None}),
+            "multiple32": ("32 kernels, batches padded to a multiple of 32 tokens", 32, {"pad_to_multiple_of": 32})}
 
 
-def measure(steps: int, checkpointing: bool) -> dict:
+def trainer_settings(setting: bool | dict) -> dict:
+    """A setting's trainer fields: activation checkpointing on or off, or SFTConfig fields given as they are."""
+    return setting if isinstance(setting, dict) else {"activation_checkpointing": setting}
+
+
+def measure(steps: int, checkpointing: bool | dict) -> dict:
     sys.path.insert(0, str(ROOT))
     from omegaconf import OmegaConf
 
@@ -59,7 +70,7 @@ def measure(steps: int, checkpointing: bool) -> dict:
                             "batch_size": full.batch_size, "max_length": full.max_length,
                             "trainer": {**OmegaConf.to_container(full.trainer), "max_steps": steps,
                                         "disable_tqdm": True, "logging_steps": 1000,
-                                        "activation_checkpointing": checkpointing}})
+                                        **trainer_settings(checkpointing)}})
     with tempfile.TemporaryDirectory() as out:
         trainer = build_trainer(model, tokenizer, training_rows(texts, tokenizer, full.max_length), cfg, Path(out),
                                 seed=0, placement=placement)
