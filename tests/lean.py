@@ -15,11 +15,15 @@ TINY_MODEL = ["model=tiny_random", "model.vocab_size=1024"]
 # n-gram ones cost well under a second and stay on
 NO_EMBEDDING = ["decontam.detectors.embedding.enabled=false"]
 
+# Algorithm 2's leak reading (an oracle): a study's default reading (detect=one_shot) leaves it off for the first
+# command's time; the suite's tiny studies turn it on, so that what reads it is tested where a study runs it
+LEAK_READING = ["detect.detectors.alg2_leak.enabled=true"]
+
 # The tiny study the study and fault tests run (seconds on 2 cores): the tiny model, 12 members and 12
 # non-members of synth_nli, 4 instances a cell, one epoch, short completions, no semantic model
 TINY_STUDY = ["+dataset=synth_nli", *TINY_MODEL, "sample.n_members=12", "sample.n_non_members=12",
               "sample.n_detect=4", "contaminate.epochs=1", "contaminate.batch_size=4", "detect.max_new_tokens=6",
-              "detect.semantic_model=null", *NO_EMBEDDING]
+              "detect.semantic_model=null", *LEAK_READING, *NO_EMBEDDING]
 
 COSTLY = ("membership_raw", "dc_pdd", "cheat", "sharded_likelihood", "permutation", "recall", "performance", "dcq",
           "ts_guessing", "cdd")

@@ -9,7 +9,7 @@ import re
 from collections import Counter
 
 import pytest
-from lean import NO_EMBEDDING, TINY_MODEL, TINY_STUDY, lean
+from lean import LEAK_READING, NO_EMBEDDING, TINY_MODEL, TINY_STUDY, lean
 from omegaconf import OmegaConf
 
 from contaminate.regime.plant import (
@@ -262,7 +262,7 @@ def test_a_window_needs_a_background():
 
 TINY = ["+dataset=synth_nli", *TINY_MODEL, "plant=dose_ladder", "plant.n=6", "sample.n_detect=6",
         "sample.n_heldout=6", "contaminate.batch_size=4", "detect.max_new_tokens=6", "detect.semantic_model=null",
-        "background=offline", "background.max_tokens=3000", *lean()[1:], *NO_EMBEDDING]  # lean, its own 6 known
+        "background=offline", "background.max_tokens=3000", *lean()[1:], *LEAK_READING, *NO_EMBEDDING]  # lean, 6 known
 
 
 @pytest.fixture

@@ -75,15 +75,19 @@ def test_the_power_design_on_the_second_model_is_power_cpus_on_the_same_draws():
 
 def test_a_study_reads_one_shot_at_its_small_sizes_and_every_experiment_keeps_the_papers_reading():
     """The first command's defaults (issue 71): one worked example before each prompt, asked in the leak's format, 30
-    members and 40 known non-members; every experiment under conf/experiment/ composes the paper's zero-shot reading
-    (each model asked both ways) and conf/sample/default.yaml, as it was measured before the study's defaults
+    members and 40 known non-members, every detector of the paper's reading but Algorithm 2's leak reading (an
+    oracle); every experiment under conf/experiment/ composes the paper's zero-shot reading (each model asked both
+    ways, the leak reading on) and conf/sample/default.yaml, as it was measured before the study's defaults
     changed."""
     cfg = _compose(["+dataset=synth_nli"])
     choices = cfg.hydra.runtime.choices
     assert (choices.detect, choices.sample) == ("one_shot", "small")
     assert (cfg.detect.elicit.shots, cfg.detect.instruction_format) == (1, "model")
     assert (cfg.sample.n_members, cfg.sample.n_heldout) == (30, 40)
-    assert cfg.detect.detectors == _compose(["+dataset=synth_nli", "detect=default"]).detect.detectors
+    papers = _compose(["+dataset=synth_nli", "detect=default"]).detect.detectors
+    assert papers.alg2_leak.enabled and not cfg.detect.detectors.alg2_leak.enabled
+    assert {**cfg.detect.detectors, "alg2_leak": None} == {**papers, "alg2_leak": None}
+    assert _compose(["+dataset=synth_nli", "detect.detectors.alg2_leak.enabled=true"]).detect.detectors == papers
     for path in sorted((CONF_DIR / "experiment").glob("*.yaml")):
         overrides = [f"+experiment={path.stem}"] + (["+dataset=synth_nli"] if path.stem != "replicas_cpu" else [])
         choices = _compose(overrides).hydra.runtime.choices
