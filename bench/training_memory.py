@@ -12,7 +12,9 @@ Baseline: the first setting asked (by default oneDNN's default cache of 1,024 co
 with before ``detect.runtime.bound_kernel_cache``); against it the lab's 32, a cache too small to hold one step's
 kernels (8), and the lab's 32 with activation checkpointing (``trainer.activation_checkpointing``: each layer's
 activations recomputed in the backward pass instead of kept).
-Prints each setting's peak resident memory (ru_maxrss), its ratio to the baseline's, seconds and their ratio, and
+Prints each setting's peak resident memory (ru_maxrss), its ratio to the baseline's, the resident memory after the
+2nd, the 10th and the last step (the first allocates the optimizer's state; a process that grows after that holds
+something per step), seconds and their ratio, and
 whether the training loss is the baseline's to the last digit (a cache holds compiled kernels, not numbers: the
 kernels are the same, so the weights should be too). ``unpadded`` trains the batches at their own lengths, as the lab
 did before it padded them to a multiple of 64 tokens (``trainer.pad_to_multiple_of``): other shapes, other bf16
@@ -48,9 +50,16 @@ def trainer_settings(setting: bool | dict) -> dict:
     return setting if isinstance(setting, dict) else {"activation_checkpointing": setting}
 
 
+def resident_gb() -> float:
+    """This process's resident memory now, in ru_maxrss's unit (KiB / 1e6), from /proc (Linux)."""
+    pages = int(Path("/proc/self/statm").read_text().split()[1])
+    return pages * os.sysconf("SC_PAGE_SIZE") / 1024 / 1e6
+
+
 def measure(steps: int, checkpointing: bool | dict) -> dict:
     sys.path.insert(0, str(ROOT))
     from omegaconf import OmegaConf
+    from transformers import TrainerCallback
 
     from contaminate.training.local import build_trainer, training_rows
     from detect.datasets import load_split
@@ -71,13 +80,21 @@ def measure(steps: int, checkpointing: bool | dict) -> dict:
                             "trainer": {**OmegaConf.to_container(full.trainer), "max_steps": steps,
                                         "disable_tqdm": True, "logging_steps": 1000,
                                         **trainer_settings(checkpointing)}})
+    resident: list[float] = []  # after each optimizer step: does the process grow step by step?
+
+    class Resident(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            resident.append(resident_gb())
+
     with tempfile.TemporaryDirectory() as out:
         trainer = build_trainer(model, tokenizer, training_rows(texts, tokenizer, full.max_length), cfg, Path(out),
                                 seed=0, placement=placement)
+        trainer.add_callback(Resident())
         start = time.perf_counter()
         loss = trainer.train().training_loss
         seconds = time.perf_counter() - start
     return {"steps": steps, "peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6,
+            "resident_gb": [resident[min(1, len(resident) - 1)], resident[min(9, len(resident) - 1)], resident[-1]],
             "seconds": seconds, "loss": loss, "dtype": placement.dtype}
 
 
@@ -99,7 +116,8 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     from detect.markdown import row, table  # the parent's: each measured setting is a process of its own
 
-    print("\n".join(table(["setting", "dtype", "peak GB", "peak ratio", "s", "time ratio", "same loss"])))
+    print("\n".join(table(["setting", "dtype", "peak GB", "peak ratio", "after steps 2 / 10 / last, GB", "s",
+                            "time ratio", "same loss"])))
     baseline = None
     for key in asked:
         name, capacity, _ = SETTINGS[key]
@@ -109,8 +127,9 @@ def main() -> None:
         found = json.loads(out)
         baseline = baseline or found
         print(row([name, found["dtype"], f"{found['peak_gb']:.2f}", f"{found['peak_gb'] / baseline['peak_gb']:.2f}",
-                   f"{found['seconds']:.0f}", f"{found['seconds'] / baseline['seconds']:.2f}",
-                   "yes" if found["loss"] == baseline["loss"] else "no (%.6g)" % found["loss"]]))
+                   " / ".join(f"{gb:.2f}" for gb in found["resident_gb"]), f"{found['seconds']:.0f}",
+                   f"{found['seconds'] / baseline['seconds']:.2f}",
+                   ("yes" if found["loss"] == baseline["loss"] else "no") + " (%.6g)" % found["loss"]]))
 
 
 if __name__ == "__main__":
