@@ -296,7 +296,7 @@ def test_the_profile_tables_are_the_scripts_output():
 
 def test_the_readme_first_command_output_is_what_the_command_prints_from_the_measured_summary():
     """The README's block of what the first command prints is, line by line, what the measured run printed
-    (results/readme_study_71/general/stdout.txt, below its run folder's line) and
+    (results/readme_study_71/lean/stdout.txt, below its run folder's line) and
     contaminate.reports.run.command_lines of that run's committed summary: what a fresh run prints, and what the code
     prints from its summary today."""
     import re
@@ -305,7 +305,7 @@ def test_the_readme_first_command_output_is_what_the_command_prints_from_the_mea
 
     readme = (ROOT / "README.md").read_text()
     block = re.search(r"The first command prints.*?\n```\n(.*?)\n```", readme, re.DOTALL).group(1).splitlines()
-    measured = ROOT / "results" / "readme_study_71" / "general"
+    measured = ROOT / "results" / "readme_study_71" / "lean"
     printed = (measured / "stdout.txt").read_text().splitlines()
     assert block[0] == "runs/contaminate/<time>_synth_nli_smollm2_135m_full"
     assert re.fullmatch(r".*runs/contaminate/[\d_-]+_synth_nli_smollm2_135m_full", printed[0])
@@ -380,7 +380,7 @@ def test_the_readme_study_table_is_the_scripts_output():
                    *(ROOT / "results" / "readme_study_45" / name for name in ("before", "after", "elicit")),
                    ROOT / "results" / "readme_study_46" / "after",
                    *(ROOT / "results" / "readme_study_71" / name
-                     for name in ("default", "shots3", "small", "small_shots2"))):
+                     for name in ("default", "shots3", "small", "small_shots2", "lean", "lean/before"))):
         name = folder.relative_to(ROOT)
         assert study_table.main(str(folder)) == (folder / "table.md").read_text(), \
             f"python -m contaminate.reports.study {name} > {name}/table.md"
