@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from lean import NO_EMBEDDING, TINY_MODEL, TINY_STUDY, lean
+from lean import LEAK_READING, NO_EMBEDDING, TINY_MODEL, TINY_STUDY, lean
 
 from contaminate.run import run_config
 from contaminate.stages import CELLS, KNOWN_CELLS
@@ -272,12 +272,12 @@ def test_unknown_backend_on_the_command_line(tmp_path):
 @pytest.mark.slow
 def test_study_on_the_embedded_model_with_a_small_dose(tmp_path):
     """The real pipeline on SmolLM2-135M: 16 members, one epoch, 4 instances per cell, the lean detectors
-    (tests/lean.py) with ChatGPT-Cheat? and the performance test, which read a real model's text, and the order
-    tests' skip line (about two minutes)."""
+    (tests/lean.py) with ChatGPT-Cheat?, the performance test and Algorithm 2's leak reading, which read a real
+    model's text, and the order tests' skip line (about two minutes)."""
     result = subprocess.run(
         [sys.executable, "-m", "contaminate", "+dataset=synth_nli", "sample.n_members=16", "sample.n_non_members=16",
          "sample.n_detect=4", "contaminate.epochs=1", "detect.max_new_tokens=48",
-         *lean(keep=("cheat", "performance", "permutation", "sharded_likelihood")),
+         *lean(keep=("cheat", "performance", "permutation", "sharded_likelihood")), *LEAK_READING,
          f"cache_dir={tmp_path}/cache",
          f"hydra.run.dir={tmp_path}/run"], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]
