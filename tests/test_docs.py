@@ -380,7 +380,7 @@ def test_the_readme_study_table_is_the_scripts_output():
                    *(ROOT / "results" / "readme_study_45" / name for name in ("before", "after", "elicit")),
                    ROOT / "results" / "readme_study_46" / "after",
                    *(ROOT / "results" / "readme_study_71" / name
-                     for name in ("default", "shots3", "small", "small_shots2", "lean", "lean/before"))):
+                     for name in ("default", "shots3", "small", "small_shots2", "lean", "lean/before", "lean/fp32"))):
         name = folder.relative_to(ROOT)
         assert study_table.main(str(folder)) == (folder / "table.md").read_text(), \
             f"python -m contaminate.reports.study {name} > {name}/table.md"
