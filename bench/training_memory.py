@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# key -> (what the table calls it, oneDNN's kernel cache capacity, activation checkpointing)
+# key -> (what the table calls it, oneDNN's kernel cache capacity, activation checkpointing or SFTConfig fields)
 # (the lab's default pads each batch to a multiple of 64 tokens: conf/contaminate/full.yaml)
 SETTINGS = {"onednn": ("1,024 kernels (oneDNN's default; before)", 1024, False),
             "lab": ("32 kernels, batches padded to 64 (the lab's default)", 32, False),
