@@ -25,11 +25,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.pass_at_1 import cpu_name  # noqa: E402  (the CPU as every bench names it)
 
 
-def resident_gb() -> float:
-    with open("/proc/self/status") as status:
-        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS")) / 1e6
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="smollm2_135m")
@@ -39,6 +34,7 @@ def main() -> None:
     import transformers  # noqa: F401
 
     from detect.models import loading
+    from detect.runtime import resident_gb
 
     readings = {"after the imports": resident_gb()}
     release = loading.release_freed_memory

@@ -50,12 +50,6 @@ def trainer_settings(setting: bool | dict) -> dict:
     return setting if isinstance(setting, dict) else {"activation_checkpointing": setting}
 
 
-def resident_gb() -> float:
-    """This process's resident memory now, in ru_maxrss's unit (KiB / 1e6), from /proc (Linux)."""
-    pages = int(Path("/proc/self/statm").read_text().split()[1])
-    return pages * os.sysconf("SC_PAGE_SIZE") / 1024 / 1e6
-
-
 def measure(steps: int, checkpointing: bool | dict) -> dict:
     sys.path.insert(0, str(ROOT))
     from omegaconf import OmegaConf
@@ -64,7 +58,7 @@ def measure(steps: int, checkpointing: bool | dict) -> dict:
     from contaminate.training.local import build_trainer, training_rows
     from detect.datasets import load_split
     from detect.models import embedded_smollm2, load
-    from detect.runtime import Placement, resolve_placement
+    from detect.runtime import Placement, resident_gb, resolve_placement
 
     placement = resolve_placement("cpu", "auto")  # bf16 autocast on a CPU with native bf16, as the study trains
     # float32 master weights, as contaminate/training/local.py's train_local loads them: autocast does the rest

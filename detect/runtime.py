@@ -221,6 +221,14 @@ def release_freed_memory() -> None:
         libc.malloc_trim(0)
 
 
+def resident_gb() -> float:
+    """This process's resident memory now (``VmRSS`` in /proc/self/status, Linux), in KiB / 1e6: the unit of
+    ``ru_maxrss`` as the benches print a peak, so a reading and a peak compare (bench/training_memory.py after each
+    step, bench/conversion_memory.py around the conversion)."""
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS")) / 1e6
+
+
 def _glibc():
     """glibc as a ctypes library with ``mallopt`` and ``malloc_trim``; None off Linux or on another libc (musl)."""
     import ctypes

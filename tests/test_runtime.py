@@ -149,6 +149,25 @@ print(min(faults_for_a_fresh_block() for _ in range(5)))
     assert int(done.stdout.strip()) < 10_000
 
 
+def test_resident_memory_is_read_in_the_unit_of_a_peak():
+    """``resident_gb`` (what the memory benches read between steps) is this process's resident set in ru_maxrss's
+    unit: 300 MB written raise it by about 0.29 (KiB / 1e6), and it never exceeds the peak read the same way."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("/proc/self/status: Linux only")
+    code = """
+import resource
+from detect.runtime import resident_gb
+before = resident_gb()
+block = b"x" * 300_000_000
+after = resident_gb()
+print(before, after, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    before, after, peak = map(float, done.stdout.split())
+    assert 0.27 < after - before < 0.32 and after <= peak + 1e-3
+
+
 def test_memory_kept_for_one_stage_is_handed_back_at_its_end():
     """A stage's freed tensors stay resident under keep_freed_memory; release_freed_memory (called after training and
     after each cell) hands them back: resident memory falls by most of a freed 400 MB block. In its own process, so
