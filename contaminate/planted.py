@@ -40,7 +40,7 @@ from typing import Sequence
 from omegaconf import OmegaConf
 
 from contaminate.controls import Control, build_control
-from contaminate.group_configs import check_composed, group_config
+from contaminate.group_configs import check_composed, group_config, planted_groups
 from contaminate.harm import TemplateOf, check_pass_at_1, check_prompt_format, executable_problems, group_pass_at_1
 from contaminate.regime import Regime, background_documents, chat_renderer, check_fits, token_counter
 from contaminate.regime.plant import (
@@ -233,14 +233,18 @@ class PlantedStream:
     """How a planted run (``plant``) trains and reads its groups (contaminate/run.py's ``Run`` runs the stages): every
     planted group in one stream, trained once (and its twin, with plant.control=twin); then one study per planted
     group, its members against its dataset's never-planted group under the same model, written to
-    ``groups/<name>/``, and ``plant.json`` / ``plant.md`` beside them. A study's design is ``study.OneGroup``."""
+    ``groups/<name>/``, and ``plant.json`` / ``plant.md`` beside them. A study's design is ``stages.OneGroup``; each
+    plant of groups names this one (``plant.design``, conf/plant/<name>.yaml)."""
 
     fix = PLANT_FIX  # what to lower where a split has too few instances for the groups
 
-    def __init__(self, cfg, groups: Sequence[PlantedGroup]) -> None:
-        """Set up from the run's config as ``planted_config`` gives it (the dose its groups give); the stages below
-        read what it keeps, never the config."""
-        self.groups = list(groups)
+    def __init__(self, cfg) -> None:
+        """Set up from the run's config (its plant's groups, conf/plant/<name>.yaml); the stages below read what it
+        keeps, never the config."""
+        self.groups = planted_groups(cfg)
+        if not self.groups:
+            raise InputError(f"plant={cfg.plant.get('name')} plants groups and plant.groups is empty; give "
+                             f"plant.groups=[{{exposures:0}},{{exposures:4}}] or use plant=none for a study")
         check_planted(cfg, self.groups)
         # what the stages read of the config: the plant block, the run's dataset, seeds and stream cut
         self.plant, self.dataset_key, self.seed = cfg.plant, cfg.dataset.key, cfg.seed
@@ -276,6 +280,10 @@ class PlantedStream:
         self.lead = own or self.trained[0]
         self.pairs = [(g, never_planted_group(self.groups, g)) for g in self.trained]  # each studied against its x0
         self.never_planted = None  # the other split's pool: as large as each dataset's first never-planted group
+
+    def with_dose(self, cfg):
+        """The run's config with the dose its groups give: one pass over the stream (``planted_config``)."""
+        return planted_config(cfg)
 
     def plan(self, draw: GroupDraw, tokenizer, setup, layouts: dict, datasets: dict) -> Plan:
         """The planted stream: each group's documents among the background, where they fell, the control's; the

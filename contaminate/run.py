@@ -7,9 +7,9 @@ is a run of groups of members, each studied against its never-planted group unde
 - a planted run (``plant=dose_ladder`` and the like): several groups at several doses in one training stream, one
   study folder per planted group and plant.json beside them (contaminate/planted.py ``PlantedStream``).
 
-``Run`` is the recipe, the same for both; its ``design`` (``Design``) is where the two differ: how the groups are
-laid into what is trained, each group's view of the trained models, and what the run writes last. Read top to
-bottom:
+``Run`` is the recipe, the same for both; its ``design`` (``Design``, the component ``plant.design`` names) is where
+the two differ: the dose it trains, how the groups are laid into what is trained, each group's view of the trained
+models, and what the run writes last. Read top to bottom:
 
     setup (every component built once and checked, nothing read or trained) -> sample (every group, one draw:
     contaminate/sampling.py; a ``GroupDraw``) -> plan (what is trained; a ``Plan``) -> decontaminate (the
@@ -27,13 +27,12 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from contaminate.checkpoints import is_main_process
 from contaminate.controls import Control
 from contaminate.decontam import stream_check
-from contaminate.group_configs import group_layouts, planted_groups
-from contaminate.planted import PlantedStream, planted_config
+from contaminate.group_configs import group_layouts
 from contaminate.regime import chat_renderer
 from contaminate.regime.layouts import LeakReader
 from contaminate.regime.plant import PlantedGroup
@@ -52,20 +51,26 @@ from contaminate.stages import (
     train_models,
 )
 from contaminate.study_models import StudyModels
+from detect.cli import instantiate
 from detect.errors import InputError
 from detect.pipeline import write_config
 from detect.runtime import Placement
 from detect.runtime import from_config as placement_from
 
 
+@runtime_checkable
 class Design(Protocol):
-    """Where a study (``OneGroup``) and a planted run (``PlantedStream``) differ, and only there. Set up once from the
-    config (the only place it reads it); each stage is handed the records it reads and keeps nothing between stages."""
+    """Where a study (``OneGroup``) and a planted run (``PlantedStream``) differ, and only there: a component Hydra
+    composes (``plant.design``, conf/plant/<name>.yaml), built with the run's config and set up from it (the only
+    place it reads it); each stage is handed the records it reads and keeps nothing between stages. A new design is
+    a class with these members and a plant file naming it."""
     groups: list[PlantedGroup]   # every group, in the order they are drawn
     pairs: list[tuple[PlantedGroup, PlantedGroup]]  # each studied group and the never-planted group it is read against
     never_planted: dict | None  # dataset key -> its never-planted group, where not the first (sample_groups)
     control: Control         # the clean cells' model (contaminate/controls.py; a planted run's plant.control)
     fix: str                 # what to lower where a split has too few instances for the groups
+
+    def with_dose(self, cfg): ...  # the run's config with the dose the design trains (a planted run: one pass)
 
     def plan(self, draw: GroupDraw, tokenizer, setup: Setup, layouts: dict, datasets: dict) -> Plan: ...
 
@@ -83,11 +88,10 @@ class Run:
     (None: a check of the config alone). Each stage method returns a record and reads only the records given it."""
 
     def __init__(self, cfg, placement: Placement | None) -> None:
-        planted = planted_groups(cfg)
-        cfg = planted_config(cfg) if planted else cfg  # a planted run's dose is its groups': one pass over its stream
-        self.design: Design = PlantedStream(cfg, planted) if planted else OneGroup(cfg)
+        self.design = build_design(cfg)
+        cfg = self.design.with_dose(cfg)  # a planted run's dose is its groups': one pass over its stream
         self.placement, self.all_groups = placement, self.design.groups
-        self.setup: Setup = check_study(cfg, planted=bool(planted))
+        self.setup: Setup = check_study(cfg)
         # each group's config (a planted group's own dataset and format) and format object, checked; what the stages
         # read of them (each group's reading, its format's template for its task) is kept, not the configs
         configs, self.layouts = group_layouts(cfg, self.all_groups, self.setup.format)
@@ -174,6 +178,29 @@ class Run:
                decontamination: dict | None, out_dir: Path) -> RunResult:
         return self.design.finish(plan, contaminated, results, models, timings, decontamination, out_dir,
                                   datasets=self.datasets, checkpoints=self.checkpoints)
+
+
+def build_design(cfg) -> Design:
+    """``plant.design`` as Hydra composed it (conf/plant/none.yaml: the study's ``OneGroup``; a plant of groups:
+    ``PlantedStream``), built from its ``_target_`` with the run's config; a config without a plant block is a study.
+    One line where the class is not a design, or where a config composed before the design was a component plants
+    groups without naming one."""
+    from detect.validate import resolve_target
+
+    plant = cfg.get("plant") or {}
+    node = plant.get("design")
+    if node is None:
+        if plant.get("groups"):
+            raise InputError("plant.groups is set and plant.design is not (a config composed before the design was a "
+                             "component); add plant.design._target_=contaminate.planted.PlantedStream")
+        return OneGroup(cfg)
+    resolve_target(node.get("_target_", ""), "plant.design")  # no such class: one line
+    design = instantiate(node, cfg, _recursive_=False)
+    if not isinstance(design, Design):
+        raise InputError(f"plant.design._target_={node._target_} is not a design (contaminate.run.Design: groups, "
+                         f"pairs, control, plan, view, finish); name contaminate.stages.OneGroup or "
+                         f"contaminate.planted.PlantedStream")
+    return design
 
 
 def check_config(cfg) -> Setup:

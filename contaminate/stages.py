@@ -1,7 +1,8 @@
 """The stages every run goes through: setup (``check_study``), train, then per group detect -> summarize ->
 write, on cells whose ground truth is known; contaminate/run.py's ``Run`` runs them, for a study and a planted run
 alike. Beside them the study's own design (``OneGroup``: its members trained alone or diluted, its non-members held
-out; a planted run's is contaminate/planted.py's ``PlantedStream``).
+out; a planted run's is contaminate/planted.py's ``PlantedStream``), the component conf/plant/none.yaml names
+(``plant.design``).
 
     python -m contaminate +dataset=synth_nli                      # see contaminate/__main__.py
 
@@ -300,6 +301,16 @@ class OneGroup:
 
     def __init__(self, cfg) -> None:
         """Set up from the run's config; the stages below read what it keeps, never the config."""
+        if (cfg.get("plant") or {}).get("groups"):
+            raise InputError("plant=none studies one group of members (sample.n_members) and plant.groups is set; "
+                             "plant the groups in a planted run (plant=dose_ladder plant.groups=...)")
+        for key in ("n_members", "n_non_members"):
+            count(cfg.sample[key], f"sample.{key}", hint=" (the study trains members in and holds non-members out)")
+        for key in ("n_members", "n_non_members"):
+            if cfg.sample.n_detect > cfg.sample[key]:
+                raise InputError(f"sample.n_detect={cfg.sample.n_detect} is more than sample.{key}="
+                                 f"{cfg.sample[key]}; each cell detects on n_detect of them: lower n_detect or raise "
+                                 f"{key}")
         # the clean cells' model: the background alone, trained (the base model without one); plant/control=background
         # is what conf/plant/none.yaml composes (a config without a plant block reads the same)
         node = (cfg.get("plant") or {}).get("control")
@@ -315,6 +326,10 @@ class OneGroup:
         # max_length), the cells' size, seeds, the format's name
         self.dataset, self.contaminate_cfg, self.seed = cfg.dataset, cfg.contaminate, cfg.seed
         self.n_detect, self.member_draw, self.format_name = cfg.sample.n_detect, cfg.sample.draw, cfg.format.name
+
+    def with_dose(self, cfg):
+        """A study trains the dose its config gives (``contaminate.exposures`` or ``epochs``)."""
+        return cfg
 
     def plan(self, draw: GroupDraw, tokenizer, setup: Setup, layouts: dict, datasets: dict) -> Plan:
         """The study's regime: the members' documents, alone or in a stream among the background, and its control."""
@@ -357,21 +372,15 @@ def study_group(group: GroupStudy, setup: Setup, models: StudyModels, placement:
     return summary, rows, manifest
 
 
-def check_study(cfg, *, planted: bool = False) -> Setup:
-    """The study's config checked as a whole before any work, each component built once as it is checked (each
+def check_study(cfg) -> Setup:
+    """The run's config checked as a whole before any work, each component built once as it is checked (each
     failure one line naming the key to set): the trainer, the background, the detectors and the judge (a bad
-    calibration path fails in a second, not after an hour of training). A planted run's config comes with the dose
-    its groups give (``contaminate/planted.py``: ``planted_config``), ``planted`` set: its groups are sampled as the
-    plant says, not as ``sample.n_members`` and ``n_non_members`` (``check_planted``)."""
+    calibration path fails in a second, not after an hour of training). It comes with the dose the design trains
+    (``Design.with_dose``: a planted run's one pass); the groups' sizes are the design's to check (``OneGroup``:
+    sample.n_members and n_non_members; ``PlantedStream``: the plant's)."""
     count(cfg.seed, "seed", minimum=0, hint=" (training, cut points, bootstrap)")
     count(cfg.sample.draw, "sample.draw", minimum=0, hint=" (which draw of members; default: the seed)")
     check_shift(shift_of(cfg.sample.get("known_shift"), cfg.dataset.key), cfg.dataset)  # a shifted known pool, if asked
-    for key in ("n_members", "n_non_members"):
-        count(cfg.sample[key], f"sample.{key}", hint=" (the study trains members in and holds non-members out)")
-    for key in ("n_members", "n_non_members") if not planted else ():  # planted: check_planted
-        if cfg.sample.n_detect > cfg.sample[key]:
-            raise InputError(f"sample.n_detect={cfg.sample.n_detect} is more than sample.{key}="
-                             f"{cfg.sample[key]}; each cell detects on n_detect of them: lower n_detect or raise {key}")
     if cfg.judge.get("_target_", "").endswith("RecipeJudge"):
         raise InputError("judge=recipe fits on the known non-members of the model under test; a study reads each of "
                          "its models' own (sample.n_heldout) and reports the recipe's verdicts itself (summary.json "

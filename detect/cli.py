@@ -91,14 +91,14 @@ def one_line_errors():
         sys.exit(2)
 
 
-def instantiate(node, **kwargs):
+def instantiate(node, *args, **kwargs):
     """``hydra.utils.instantiate``, except that an ``InputError`` raised by the target reaches the user as itself
     (Hydra wraps every exception in a multi-line InstantiationException)."""
     from hydra.errors import InstantiationException
     from hydra.utils import instantiate as hydra_instantiate
 
     try:
-        return hydra_instantiate(node, **kwargs)
+        return hydra_instantiate(node, *args, **kwargs)
     except InstantiationException as error:
         if isinstance(error.__cause__, InputError):
             raise error.__cause__ from None

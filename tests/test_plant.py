@@ -670,7 +670,8 @@ def test_the_stages_pass_records_and_a_design_keeps_nothing_between_them(compose
     from contaminate.run import Design, Run
     from contaminate.stages import Plan
 
-    stages = [name for name in vars(Design) if not name.startswith("_") and callable(getattr(Design, name))]
+    stages = [name for name in vars(Design) if not name.startswith("_") and callable(getattr(Design, name))
+              and name != "with_dose"]  # the setup's: it takes the config
     assert set(stages) == {"plan", "view", "finish"}  # train: the run's, one for both
     for cfg in (compose_config("contaminate", TINY), compose_config("contaminate", TINY_STUDY)):
         run = Run(cfg, None)
@@ -729,3 +730,31 @@ def test_a_study_is_a_run_of_two_groups_whose_draw_is_the_pools_a_study_drew(com
                                                    "contaminate.epochs=null"]), None)
     assert [(g.name, c.name) for g, c in unexposed.design.pairs] == [("members", "non-members")]
     assert unexposed.all_groups[0].exposures == 0
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["plant.design._target_=builtins.dict"], "plant.design._target_=builtins.dict is not a design"),
+    (["plant.design._target_=contaminate.no_such.Design"], "plant.design._target_=contaminate.no_such.Design: no such"),
+    (["plant.groups=[{exposures:0},{exposures:1}]"], "plant=none studies one group of members (sample.n_members) and "
+                                                     "plant.groups is set"),
+    (["plant=dose_ladder", "plant.groups=[]"], "plant=dose_ladder plants groups and plant.groups is empty"),
+    (["~plant.design", "plant.groups=[{exposures:0},{exposures:1}]"], "plant.groups is set and plant.design is not"),
+])
+def test_the_design_is_the_component_the_plant_names(compose_config, overrides, message):
+    """The study/planted difference is a component Hydra composes (``plant.design``: conf/plant/none.yaml's
+    ``OneGroup``, every plant of groups' ``PlantedStream``): one line where it is not a design, or where the groups
+    and the design disagree; a config without a plant block is a study."""
+    from omegaconf import OmegaConf
+
+    from contaminate.planted import PlantedStream
+    from contaminate.run import build_design
+    from contaminate.stages import OneGroup
+
+    with pytest.raises(InputError, match=re.escape(message)) as error:
+        build_design(compose_config("contaminate", [*TINY_STUDY, *overrides]))
+    assert "\n" not in str(error.value)
+    assert isinstance(build_design(compose_config("contaminate", TINY)), PlantedStream)
+    bare = compose_config("contaminate", TINY_STUDY)
+    OmegaConf.set_struct(bare, False)
+    del bare["plant"]
+    assert isinstance(build_design(bare), OneGroup)

@@ -46,10 +46,12 @@ STUDY = ["+dataset=synth_nli"]
     ("detect.detectors.dc_pdd._target_=detect.no_such_module.DCPDD", "no such class or function"),
 ])
 def test_a_study_config_is_refused_in_one_line(compose_config, override, message):
+    from contaminate.run import check_config
+
     extra = ["sample.n_members=10"] if "n_detect=20" in override else []
     cfg = compose_config("contaminate", [*STUDY, *extra, override])
     with pytest.raises(InputError, match=message):
-        check_study(cfg)
+        check_config(cfg)  # the setup: the study's design checks its pools, check_study the rest
 
 
 def test_lora_arguments_pass_through_and_an_unknown_one_is_named(compose_config):
