@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
+from hydra.utils import get_class
 from omegaconf import OmegaConf
 
 from contaminate.controls import Control, build_control
@@ -75,25 +76,6 @@ def pass_at_1_datasets(asked, planted: Sequence[str]) -> list[str]:
         raise InputError(f"plant.pass_at_1 names {', '.join(map(str, unknown))}, which this run does not plant; use "
                          f"true, false or some of {', '.join(planted)}")
     return names
-
-
-def planted_config(cfg):
-    """The run's config with the dose the groups give: one pass over the planted stream in its order
-    (``contaminate.exposures`` 1 to the trainer; each group's copies are its exposures)."""
-    from hydra.utils import get_class
-
-    if cfg.contaminate.get("_target_") and get_class(cfg.contaminate._target_).api:
-        raise InputError(f"plant={cfg.plant.name} builds a token-counted stream on a local model; use "
-                         f"contaminate=full or lora")
-    if cfg.contaminate.get("exposures") is not None:
-        raise InputError(f"plant={cfg.plant.name} gives each group its exposures; drop contaminate.exposures="
-                         f"{cfg.contaminate.exposures} (a planted stream is trained once, in its order)")
-    cfg = OmegaConf.create(OmegaConf.to_container(cfg, resolve=False))
-    OmegaConf.update(cfg, "contaminate.exposures", 1)
-    if cfg.contaminate.get("epochs") is not None:
-        raise InputError(f"plant={cfg.plant.name} trains one pass over its stream; drop contaminate.epochs="
-                         f"{cfg.contaminate.epochs}")
-    return cfg
 
 
 def check_planted(cfg, groups: Sequence[PlantedGroup]) -> None:
@@ -282,8 +264,20 @@ class PlantedStream:
         self.never_planted = None  # the other split's pool: as large as each dataset's first never-planted group
 
     def with_dose(self, cfg):
-        """The run's config with the dose its groups give: one pass over the stream (``planted_config``)."""
-        return planted_config(cfg)
+        """The run's config with the dose its groups give: one pass over the stream in its order
+        (``contaminate.exposures`` 1 to the trainer; each group's copies are its exposures)."""
+        if cfg.contaminate.get("_target_") and get_class(cfg.contaminate._target_).api:
+            raise InputError(f"plant={cfg.plant.name} builds a token-counted stream on a local model; use "
+                             f"contaminate=full or lora")
+        if cfg.contaminate.get("exposures") is not None:
+            raise InputError(f"plant={cfg.plant.name} gives each group its exposures; drop contaminate.exposures="
+                             f"{cfg.contaminate.exposures} (a planted stream is trained once, in its order)")
+        cfg = OmegaConf.create(OmegaConf.to_container(cfg, resolve=False))
+        OmegaConf.update(cfg, "contaminate.exposures", 1)
+        if cfg.contaminate.get("epochs") is not None:  # null once exposures is given (conf/contaminate/full.yaml)
+            raise InputError(f"plant={cfg.plant.name} trains one pass over its stream; drop contaminate.epochs="
+                             f"{cfg.contaminate.epochs}")
+        return cfg
 
     def plan(self, draw: GroupDraw, tokenizer, setup, layouts: dict, datasets: dict) -> Plan:
         """The planted stream: each group's documents among the background, where they fell, the control's; the

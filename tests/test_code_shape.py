@@ -99,7 +99,7 @@ SETUP = {
     "contaminate.planted.with_dose",
     "contaminate.run.__init__", "contaminate.stages.__init__", "contaminate.planted.__init__",
     "contaminate.stages.check_study", "contaminate.stages._judge", "contaminate.stages.of",
-    "contaminate.planted.planted_config", "contaminate.planted.check_planted", "contaminate.regime.check_regime",
+    "contaminate.planted.check_planted", "contaminate.regime.check_regime",
     "contaminate.group_configs.planted_groups", "contaminate.group_configs.group_config",
     "contaminate.group_configs.group_layouts", "contaminate.group_configs.check_composed",
     "contaminate.group_configs.composed_options", "contaminate.sampling.study_groups",
