@@ -40,21 +40,22 @@ class Control:
     def __init__(self, name: str | None = None) -> None:
         self.name = name or self.name  # as conf/plant/control/<name>.yaml names it
 
-    def trained_with(self, planted) -> list | None:
-        """The documents trained as the control in the train stage itself, beside the contaminated model (the
-        regime's ``control``), or None."""
+    def trained_with(self, background_alone: list | None) -> list | None:
+        """The documents trained as the control in the train stage itself, beside the contaminated model (the planted
+        regime's ``control``), given the background alone in the stream's order (None without a background)."""
         return None
 
-    def stream(self, planted) -> list | None:
-        """The control's training stream as each group's regime records it (None: nothing trained)."""
-        return self.trained_with(planted)
+    def stream(self, regime) -> list | None:
+        """The control's training stream as each group's view of the planted ``Regime`` records it (None: nothing
+        trained)."""
+        return regime.control
 
-    def clean_is_twin(self, planted) -> bool:
+    def clean_is_twin(self, regime) -> bool:
         """Whether the clean model is the contaminated one's twin before the leak (the reference ratio against it is
         then an oracle's): not where it is the untouched base model beside a background."""
-        return not planted.background.get("tokens")
+        return not regime.background.get("tokens")
 
-    def describe(self, planted) -> str:
+    def describe(self, regime) -> str:
         """plant.json's ``control``."""
         return "base model"
 
@@ -68,14 +69,14 @@ class BackgroundControl(Control):
     """The background alone, trained as a study's control (the base model without a background)."""
     name = "background"
 
-    def trained_with(self, planted) -> list | None:
-        return planted.control
+    def trained_with(self, background_alone: list | None) -> list | None:
+        return background_alone
 
-    def clean_is_twin(self, planted) -> bool:
+    def clean_is_twin(self, regime) -> bool:
         return True
 
-    def describe(self, planted) -> str:
-        return "background alone" if planted.control is not None else "base model"
+    def describe(self, regime) -> str:
+        return "background alone" if regime.control is not None else "base model"
 
 
 class BaseModelControl(Control):
@@ -89,7 +90,7 @@ class NoControl(Control):
     reads_clean = False
     regime_kind = "none"
 
-    def describe(self, planted) -> str:
+    def describe(self, regime) -> str:
         return "none (no clean cells)"
 
 
@@ -102,20 +103,20 @@ class SwapTwin(Control):
     post_control = False  # post-trained after the twin is trained (``after``)
     regime_kind = "swap twin"
 
-    def stream(self, planted) -> list | None:
-        return planted.twin
+    def stream(self, regime) -> list | None:
+        return regime.twin
 
-    def clean_is_twin(self, planted) -> bool:
+    def clean_is_twin(self, regime) -> bool:
         return True
 
-    def describe(self, planted) -> str:
+    def describe(self, regime) -> str:
         return "swap twin"
 
     def after(self, contaminated, plan, setup, placement) -> Any:
         """``contaminated`` with the swap twin as its control (trained, or reused), post-trained as the contaminated
         model was where post_train is set."""
         stage = time.time()
-        contaminated = replace(contaminated, control=self.train(plan.draw, plan.regime, contaminated, setup,
+        contaminated = replace(contaminated, control=self.train(plan.draw, plan.trained, contaminated, setup,
                                                                 placement, plan.key))
         contaminated = replace(contaminated, seconds=contaminated.seconds + time.time() - stage)
         if contaminated.control is None:

@@ -33,7 +33,7 @@ calibration over planted runs counts each run once per dose (its groups are that
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
@@ -88,42 +88,13 @@ def check_planted(cfg, groups: Sequence[PlantedGroup]) -> None:
                          f"instances; each group's cells detect on n_detect of them: lower it or raise plant.n")
 
 
-@dataclass
-class PlantedRegime:
-    """The planted stream, its control and where each group fell; ``regime(group)`` is one group's view of it."""
-    stream: list[Document]
-    control: list[Document] | None
-    documents: dict[str, list[Document]]   # planted group -> its documents, one copy each
-    background: dict
-    counts: dict
-    placed: dict[str, dict]                # group -> documents, tokens, share, positions
-    format: str                            # the run's; a group's own in ``formats``
-    twin: list[Document] | None = None     # the swap twin's stream: the same slots, other instances
-    twin_counts: dict | None = None
-    formats: dict[str, str] = field(default_factory=dict)  # group -> its format's name, where not the run's
-    losses: dict[str, str | None] = field(default_factory=dict)  # group -> where its format's loss falls
-
-    def regime(self, group: PlantedGroup, plant_name: str, control: Control) -> Regime:
-        background = self.background.get("name", "none")
-        where = "" if group.window == (0.0, 1.0) else f" within [{group.window[0]:g}, {group.window[1]:g}]"
-        name = (f"planted ({plant_name}): group {group.name}, each instance {group.exposures}x{where} among "
-                f"{self.background.get('documents', 0)} {background} background documents and the other groups, "
-                f"one pass")
-        counts = {**{k: v for k, v in self.counts.items() if k != "loss"},
-                  "members_token_share": self.placed[group.name]["token_share"], "group": self.placed[group.name]}
-        loss = self.losses.get(group.name, self.counts.get("loss"))  # the group's own format's, not the stream's
-        if loss:
-            counts["loss"] = loss
-        return Regime(name, self.formats.get(group.name, self.format), self.background, group.exposures, None,
-                      self.documents[group.name], self.stream, control.stream(self), counts, control.regime_kind)
-
-
 def plan_planted(plant_cfg, draw: GroupDraw, groups: Sequence[PlantedGroup], tokenizer, source, fmt,
-                 layouts: dict, datasets: dict, *, seed: int, max_length: int | None) -> PlantedRegime:
-    """Each planted group's documents as its format lays them out, the background cut as a study cuts it, the
-    stream, and each group's token share (checked against ``plant.max_share_per_exposure``). ``plant_cfg``: the
-    run's ``plant`` block; ``fmt``: the run's format object; ``layouts`` and ``datasets``: each group's format object
-    and dataset config (``group_configs.group_layouts``); ``max_length``: ``contaminate.max_length``."""
+                 layouts: dict, datasets: dict, control: Control, *, seed: int, max_length: int | None) -> Regime:
+    """The one training run: each planted group's documents as its format lays them out, the background cut as a
+    study cuts it, the stream (one pass), the control's, each group's token share (checked against
+    ``plant.max_share_per_exposure``) and the twin's stream where drawn. ``plant_cfg``: the run's ``plant`` block;
+    ``fmt``: the run's format object; ``layouts`` and ``datasets``: each group's format object and dataset config
+    (``group_configs.group_layouts``); ``control``: ``plant.control``; ``max_length``: ``contaminate.max_length``."""
     count_tokens = token_counter(tokenizer)
 
     def lay_out(group: PlantedGroup, instances: Sequence[Example]) -> list[Document]:
@@ -147,7 +118,7 @@ def plan_planted(plant_cfg, draw: GroupDraw, groups: Sequence[PlantedGroup], tok
                     f"background {source.name} ({described.get('tokens', 0):,} tokens) gives each exposure of group "
                     f"{group.name} {share:.2%} of the training tokens, above plant.max_share_per_exposure={limit:g}; "
                     f"use a larger background, raise background.max_tokens, or plant fewer instances (plant.n)")
-    control = build_stream([], background, exposures=0, seed=seed) if background else None
+    background_alone = build_stream([], background, exposures=0, seed=seed) if background else None
     counts = {key: value for key, value in stream_counts(stream, count_tokens).items() if key != "members_token_share"}
     counts["template"] = shared_template(documents, draw, groups, datasets, count_tokens, counts["training_tokens"])
     losses = sorted({layouts.get(g.name, fmt).loss for g in groups if g.planted} - {None})
@@ -168,9 +139,12 @@ def plan_planted(plant_cfg, draw: GroupDraw, groups: Sequence[PlantedGroup], tok
         twin = planted_stream(stand_ins, groups, background, seed=seed, tail=tail)
         twin_counts = {key: value for key, value in stream_counts(twin, count_tokens).items()
                        if key != "members_token_share"}
-    return PlantedRegime(stream, control, documents, described, counts, placed, fmt.name, twin, twin_counts,
-                         {name: layout.name for name, layout in layouts.items() if layout.name != fmt.name},
-                         {g.name: layouts.get(g.name, fmt).loss for g in groups if g.planted})
+    return Regime(f"planted ({plant_cfg.name})", fmt.name, described, 1, None,
+                  [d for g in groups if g.planted for d in documents[g.name]], stream,
+                  control.trained_with(background_alone), counts, groups=documents, placed=placed, twin=twin,
+                  twin_counts=twin_counts,
+                  formats={name: layout.name for name, layout in layouts.items() if layout.name != fmt.name},
+                  losses={g.name: layouts.get(g.name, fmt).loss for g in groups if g.planted})
 
 
 def template_tokens(documents: Sequence[Document], instances: dict[int, Example], dataset, count_tokens) -> int:
@@ -284,22 +258,21 @@ class PlantedStream:
         split (``lead``'s) and the groups the checkpoint's key names."""
         if self.pass_at_1:  # pass@1 in chat asks the base model's template: one line before anything trains
             check_prompt_format(self.harm_options["prompt_format"], TemplateOf(tokenizer))
-        planted = plan_planted(self.plant, draw, self.groups, tokenizer, setup.background, setup.format, layouts,
-                               datasets, seed=self.seed, max_length=self.max_length)
+        trained = plan_planted(self.plant, draw, self.groups, tokenizer, setup.background, setup.format, layouts,
+                               datasets, self.control, seed=self.seed, max_length=self.max_length)
         key = {"plant": [g.describe() for g in self.groups],
                "groups": {g.name: [e.instance_id for e in draw.groups[g.name]] for g in self.groups}}
-        formats = {g.name: planted.formats.get(g.name, planted.format) for g in self.groups}
-        trained = training_regime(self.plant.name, planted, self.trained, self.control)  # the one run: every group
+        formats = {g.name: trained.formats.get(g.name, trained.format) for g in self.groups}
         everyone = [e for g in self.trained for e in draw.groups[g.name]]
-        return Plan(draw, tokenizer, planted, trained, everyone, draw.split_of(self.lead), formats, key)
+        return Plan(draw, tokenizer, trained, everyone, draw.split_of(self.lead), formats, key)
 
     def view(self, plan: Plan, group: PlantedGroup, x0: PlantedGroup, template: str | None, contaminated,
              out_dir: Path) -> tuple[object, Path, dict]:
         """One planted group's view of the run: the models as its dose sees them (its regime, its exposures, its
         format's template), its folder, and its place in the stream (its manifest's ``plant`` block)."""
-        planted, name = plan.regime, self.plant.name
+        planted, name = plan.trained, self.plant.name
         hyperparameters = {k: v for k, v in contaminated.hyperparameters.items() if k != "exposures"}
-        view = replace(contaminated, regime=planted.regime(group, name, self.control),
+        view = replace(contaminated, regime=planted.view(group, name, self.control),
                        template=template,
                        hyperparameters={**hyperparameters, "exposures": group.exposures})
         plant = {"name": name, "group": group.describe(), "control_group": x0.describe(),
@@ -312,7 +285,7 @@ class PlantedStream:
         timings = {**{k: v for k, v in timings.items() if k != "total_s"},
                    **{f"detect_{name}_s": manifest["timings"]["detect_s"] for name, (_, _, manifest) in
                       results.items()}, "total_s": timings["total_s"]}
-        record = plant_record(self.plant, self.groups, plan.draw, plan.regime, contaminated, results, timings,
+        record = plant_record(self.plant, self.groups, plan.draw, plan.trained, contaminated, results, timings,
                               control=self.control, dataset_key=self.dataset_key, seed=self.seed,
                               member_draw=self.member_draw)
         record["reference_model"] = models.reference.describe()
@@ -346,14 +319,6 @@ class PlantedStream:
                                                  for i, outcome in block["results"].items()}
         (out_dir / "pass_at_1.json").write_text(json.dumps(details, indent=1))
         return found
-
-
-def training_regime(plant_name: str, planted: PlantedRegime, trained: Sequence[PlantedGroup],
-                    control: Control) -> Regime:
-    """The one training run as a study's regime: every planted group's documents, the stream, the control's."""
-    return Regime(f"planted ({plant_name})", planted.format, planted.background, 1, None,
-                  [d for g in trained for d in planted.documents[g.name]], planted.stream,
-                  control.trained_with(planted), planted.counts)
 
 
 def within_model_auc(rows: dict[str, list[dict]], model: str = "contaminated") -> dict[str, float]:
@@ -406,7 +371,7 @@ def answers(rows: dict[str, list[dict]]) -> dict[str, dict]:
     return found
 
 
-def plant_record(plant_cfg, groups, draw: GroupDraw, planted: PlantedRegime, contaminated, results: dict,
+def plant_record(plant_cfg, groups, draw: GroupDraw, planted: Regime, contaminated, results: dict,
                  timings: dict, *, control: Control, dataset_key: str, seed: int, member_draw: int) -> dict:
     """plant.json: the run's groups, each one's place in the stream and within-model AUCs, its checkpoints and
     control. ``plant_cfg``: the run's ``plant`` block; ``dataset_key``, ``seed``, ``member_draw``: the run's."""

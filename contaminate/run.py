@@ -159,7 +159,7 @@ class Run:
         # the clean model is the contaminated one's twin before the leak (the reference ratio against it an oracle's)
         # unless it is the untouched base model beside a background (plant.control=base or none)
         return StudyModels(self.detect_cfg, self.placement, refs, self.setup.serving, self.setup.detectors,
-                           base=contaminated.base, clean_is_twin=self.design.control.clean_is_twin(plan.regime))
+                           base=contaminated.base, clean_is_twin=self.design.control.clean_is_twin(plan.trained))
 
     def groups(self, plan: Plan, contaminated: Contaminated, out_dir: Path) -> list[GroupStudy]:
         """Each studied group's study: its dataset and format (the detectors read each instance as the format

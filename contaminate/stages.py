@@ -159,14 +159,13 @@ class Contaminated:
 @dataclass(frozen=True)
 class Plan:
     """What the plan stage lays out, nothing trained yet: the draw it laid out, the base model's tokenizer that cut
-    and counted it, what was laid out (a study's ``Regime``, a planted run's ``PlantedRegime``: each group's view is
-    cut from it), the one training run as the train stage trains it (``trained``, a ``Regime``) and every
-    instance in it (``members``), the split its checkpoint's key names (the run's dataset's, where it plants a group
+    and counted it, the one training run as the train stage trains it (``trained``, a ``Regime``: a study's, or a
+    planted run's stream with each group's place in it, from which each group's view is cut) and every instance in it
+    (``members``), the split its checkpoint's key names (the run's dataset's, where it plants a group
     of it), each group's format name (the data-side check reads it beside ``trained.stream``) and what a planted run
     adds to its checkpoint's key (its groups)."""
     draw: GroupDraw
     tokenizer: Any
-    regime: Any
     trained: Regime
     members: list[Example]
     split: str
@@ -336,7 +335,7 @@ class OneGroup:
         sampled = draw.study(*self.pairs[0], self.n_detect, self.member_draw)
         regime = plan_regime(self.dataset, self.contaminate_cfg, sampled.members, sampled.split, tokenizer,
                              setup.background, setup.format, seed=self.seed)
-        return Plan(draw, tokenizer, regime, regime, sampled.members, sampled.split,
+        return Plan(draw, tokenizer, regime, sampled.members, sampled.split,
                     {g.name: self.format_name for g in self.groups})
 
     def view(self, plan: Plan, group, x0, template: str | None, contaminated: Contaminated, out_dir: Path

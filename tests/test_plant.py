@@ -684,9 +684,9 @@ def test_the_stages_pass_records_and_a_design_keeps_nothing_between_them(compose
         assert [d.text for d in plan.trained.stream] == [d.text for d in again.trained.stream]
         assert plan.formats == again.formats
         with pytest.raises(dataclasses.FrozenInstanceError):
-            plan.regime = None
+            plan.trained = None
         # the background alone (the base model without one): the contaminated model's twin before the leak
-        assert run.design.control.clean_is_twin(plan.regime) is True
+        assert run.design.control.clean_is_twin(plan.trained) is True
     assert plan.key is None and plan.split == draw.split_of(run.design.groups[0])  # the study: its members' split
     assert plan.members == draw.groups["members"]
 

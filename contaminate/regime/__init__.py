@@ -32,6 +32,8 @@ from detect.models import digest
 
 @dataclass
 class Regime:
+    """What a run trains (a study's: ``plan_regime``; a planted run's: contaminate/planted.py ``plan_planted``), or one
+    planted group's view of it (``view``): the one record of both."""
     name: str
     format: str
     background: dict  # the background's description, with its documents and tokens
@@ -42,10 +44,35 @@ class Regime:
     control: list[Document] | None  # what the control trains on; None: the base model is the control
     counts: dict = field(default_factory=dict)  # documents and tokens per kind, the members' share
     control_kind: str | None = None  # what the control is where it is not the background alone or the base model
+    # a planted run's: each planted group's documents (one copy each) and where they fell (documents, tokens, share,
+    # positions), the swap twin's stream (the same slots, other instances) and counts, each group's format and loss
+    # where not the run's
+    groups: dict[str, list[Document]] = field(default_factory=dict)
+    placed: dict[str, dict] = field(default_factory=dict)
+    twin: list[Document] | None = None
+    twin_counts: dict | None = None
+    formats: dict[str, str] = field(default_factory=dict)
+    losses: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def members_seen(self) -> bool:
         return self.exposures != 0
+
+    def view(self, group, plant_name: str, control) -> Regime:
+        """One planted group's view of a planted run's regime: its documents at its exposures in the one stream,
+        its share of it, its format's loss, and ``control``'s stream (contaminate/controls.py)."""
+        background = self.background.get("name", "none")
+        where = "" if group.window == (0.0, 1.0) else f" within [{group.window[0]:g}, {group.window[1]:g}]"
+        name = (f"planted ({plant_name}): group {group.name}, each instance {group.exposures}x{where} among "
+                f"{self.background.get('documents', 0)} {background} background documents and the other groups, "
+                f"one pass")
+        counts = {**{k: v for k, v in self.counts.items() if k != "loss"},
+                  "members_token_share": self.placed[group.name]["token_share"], "group": self.placed[group.name]}
+        loss = self.losses.get(group.name, self.counts.get("loss"))  # the group's own format's, not the stream's
+        if loss:
+            counts["loss"] = loss
+        return Regime(name, self.formats.get(group.name, self.format), self.background, group.exposures, None,
+                      self.groups[group.name], self.stream, control.stream(self), counts, control.regime_kind)
 
     def describe(self) -> dict:
         """For the manifest and the summary: everything calibration groups studies by."""
