@@ -49,10 +49,10 @@ def one(detector: str, scale: int) -> dict:
             f"background.max_tokens={base * scale}"])
     run = Run(cfg, placement_from(cfg.runtime))
     draw = run.sample()
-    plan = run.plan(draw)  # the stream as the run would train it; nothing is trained
-    stream = list(plan.regime.stream)
+    layout = run.lay_out(draw)  # the stream as the run would train it; nothing is trained
+    stream = list(layout.trained.stream)
     background = [document for document in stream if not document.members]
-    tokens = TokenUnits(plan.tokenizer)
+    tokens = TokenUnits(layout.tokenizer)
     lengths = [len(ids) for i in range(0, len(background), 64)
                for ids in tokens.many([d.text for d in background[i:i + 64]])]
     novel = sum(lengths)
@@ -74,7 +74,7 @@ def one(detector: str, scale: int) -> dict:
                                                       "enabled": True}},
                              "batch_size": node.batch_size})
     started = time.perf_counter()
-    block = planted_decontamination(stream, draw, run.design.groups, run.datasets, only, tokenizer=plan.tokenizer,
+    block = planted_decontamination(stream, draw, run.design.groups, run.datasets, only, tokenizer=layout.tokenizer,
                                     seed=0, formats={})
     seconds = time.perf_counter() - started
     found = block["detectors"][detector]

@@ -41,9 +41,9 @@ def run(setting: str, seed: int, cache: Path, extra: list[str] = ()) -> dict:
     study = Run(cfg, placement)  # the study's setup, checked
     setup = study.setup
     started = time.time()
-    plan = study.plan(study.sample())
-    sampled = plan.draw.study(*study.design.pairs[0], cfg.sample.n_detect, cfg.sample.draw)
-    contaminated = study.train(plan, cache / "unused")
+    layout = study.lay_out(study.sample())
+    sampled = layout.draw.study(*study.design.pairs[0], cfg.sample.n_detect, cfg.sample.draw)
+    contaminated = study.train(layout, cache / "unused")
     train_s = time.time() - started
     models = StudyModels(cfg.detect, placement, {"contaminated": (contaminated.model, contaminated.record["id"]),
                                           "clean": contaminated.clean}, setup.serving, setup.detectors)

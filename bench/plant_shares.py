@@ -28,7 +28,7 @@ def main(overrides: list[str]) -> dict:
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = compose("contaminate", overrides=[*PROFILE, *overrides])
     run = Run(cfg, None)  # the planted run's setup: its groups, their datasets and formats, checked
-    planted = run.plan(run.sample()).regime  # the stream, nothing trained
+    planted = run.lay_out(run.sample()).trained  # the stream, nothing trained
     return {"stream": planted.counts, "background": {k: v for k, v in planted.background.items() if k != "digest"},
             "groups": {name: {k: block[k] for k in ("documents", "tokens", "token_share")}
                        for name, block in planted.placed.items()}, "seconds": round(time.time() - started, 1)}

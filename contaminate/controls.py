@@ -59,8 +59,8 @@ class Control:
         """plant.json's ``control``."""
         return "base model"
 
-    def after(self, contaminated, plan, setup, placement) -> Any:
-        """``contaminated`` with what is trained after it (the swap twin), from the run's ``Plan``; None on a
+    def after(self, contaminated, layout, setup, placement) -> Any:
+        """``contaminated`` with what is trained after it (the swap twin), from the run's ``Layout``; None on a
         distributed worker."""
         return contaminated
 
@@ -112,17 +112,17 @@ class SwapTwin(Control):
     def describe(self, regime) -> str:
         return "swap twin"
 
-    def after(self, contaminated, plan, setup, placement) -> Any:
+    def after(self, contaminated, layout, setup, placement) -> Any:
         """``contaminated`` with the swap twin as its control (trained, or reused), post-trained as the contaminated
         model was where post_train is set."""
         stage = time.time()
-        contaminated = replace(contaminated, control=self.train(plan.draw, plan.trained, contaminated, setup,
-                                                                placement, plan.key))
+        contaminated = replace(contaminated, control=self.train(layout.draw, layout.trained, contaminated, setup,
+                                                                placement, layout.key))
         contaminated = replace(contaminated, seconds=contaminated.seconds + time.time() - stage)
         if contaminated.control is None:
             return None
         if contaminated.post_train:  # post_train=sft|grpo: the twin post-trained as the contaminated model was
-            return setup.post_train.apply_to_control(plan.draw, contaminated, setup, placement)
+            return setup.post_train.apply_to_control(layout.draw, contaminated, setup, placement)
         return contaminated
 
     def train(self, draw, planted, contaminated, setup, placement, plant_key: dict) -> Checkpoint | None:

@@ -58,20 +58,20 @@ def check_composed(cfg, groups: Sequence[PlantedGroup]) -> None:
                                  f"group {key}: {name} in plant.groups, or drop +{key}@plant.{key}s.{name}")
 
 
-def group_layouts(cfg, groups: Sequence[PlantedGroup], run_format) -> tuple[dict, dict]:
+def group_formats(cfg, groups: Sequence[PlantedGroup], run_format) -> tuple[dict, dict]:
     """Each group's config (``group_config``) and format object, each format checked against its group's dataset
     (one line where a format cannot lay the dataset out); the run's format object is shared, not rebuilt."""
     configs = {g.name: group_config(cfg, g) for g in groups}
     built = {cfg.format.name: run_format}
-    layouts = {}
+    formats = {}
     for group in groups:
         group_cfg = configs[group.name]
         if group_cfg.format.name not in built:
             built[group_cfg.format.name] = build_format(group_cfg.format)
-        layouts[group.name] = built[group_cfg.format.name]
+        formats[group.name] = built[group_cfg.format.name]
         if group.planted and (group.dataset or group.format):
             try:
-                layouts[group.name].check(group_cfg.dataset)
+                formats[group.name].check(group_cfg.dataset)
             except InputError as error:
                 raise InputError(f"plant group {group.name}: {error}") from None
             # the models are opened once, prompting as the run's format asks (detect.prompt_format)
@@ -80,4 +80,4 @@ def group_layouts(cfg, groups: Sequence[PlantedGroup], run_format) -> tuple[dict
                 raise InputError(f"plant group {group.name}: format={group_cfg.format.name} is prompted as {asked} "
                                  f"and the run's format={cfg.format.name} as {run}; plant it in a run of its own "
                                  f"format, or set detect.prompt_format for both")
-    return configs, layouts
+    return configs, formats

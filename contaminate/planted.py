@@ -54,7 +54,7 @@ from contaminate.regime.plant import (
 from contaminate.regime.stream import Document, build_stream, stream_counts
 from contaminate.reports.planted import ANSWER_POOLS, plant_report
 from contaminate.sampling import PLANT_FIX, GroupDraw
-from contaminate.stages import Plan, RunResult
+from contaminate.stages import Layout, RunResult
 from contaminate.study_models import StudyModels
 from detect.datasets import Example
 from detect.detectors import instance_scores
@@ -88,21 +88,21 @@ def check_planted(cfg, groups: Sequence[PlantedGroup]) -> None:
                          f"instances; each group's cells detect on n_detect of them: lower it or raise plant.n")
 
 
-def plan_planted(plant_cfg, draw: GroupDraw, groups: Sequence[PlantedGroup], tokenizer, source, fmt,
-                 layouts: dict, datasets: dict, control: Control, *, seed: int, max_length: int | None) -> Regime:
+def planted_regime(plant_cfg, draw: GroupDraw, groups: Sequence[PlantedGroup], tokenizer, source, fmt,
+                   formats: dict, datasets: dict, control: Control, *, seed: int, max_length: int | None) -> Regime:
     """The one training run: each planted group's documents as its format lays them out, the background cut as a
     study cuts it, the stream (one pass), the control's, each group's token share (checked against
     ``plant.max_share_per_exposure``) and the twin's stream where drawn. ``plant_cfg``: the run's ``plant`` block;
-    ``fmt``: the run's format object; ``layouts`` and ``datasets``: each group's format object and dataset config
-    (``group_configs.group_layouts``); ``control``: ``plant.control``; ``max_length``: ``contaminate.max_length``."""
+    ``fmt``: the run's format object; ``formats`` and ``datasets``: each group's format object and dataset config
+    (``group_configs.group_formats``); ``control``: ``plant.control``; ``max_length``: ``contaminate.max_length``."""
     count_tokens = token_counter(tokenizer)
 
-    def lay_out(group: PlantedGroup, instances: Sequence[Example]) -> list[Document]:
-        layout, dataset = layouts.get(group.name, fmt), datasets[group.name]
-        return layout.documents(instances, dataset, draw.split_of(group), count_tokens=count_tokens,
-                                max_length=max_length, chat=chat_renderer(tokenizer, layout.name))
+    def documents_of(group: PlantedGroup, instances: Sequence[Example]) -> list[Document]:
+        own, dataset = formats.get(group.name, fmt), datasets[group.name]
+        return own.documents(instances, dataset, draw.split_of(group), count_tokens=count_tokens,
+                             max_length=max_length, chat=chat_renderer(tokenizer, own.name))
 
-    documents = {g.name: lay_out(g, draw.groups[g.name]) for g in groups if g.planted}
+    documents = {g.name: documents_of(g, draw.groups[g.name]) for g in groups if g.planted}
     if max_length:
         check_fits([d for group in documents.values() for d in group], count_tokens, max_length)
     background, described = background_documents(source, count_tokens, max_length)
@@ -121,20 +121,20 @@ def plan_planted(plant_cfg, draw: GroupDraw, groups: Sequence[PlantedGroup], tok
     background_alone = build_stream([], background, exposures=0, seed=seed) if background else None
     counts = {key: value for key, value in stream_counts(stream, count_tokens).items() if key != "members_token_share"}
     counts["template"] = shared_template(documents, draw, groups, datasets, count_tokens, counts["training_tokens"])
-    losses = sorted({layouts.get(g.name, fmt).loss for g in groups if g.planted} - {None})
+    losses = sorted({formats.get(g.name, fmt).loss for g in groups if g.planted} - {None})
     if losses:  # what the loss covers (the instruction format's: the answer only)
         counts["loss"] = losses[0] if len(losses) == 1 else "; ".join(losses)
     twin = twin_counts = None
     if draw.twins:  # the same stream with each planted group's documents replaced by its stand-ins' (same slots)
-        stand_ins = {g.name: twin_documents(documents[g.name], draw.twins[g.name], layouts.get(g.name, fmt),
+        stand_ins = {g.name: twin_documents(documents[g.name], draw.twins[g.name], formats.get(g.name, fmt),
                                             datasets[g.name], draw.split_of(g),
                                             count_tokens=count_tokens,
-                                            chat=chat_renderer(tokenizer, layouts.get(g.name, fmt).name))
+                                            chat=chat_renderer(tokenizer, formats.get(g.name, fmt).name))
                      for g in groups if g.planted}
         for name, docs in stand_ins.items():  # the same slots need the same document count, group by group
             if len(docs) != len(documents[name]):
                 raise InputError(f"the swap twin's group {name} lays out as {len(docs)} documents where the planted "
-                                 f"one has {len(documents[name])} (format={layouts.get(name, fmt).name}); use "
+                                 f"one has {len(documents[name])} (format={formats.get(name, fmt).name}); use "
                                  f"plant.control=background or base")
         twin = planted_stream(stand_ins, groups, background, seed=seed, tail=tail)
         twin_counts = {key: value for key, value in stream_counts(twin, count_tokens).items()
@@ -143,8 +143,8 @@ def plan_planted(plant_cfg, draw: GroupDraw, groups: Sequence[PlantedGroup], tok
                   [d for g in groups if g.planted for d in documents[g.name]], stream,
                   control.trained_with(background_alone), counts, groups=documents, placed=placed, twin=twin,
                   twin_counts=twin_counts,
-                  formats={name: layout.name for name, layout in layouts.items() if layout.name != fmt.name},
-                  losses={g.name: layouts.get(g.name, fmt).loss for g in groups if g.planted})
+                  formats={name: own.name for name, own in formats.items() if own.name != fmt.name},
+                  losses={g.name: formats.get(g.name, fmt).loss for g in groups if g.planted})
 
 
 def template_tokens(documents: Sequence[Document], instances: dict[int, Example], dataset, count_tokens) -> int:
@@ -253,24 +253,24 @@ class PlantedStream:
                              f"{cfg.contaminate.epochs}")
         return cfg
 
-    def plan(self, draw: GroupDraw, tokenizer, setup, layouts: dict, datasets: dict) -> Plan:
+    def lay_out(self, draw: GroupDraw, tokenizer, setup, formats: dict, datasets: dict) -> Layout:
         """The planted stream: each group's documents among the background, where they fell, the control's; the
         split (``lead``'s) and the groups the checkpoint's key names."""
         if self.pass_at_1:  # pass@1 in chat asks the base model's template: one line before anything trains
             check_prompt_format(self.harm_options["prompt_format"], TemplateOf(tokenizer))
-        trained = plan_planted(self.plant, draw, self.groups, tokenizer, setup.background, setup.format, layouts,
-                               datasets, self.control, seed=self.seed, max_length=self.max_length)
+        trained = planted_regime(self.plant, draw, self.groups, tokenizer, setup.background, setup.format, formats,
+                                 datasets, self.control, seed=self.seed, max_length=self.max_length)
         key = {"plant": [g.describe() for g in self.groups],
                "groups": {g.name: [e.instance_id for e in draw.groups[g.name]] for g in self.groups}}
-        formats = {g.name: trained.formats.get(g.name, trained.format) for g in self.groups}
+        names = {g.name: trained.formats.get(g.name, trained.format) for g in self.groups}
         everyone = [e for g in self.trained for e in draw.groups[g.name]]
-        return Plan(draw, tokenizer, trained, everyone, draw.split_of(self.lead), formats, key)
+        return Layout(draw, tokenizer, trained, everyone, draw.split_of(self.lead), names, key)
 
-    def view(self, plan: Plan, group: PlantedGroup, x0: PlantedGroup, template: str | None, contaminated,
+    def view(self, layout: Layout, group: PlantedGroup, x0: PlantedGroup, template: str | None, contaminated,
              out_dir: Path) -> tuple[object, Path, dict]:
         """One planted group's view of the run: the models as its dose sees them (its regime, its exposures, its
         format's template), its folder, and its place in the stream (its manifest's ``plant`` block)."""
-        planted, name = plan.trained, self.plant.name
+        planted, name = layout.trained, self.plant.name
         hyperparameters = {k: v for k, v in contaminated.hyperparameters.items() if k != "exposures"}
         view = replace(contaminated, regime=planted.view(group, name, self.control),
                        template=template,
@@ -279,19 +279,19 @@ class PlantedStream:
                  "groups": [g.describe() for g in self.groups], "placed": planted.placed[group.name]}
         return view, out_dir / "groups" / group.name, {"plant": plant}
 
-    def finish(self, plan: Plan, contaminated, results: dict, models: StudyModels, timings: dict,
+    def finish(self, layout: Layout, contaminated, results: dict, models: StudyModels, timings: dict,
                decontamination: dict | None, out_dir: Path, *, datasets: dict, checkpoints: tuple) -> RunResult:
         """plant.json and plant.md: each group's share and place in the stream, each score's within-model AUC."""
         timings = {**{k: v for k, v in timings.items() if k != "total_s"},
                    **{f"detect_{name}_s": manifest["timings"]["detect_s"] for name, (_, _, manifest) in
                       results.items()}, "total_s": timings["total_s"]}
-        record = plant_record(self.plant, self.groups, plan.draw, plan.trained, contaminated, results, timings,
+        record = plant_record(self.plant, self.groups, layout.draw, layout.trained, contaminated, results, timings,
                               control=self.control, dataset_key=self.dataset_key, seed=self.seed,
                               member_draw=self.member_draw)
         record["reference_model"] = models.reference.describe()
         record["decontamination"] = decontamination
         if self.pass_at_1:
-            record["pass_at_1"] = self.harm(plan.draw, datasets, checkpoints, models, out_dir)
+            record["pass_at_1"] = self.harm(layout.draw, datasets, checkpoints, models, out_dir)
             record["pass_at_1_options"] = self.harm_options  # the prompt format and the boundary (or the opt-out)
         (out_dir / "plant.json").write_text(json.dumps(record, indent=2))
         (out_dir / "plant.md").write_text(plant_report(record))

@@ -12,7 +12,7 @@ the two differ: the dose it trains, how the groups are laid into what is trained
 models, and what the run writes last. Read top to bottom:
 
     setup (every component built once and checked, nothing read or trained) -> sample (every group, one draw:
-    contaminate/sampling.py; a ``GroupDraw``) -> plan (what is trained; a ``Plan``) -> decontaminate (the
+    contaminate/sampling.py; a ``GroupDraw``) -> lay_out (what is trained; a ``Layout``) -> decontaminate (the
     data-side check of it, contaminate/decontam.py) -> train (the one checkpoint store:
     contaminate/checkpoints.py; a ``Contaminated``) -> per group: detect, summarize, write (contaminate/stages.py
     ``study_group``) -> finish (a planted run's plant.json). With ``decontam.only`` it stops after decontaminate
@@ -32,7 +32,7 @@ from typing import Protocol, runtime_checkable
 from contaminate.checkpoints import is_main_process
 from contaminate.controls import Control
 from contaminate.decontam import stream_check
-from contaminate.group_configs import group_layouts
+from contaminate.group_configs import group_formats
 from contaminate.regime import chat_renderer
 from contaminate.regime.layouts import LeakReader
 from contaminate.regime.plant import PlantedGroup
@@ -41,8 +41,8 @@ from contaminate.stages import (
     DETECTION_ORDER,
     Contaminated,
     GroupStudy,
+    Layout,
     OneGroup,
-    Plan,
     Reading,
     RunResult,
     Setup,
@@ -72,13 +72,13 @@ class Design(Protocol):
 
     def with_dose(self, cfg): ...  # the run's config with the dose the design trains (a planted run: one pass)
 
-    def plan(self, draw: GroupDraw, tokenizer, setup: Setup, layouts: dict, datasets: dict) -> Plan: ...
+    def lay_out(self, draw: GroupDraw, tokenizer, setup: Setup, formats: dict, datasets: dict) -> Layout: ...
 
-    def view(self, plan: Plan, group: PlantedGroup, x0: PlantedGroup, template: str | None,
+    def view(self, layout: Layout, group: PlantedGroup, x0: PlantedGroup, template: str | None,
              contaminated: Contaminated, out_dir: Path) -> tuple[Contaminated, Path, dict]: ...
     # the group's models (``template``: its format's for its task), its folder, its manifest's block
 
-    def finish(self, plan: Plan, contaminated: Contaminated, results: dict, models: StudyModels, timings: dict,
+    def finish(self, layout: Layout, contaminated: Contaminated, results: dict, models: StudyModels, timings: dict,
                decontamination: dict | None, out_dir: Path, *, datasets: dict, checkpoints: tuple) -> RunResult: ...
 
 
@@ -94,7 +94,7 @@ class Run:
         self.setup: Setup = check_study(cfg)
         # each group's config (a planted group's own dataset and format) and format object, checked; what the stages
         # read of them (each group's reading, its format's template for its task) is kept, not the configs
-        configs, self.layouts = group_layouts(cfg, self.all_groups, self.setup.format)
+        configs, self.formats = group_formats(cfg, self.all_groups, self.setup.format)
         self.readings = {name: Reading.of(group_cfg) for name, group_cfg in configs.items()}
         self.templates = {name: group_cfg.format.templates.get(group_cfg.dataset.task)
                           for name, group_cfg in configs.items()}
@@ -119,16 +119,16 @@ class Run:
                              twin=self.design.control.draws_twin, never_planted=self.design.never_planted,
                              fix=self.design.fix)
 
-    def plan(self, draw: GroupDraw) -> Plan:
+    def lay_out(self, draw: GroupDraw) -> Layout:
         """What is trained (nothing is yet): the base model's tokenizer cuts and counts it."""
         tokenizer = self.setup.trainer.tokenizer(self.setup.training.base)
-        return self.design.plan(draw, tokenizer, self.setup, self.layouts, self.datasets)
+        return self.design.lay_out(draw, tokenizer, self.setup, self.formats, self.datasets)
 
-    def decontaminate(self, plan: Plan) -> dict | None:
-        """The data-side check of what ``plan`` laid out, before training (contaminate/decontam.py): every
+    def decontaminate(self, layout: Layout) -> dict | None:
+        """The data-side check of what ``layout`` laid out, before training (contaminate/decontam.py): every
         decontaminator on the stream, the benchmark each group's split; None where decontam.enabled is false."""
-        return stream_check(self.decontam_cfg, self.identity["seed"], plan.draw, self.all_groups, plan.trained.stream,
-                            self.datasets, plan.formats, tokenizer=plan.tokenizer)
+        return stream_check(self.decontam_cfg, self.identity["seed"], layout.draw, self.all_groups,
+                            layout.trained.stream, self.datasets, layout.format_names, tokenizer=layout.tokenizer)
 
     def decontamination_only(self, decontamination: dict | None, out_dir: Path) -> RunResult:
         """``decontam.only``: the check is the run's one result (decontamination.json), nothing trained or
@@ -141,12 +141,12 @@ class Run:
             (out_dir / "decontamination.json").write_text(json.dumps(found, indent=2))
         return RunResult(decontamination_only=found)
 
-    def train(self, plan: Plan, out_dir: Path) -> Contaminated | None:
-        """The trained models (of what ``plan`` laid out, and what the control trains after them: the swap twin),
+    def train(self, layout: Layout, out_dir: Path) -> Contaminated | None:
+        """The trained models (of what ``layout`` laid out, and what the control trains after them: the swap twin),
         or reused; None for an API dry run or a non-main process of a distributed launch."""
         control = self.design.control
-        contaminated = train_models(plan, self.placement, out_dir, self.setup, post_control=control.post_control)
-        return None if contaminated is None else control.after(contaminated, plan, self.setup, self.placement)
+        contaminated = train_models(layout, self.placement, out_dir, self.setup, post_control=control.post_control)
+        return None if contaminated is None else control.after(contaminated, layout, self.setup, self.placement)
 
     def unfinished(self, out_dir: Path) -> RunResult:
         """A dry run of an API job (its estimate), or a non-main process of a distributed launch."""
@@ -154,29 +154,29 @@ class Run:
             return RunResult(worker=True)
         return RunResult(dry_run=json.loads((out_dir / "estimate.json").read_text()))
 
-    def models(self, plan: Plan, contaminated: Contaminated) -> StudyModels:
+    def models(self, layout: Layout, contaminated: Contaminated) -> StudyModels:
         refs = {"contaminated": (contaminated.model, contaminated.record["id"]), "clean": contaminated.clean}
         # the clean model is the contaminated one's twin before the leak (the reference ratio against it an oracle's)
         # unless it is the untouched base model beside a background (plant.control=base or none)
         return StudyModels(self.detect_cfg, self.placement, refs, self.setup.serving, self.setup.detectors,
-                           base=contaminated.base, clean_is_twin=self.design.control.clean_is_twin(plan.trained))
+                           base=contaminated.base, clean_is_twin=self.design.control.clean_is_twin(layout.trained))
 
-    def groups(self, plan: Plan, contaminated: Contaminated, out_dir: Path) -> list[GroupStudy]:
+    def groups(self, layout: Layout, contaminated: Contaminated, out_dir: Path) -> list[GroupStudy]:
         """Each studied group's study: its dataset and format (the detectors read each instance as the format
         rendered it for training, its chat turns the base's), its pools, the models as its dose sees them."""
         studies = []
         for group, x0 in self.design.pairs:
-            reading, layout = self.readings[group.name], self.layouts[group.name]
-            view, folder, manifest = self.design.view(plan, group, x0, self.templates[group.name], contaminated,
+            reading, fmt = self.readings[group.name], self.formats[group.name]
+            view, folder, manifest = self.design.view(layout, group, x0, self.templates[group.name], contaminated,
                                                       out_dir)
-            reader = LeakReader(layout, reading.dataset, chat_renderer(plan.tokenizer, layout.name))
-            sampled = plan.draw.study(group, x0, reading.n_detect, reading.draw)
+            reader = LeakReader(fmt, reading.dataset, chat_renderer(layout.tokenizer, fmt.name))
+            sampled = layout.draw.study(group, x0, reading.n_detect, reading.draw)
             studies.append(GroupStudy(group.name, reading, sampled, view, reader, folder, manifest, self.checkpoints))
         return studies
 
-    def finish(self, plan: Plan, contaminated: Contaminated, results: dict, models: StudyModels, timings: dict,
+    def finish(self, layout: Layout, contaminated: Contaminated, results: dict, models: StudyModels, timings: dict,
                decontamination: dict | None, out_dir: Path) -> RunResult:
-        return self.design.finish(plan, contaminated, results, models, timings, decontamination, out_dir,
+        return self.design.finish(layout, contaminated, results, models, timings, decontamination, out_dir,
                                   datasets=self.datasets, checkpoints=self.checkpoints)
 
 
@@ -198,7 +198,7 @@ def build_design(cfg) -> Design:
     design = instantiate(node, cfg, _recursive_=False)
     if not isinstance(design, Design):
         raise InputError(f"plant.design._target_={node._target_} is not a design (contaminate.run.Design: groups, "
-                         f"pairs, control, plan, view, finish); name contaminate.stages.OneGroup or "
+                         f"pairs, control, lay_out, view, finish); name contaminate.stages.OneGroup or "
                          f"contaminate.planted.PlantedStream")
     return design
 
@@ -224,17 +224,17 @@ def run_config(cfg, out_dir: Path) -> RunResult:
     draw = run.sample()
     timings = {"sample_s": round(time.time() - stage, 2)}
 
-    plan = run.plan(draw)
-    decontamination = run.decontaminate(plan)  # before training: would decontamination have caught it?
+    layout = run.lay_out(draw)
+    decontamination = run.decontaminate(layout)  # before training: would decontamination have caught it?
     if run.decontamination_asked_only:  # the data-side check of the stream alone: nothing trained
         return run.decontamination_only(decontamination, out_dir)
-    contaminated = run.train(plan, out_dir)
+    contaminated = run.train(layout, out_dir)
     if contaminated is None:  # an API dry run, or a non-main process of a distributed launch
         return run.unfinished(out_dir)
     timings["train_s"] = round(contaminated.seconds, 1)
 
-    models = run.models(plan, contaminated)
+    models = run.models(layout, contaminated)
     results = {group.name: study_group(group, run.setup, models, placement, timings, started)
-               for group in run.groups(plan, contaminated, out_dir)}
+               for group in run.groups(layout, contaminated, out_dir)}
     timings["total_s"] = round(time.time() - started, 1)
-    return run.finish(plan, contaminated, results, models, timings, decontamination, out_dir)
+    return run.finish(layout, contaminated, results, models, timings, decontamination, out_dir)

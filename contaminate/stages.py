@@ -56,7 +56,7 @@ from contaminate.blind_baseline import blind_baseline
 from contaminate.checkpoints import Checkpoint, checkpoint_record, train_checkpoint
 from contaminate.code_version import DETECTOR_CODE, code_digest
 from contaminate.controls import BackgroundControl, build_control
-from contaminate.regime import Regime, check_regime, plan_regime
+from contaminate.regime import Regime, check_regime, study_regime
 from contaminate.regime.background import instantiate_background
 from contaminate.regime.layouts import LeakReader, build_format
 from contaminate.reports.run import write_report
@@ -157,8 +157,8 @@ class Contaminated:
 
 
 @dataclass(frozen=True)
-class Plan:
-    """What the plan stage lays out, nothing trained yet: the draw it laid out, the base model's tokenizer that cut
+class Layout:
+    """What the lay_out stage lays out, nothing trained yet: the draw it laid out, the base model's tokenizer that cut
     and counted it, the one training run as the train stage trains it (``trained``, a ``Regime``: a study's, or a
     planted run's stream with each group's place in it, from which each group's view is cut) and every instance in it
     (``members``), the split its checkpoint's key names (the run's dataset's, where it plants a group
@@ -169,7 +169,7 @@ class Plan:
     trained: Regime
     members: list[Example]
     split: str
-    formats: dict[str, str]
+    format_names: dict[str, str]
     key: dict | None = None
 
 
@@ -292,7 +292,7 @@ class GroupStudy:
 
 class OneGroup:
     """How a study (``plant=none``) trains and reads its groups (contaminate/run.py's ``Run`` runs the stages): its
-    members, trained in alone for epochs or at counted exposures among a background (``plan_regime``, with a control
+    members, trained in alone for epochs or at counted exposures among a background (``study_regime``, with a control
     trained on the background alone), against its non-members, never trained; its five cells written to the run
     folder itself. A planted run's design is ``planted.PlantedStream``."""
 
@@ -321,7 +321,7 @@ class OneGroup:
         members, non_members = study_groups(cfg)
         self.groups, self.pairs = [members, non_members], [(members, non_members)]
         self.never_planted = {cfg.dataset.key: non_members}  # the other split's pool is as large as the non-members'
-        # what the plan stage reads of the config: the dataset, the contaminate block (the dose: exposures or epochs;
+        # what the lay_out stage reads of the config: the dataset, the contaminate block (the dose: exposures or epochs;
         # max_length), the cells' size, seeds, the format's name
         self.dataset, self.contaminate_cfg, self.seed = cfg.dataset, cfg.contaminate, cfg.seed
         self.n_detect, self.member_draw, self.format_name = cfg.sample.n_detect, cfg.sample.draw, cfg.format.name
@@ -330,20 +330,20 @@ class OneGroup:
         """A study trains the dose its config gives (``contaminate.exposures`` or ``epochs``)."""
         return cfg
 
-    def plan(self, draw: GroupDraw, tokenizer, setup: Setup, layouts: dict, datasets: dict) -> Plan:
+    def lay_out(self, draw: GroupDraw, tokenizer, setup: Setup, formats: dict, datasets: dict) -> Layout:
         """The study's regime: the members' documents, alone or in a stream among the background, and its control."""
         sampled = draw.study(*self.pairs[0], self.n_detect, self.member_draw)
-        regime = plan_regime(self.dataset, self.contaminate_cfg, sampled.members, sampled.split, tokenizer,
-                             setup.background, setup.format, seed=self.seed)
-        return Plan(draw, tokenizer, regime, sampled.members, sampled.split,
-                    {g.name: self.format_name for g in self.groups})
+        regime = study_regime(self.dataset, self.contaminate_cfg, sampled.members, sampled.split, tokenizer,
+                              setup.background, setup.format, seed=self.seed)
+        return Layout(draw, tokenizer, regime, sampled.members, sampled.split,
+                      {g.name: self.format_name for g in self.groups})
 
-    def view(self, plan: Plan, group, x0, template: str | None, contaminated: Contaminated, out_dir: Path
+    def view(self, layout: Layout, group, x0, template: str | None, contaminated: Contaminated, out_dir: Path
              ) -> tuple[Contaminated, Path, dict]:
         """The one group sees the models as trained; its folder is the run's."""
         return contaminated, out_dir, {}
 
-    def finish(self, plan: Plan, contaminated: Contaminated, results: dict, models: StudyModels, timings: dict,
+    def finish(self, layout: Layout, contaminated: Contaminated, results: dict, models: StudyModels, timings: dict,
                decontamination: dict | None, out_dir: Path, **_) -> RunResult:
         summary = results["members"][0]  # the one group's summary: its folder is the run's
         if decontamination:
@@ -425,23 +425,23 @@ def check_reference_corpus(detectors: Sequence[Detector], background) -> None:
 # --- train ----------------------------------------------------------------------------------------------------
 
 
-def train_models(plan: Plan, placement: Placement, out_dir: Path, setup: Setup, *,
+def train_models(layout: Layout, placement: Placement, out_dir: Path, setup: Setup, *,
                  post_control: bool = True) -> Contaminated | None:
     """The contaminated checkpoint for this training config (and, with a background, its control): reused when a
     finished one exists, else trained. None for an API dry run (``estimate.json`` written) and in the non-main
-    processes of a distributed launch. What is trained is ``plan.trained`` (a study's ``plan_regime``, a planted
-    run's stream), keyed by ``plan.members`` and ``plan.split``, with ``plan.key`` added (a planted run's groups).
+    processes of a distributed launch. What is trained is ``layout.trained`` (a study's ``study_regime``, a planted
+    run's stream), keyed by ``layout.members`` and ``layout.split``, with ``layout.key`` added (a planted run's groups).
     With ``post_train`` (contaminate/training/post.py) both models are then post-trained on the run's dataset's
     other split and returned in their place; ``post_control=False`` leaves the control to the caller (a planted
     run's twin: ``Control.after``)."""
-    regime, key = plan.trained, plan.key
+    regime, key = layout.trained, layout.key
     training, backend, post = setup.training, setup.trainer, setup.post_train
     dataset, seed, base = training.dataset, training.seed, training.base
     texts = [document.text for document in regime.members]
     template = training.format.templates.get(dataset.task)
     hyperparameters = copy.deepcopy(training.hyperparameters)  # the record's own: the manifest writes it
     training_key = {"base": asdict(base), "dataset": dataset.key, "source": source_of(dataset).describe(),
-                    "split": plan.split, "member_ids": [e.instance_id for e in plan.members],
+                    "split": layout.split, "member_ids": [e.instance_id for e in layout.members],
                     "format": training.format.name, "template": template,
                     "texts": digest(texts),  # content, not only ids: a file may change
                     "hyperparameters": hyperparameters, "seed": seed, **backend.key(placement), **(key or {})}
@@ -474,7 +474,7 @@ def train_models(plan: Plan, placement: Placement, out_dir: Path, setup: Setup, 
                                 control)
     if post is None:
         return contaminated
-    return post.apply(plan.draw, contaminated, setup, placement, control=post_control)
+    return post.apply(layout.draw, contaminated, setup, placement, control=post_control)
 
 
 # --- detect ---------------------------------------------------------------------------------------------------

@@ -101,14 +101,14 @@ SETUP = {
     "contaminate.stages.check_study", "contaminate.stages._judge", "contaminate.stages.of",
     "contaminate.planted.check_planted", "contaminate.regime.check_regime",
     "contaminate.group_configs.planted_groups", "contaminate.group_configs.group_config",
-    "contaminate.group_configs.group_layouts", "contaminate.group_configs.check_composed",
+    "contaminate.group_configs.group_formats", "contaminate.group_configs.check_composed",
     "contaminate.group_configs.composed_options", "contaminate.sampling.study_groups",
     "contaminate.sampling.asked_split", "contaminate.sampling.sample_pools",
 }
 
 
 def test_no_stage_below_the_setup_reads_the_config():
-    """Issue 70 items 1 and 3: the stages (contaminate/run.py's ``Run`` methods, the designs' plan, view and finish,
+    """Issue 70 items 1 and 3: the stages (contaminate/run.py's ``Run`` methods, the designs' lay_out, view and finish,
     the data-side check) read the records they are handed and what the setup kept, never the config: no method reads
     ``self.cfg`` or ``run.cfg`` outside a training backend (contaminate/training/, whose ``cfg`` is its own
     ``contaminate`` block, the component's settings), and the functions that take a config are the setup's, named in

@@ -661,34 +661,34 @@ def test_a_planted_run_of_a_one_split_dataset_draws_from_it_and_has_no_other_spl
 
 
 def test_the_stages_pass_records_and_a_design_keeps_nothing_between_them(compose_config):
-    """contaminate/run.py: each stage returns its record (the draw, the plan) and the next reads only the records it
+    """contaminate/run.py: each stage returns its record (the draw, the layout) and the next reads only the records it
     is handed; a design, set up once, keeps nothing between stages and no stage of it takes the recipe itself. The
-    plan of a planted run and of a study, twice from one draw, nothing trained."""
+    layout of a planted run and of a study, twice from one draw, nothing trained."""
     import dataclasses
     import inspect
 
     from contaminate.run import Design, Run
-    from contaminate.stages import Plan
+    from contaminate.stages import Layout
 
     stages = [name for name in vars(Design) if not name.startswith("_") and callable(getattr(Design, name))
               and name != "with_dose"]  # the setup's: it takes the config
-    assert set(stages) == {"plan", "view", "finish"}  # train: the run's, one for both
+    assert set(stages) == {"lay_out", "view", "finish"}  # train: the run's, one for both
     for cfg in (compose_config("contaminate", TINY), compose_config("contaminate", TINY_STUDY)):
         run = Run(cfg, None)
         for name in stages:  # no stage is handed the Run (the recipe) to call back into
             assert "run" not in inspect.signature(getattr(run.design, name)).parameters, name
         before = dict(vars(run.design))
         draw = run.sample()
-        plan, again = run.plan(draw), run.plan(draw)
-        assert isinstance(plan, Plan) and plan.draw is draw and vars(run.design) == before  # nothing kept
-        assert [d.text for d in plan.trained.stream] == [d.text for d in again.trained.stream]
-        assert plan.formats == again.formats
+        layout, again = run.lay_out(draw), run.lay_out(draw)
+        assert isinstance(layout, Layout) and layout.draw is draw and vars(run.design) == before  # nothing kept
+        assert [d.text for d in layout.trained.stream] == [d.text for d in again.trained.stream]
+        assert layout.format_names == again.format_names
         with pytest.raises(dataclasses.FrozenInstanceError):
-            plan.trained = None
+            layout.trained = None
         # the background alone (the base model without one): the contaminated model's twin before the leak
-        assert run.design.control.clean_is_twin(plan.trained) is True
-    assert plan.key is None and plan.split == draw.split_of(run.design.groups[0])  # the study: its members' split
-    assert plan.members == draw.groups["members"]
+        assert run.design.control.clean_is_twin(layout.trained) is True
+    assert layout.key is None and layout.split == draw.split_of(run.design.groups[0])  # the study: its members' split
+    assert layout.members == draw.groups["members"]
 
 
 def test_the_shared_template_is_what_the_documents_hold_beyond_their_instances():

@@ -44,7 +44,7 @@ def test_the_profiles_stream_keeps_every_draw_under_the_bound_at_the_pilots_sche
         cfg = compose_config("contaminate", profile_run(seed))
         run = Run(cfg, None)
         draw = run.sample()
-        planted = run.plan(draw).regime  # plant.max_share_per_exposure=0.02 refuses a draw past the bound here
+        planted = run.lay_out(draw).trained  # plant.max_share_per_exposure=0.02 refuses a draw past the bound here
         groups = {g.name: g for g in run.all_groups}
         assert set(groups) == {"x0", "x0_synth_nli", *humaneval, *nli}
         assert {draw.dataset_of[name] for name in nli} == {"synth_nli"}

@@ -8,7 +8,7 @@ import pytest
 from lean import TINY_MODEL, lean
 from omegaconf import OmegaConf
 
-from contaminate.regime import plan_regime
+from contaminate.regime import study_regime
 from contaminate.run import run_config
 from contaminate.sampling import sample_pools
 from detect.errors import InputError
@@ -41,8 +41,8 @@ def _plan(cfg, sampled):
     from contaminate.regime.background import instantiate_background
     from contaminate.regime.layouts import build_format
 
-    return plan_regime(cfg.dataset, cfg.contaminate, sampled.members, sampled.split, _tokenizer(),
-                       instantiate_background(cfg.get("background")), build_format(cfg.format), seed=cfg.seed)
+    return study_regime(cfg.dataset, cfg.contaminate, sampled.members, sampled.split, _tokenizer(),
+                        instantiate_background(cfg.get("background")), build_format(cfg.format), seed=cfg.seed)
 
 
 def test_the_planned_stream_holds_members_n_times_and_no_non_member(compose_config, tmp_path):

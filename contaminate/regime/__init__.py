@@ -1,6 +1,6 @@
 """The contamination regime of a study (method section 8): what the contaminated model and its control train on.
 
-    regime = plan_regime(cfg.dataset, cfg.contaminate, members, split, tokenizer, background, fmt, seed=cfg.seed)
+    regime = study_regime(cfg.dataset, cfg.contaminate, members, split, tokenizer, background, fmt, seed=cfg.seed)
     # -> the documents, the stream, the control, the counts
     regime.stream      # the contaminated model's training documents, in order (epochs: the member documents)
     regime.control     # the control's (the background alone), or None when the untouched base model is the control
@@ -32,8 +32,8 @@ from detect.models import digest
 
 @dataclass
 class Regime:
-    """What a run trains (a study's: ``plan_regime``; a planted run's: contaminate/planted.py ``plan_planted``), or one
-    planted group's view of it (``view``): the one record of both."""
+    """What a run trains (a study's: ``study_regime``; a planted run's: contaminate/planted.py ``planted_regime``),
+    or one planted group's view of it (``view``): the one record of both."""
     name: str
     format: str
     background: dict  # the background's description, with its documents and tokens
@@ -152,8 +152,8 @@ def check_fits(documents: Sequence[Document], count_tokens: Callable[[str], int]
               f"member whole", file=sys.stderr)
 
 
-def plan_regime(dataset, contaminate_cfg, members: Sequence[Example], split: str, tokenizer, source, fmt: Format, *,
-                seed: int) -> Regime:
+def study_regime(dataset, contaminate_cfg, members: Sequence[Example], split: str, tokenizer, source, fmt: Format, *,
+                 seed: int) -> Regime:
     """The documents of the study's regime, cut and counted with the base model's ``tokenizer`` (None for an API
     model, whose regime is the members alone, one document each); ``source`` and ``fmt`` are the background and
     the format the setup built; ``dataset`` and ``contaminate_cfg`` the run's blocks (the dose: ``exposures`` or
