@@ -149,6 +149,22 @@ def lines(text: str) -> int:
     return len(text.splitlines())
 
 
+def kinds(text: str) -> dict[str, int]:
+    """A module's lines by kind: docstrings (the module's, each class's and function's), comments, blank, and code
+    (the rest)."""
+    documented = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) \
+                and ast.get_docstring(node) is not None:
+            documented.update(range(node.body[0].lineno, node.body[0].end_lineno + 1))
+    found = dict.fromkeys(("code", "docstrings", "comments", "blank"), 0)
+    for number, line in enumerate(text.splitlines(), start=1):
+        kind = ("docstrings" if number in documented else "comments" if line.strip().startswith("#")
+                else "blank" if not line.strip() else "code")
+        found[kind] += 1
+    return found
+
+
 def report(tree: Tree) -> str:
     """The layout as markdown."""
     where = f"at {tree.commit}" if tree.commit else "in the working tree"
@@ -169,8 +185,11 @@ def report(tree: Tree) -> str:
     core_lines = {name: lines(core[f"contaminate.{name}"]) for name in CORE if f"contaminate.{name}" in core}
     reports = [text for name, text in core.items() if name.startswith("contaminate.reports")]
     analyses = [text for name, text in core.items() if name.startswith("contaminate.analyses")]
+    split = {kind: sum(kinds(core[f"contaminate.{name}"])[kind] for name in core_lines)
+             for kind in ("code", "docstrings", "comments", "blank")}
     out += ["", f"The recipe core ({', '.join(f'{name}.py' for name in core_lines)}): "
-                f"{sum(core_lines.values()):,} lines ({', '.join(f'{n} {v}' for n, v in core_lines.items())}); "
+                f"{sum(core_lines.values()):,} lines ({', '.join(f'{n} {v}' for n, v in core_lines.items())}; "
+                f"{', '.join(f'{v:,} {kind}' for kind, v in split.items())}); "
                 f"contaminate/reports/: {sum(map(lines, reports)):,} lines in {len(reports)} files"
                 + (f"; contaminate/analyses/: {sum(map(lines, analyses)):,} lines in {len(analyses)} files"
                    if analyses else "") + "."]  # the analyses left reports/ after fa1af3b
