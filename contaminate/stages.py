@@ -345,10 +345,11 @@ class OneGroup:
 
     def finish(self, layout: Layout, contaminated: Contaminated, results: dict, models: StudyModels, timings: dict,
                decontamination: dict | None, out_dir: Path, **_) -> RunResult:
-        summary = results["members"][0]  # the one group's summary: its folder is the run's
-        if decontamination:
+        summary, _, manifest = results["members"]  # the one group's: its folder is the run's
+        if decontamination:  # the run's data-side check, beside the group's summary and in its report
             summary["decontamination"] = decontamination
             (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+            write_report(out_dir / "report.md", summary, manifest)
         return RunResult(groups={"members": summary})
 
 

@@ -342,5 +342,6 @@ def test_decontam_only_prints_its_table_not_a_studys_lines(tmp_path, capsys):
     found = {"dataset": "synth_nli", "seed": 1, "draw": 1, "decontamination": block, "groups": groups}
     say(RunResult(decontamination_only=found), tmp_path)
     printed = capsys.readouterr().out.splitlines()
-    assert printed[0] == str(tmp_path) and "| x4_dump | dump | 1/2 (0.75) | - |" in printed
+    # nothing trained: no model-side loss column beside the decontaminators'
+    assert printed[0] == str(tmp_path) and "| x4_dump | dump | 1/2 (0.75) |" in printed
     assert printed[-1] == f"nothing trained (decontam.only=true): {tmp_path / 'decontamination.json'}"

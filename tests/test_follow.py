@@ -268,3 +268,26 @@ def test_the_instructions_line_says_how_many_worked_examples_each_prompt_had():
     assert formats_text(follow | {"shots": 1}) == ("asked raw after 1 worked example on standard-library text "
                                                    "(follow: raw 0.68 of 40 known non-members)")
     assert formats_text(follow | {"shots": 3}).startswith("asked raw after 3 worked examples on")
+
+
+def test_a_study_report_says_what_decontamination_would_have_caught(tmp_path):
+    """The data-side check of a study's stream (summary.json "decontamination") in its report.md: each
+    decontaminator's members flagged (with its AUC against the non-members), false flags and documents dropped; no
+    model-side loss column, which a study's summary does not hold."""
+    from contaminate.reports.run import write_report
+
+    found = {"flagged": 3, "n": 4, "auc_vs_x0": 0.875, "unreadable": 0, "format": "metadata"}
+    block = {"stream": {"documents": 4, "planted_documents": 4},
+             "detectors": {"gpt3_13gram": {"groups": {"members": found}, "never_in_stream": {"flagged": 1, "n": 96},
+                                           "documents": {"planted": 3, "background": 0}}}}
+    summary = {**_study({}, {}, {}), "regime": {"exposures": None}, "decontamination": block}
+    summary["cells"] = {"contaminated_x_members": {"n_instances": 4, "checkpoint": "contaminated",
+                                                   "ground_truth": "contaminated", "correct": {}}}
+    write_report(tmp_path / "report.md", summary, STUDY_MANIFEST)
+    lines = (tmp_path / "report.md").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Would decontamination have caught it?"))
+    assert "beside the model-side loss AUC" not in lines[start]
+    assert lines[start + 2:start + 7] == ["| group | format | gpt3_13gram |", "|---|---|---|",
+                                          "| members | metadata | 3/4 (0.88) |",
+                                          "| never in the stream (false flags) | | 1/96 |",
+                                          "| documents dropped: planted / background | | 3 / 0 |"]

@@ -45,6 +45,8 @@ def test_the_whole_study_writes_every_file_and_field(study):
     assert found["gpt3_13gram"]["groups"]["members"]["flagged"] == 12  # every member's document, verbatim
     assert found["gpt3_13gram"]["groups"]["non-members"]["flagged"] == 0 and "embedding" not in found
     assert json.loads((folder / "summary.json").read_text())["decontamination"]["detectors"] == found
+    report = (folder / "report.md").read_text()  # and in the report, beside the detectors
+    assert "Would decontamination have caught it?" in report and "| members | metadata | 12/12 (1.00) |" in report
     blind = summary["blind_baseline"]  # the texts alone, no model: 12 members vs 12 non-members of a random split
     assert (blind["n_members"], blind["n_non_members"]) == (12, 12) and blind["low"] <= blind["auc"] <= blind["high"]
     assert "Blind baseline (the texts alone" in (folder / "report.md").read_text()

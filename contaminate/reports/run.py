@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from contaminate.reports.planted import decontamination_section
 from detect.detectors import read_back
 from detect.detectors.time_travel.follow import CLASSES, follow_text, formats_text
 from detect.markdown import interval_text, row, table
@@ -255,6 +256,10 @@ def write_report(path: Path, summary: dict, manifest: dict) -> None:
                   + (" **Warning: the texts alone separate the members from the non-members, so the detectors' "
                      "numbers cannot be read as membership.**" if blind["biased"] else
                      " The split is not separable without the model at this size, as a random split should be.")]
+    if summary.get("decontamination"):  # the data-side check of the stream before training (contaminate/decontam.py)
+        exposures = summary["regime"].get("exposures")
+        lines += decontamination_section(summary["decontamination"],
+                                         [{"name": "members", "exposures": 1 if exposures is None else exposures}])
     lines += ["", "Cells right: " + cells_right(summary) + ".", "",
               "## Training loss", "", "![training loss](loss.png)", "",
               "Rows with every prompt, completion and score: `results.jsonl`. Provenance: `manifest.json`.", ""]
