@@ -53,7 +53,7 @@ def say(result, out_dir: Path) -> None:
         print(f"per group: {out_dir / 'groups'}; plant.md beside it")
         return
     if result.decontamination_only is not None:  # decontam.only: the stream read, nothing trained
-        from contaminate.reports.planted import decontamination_section
+        from contaminate.reports.decontamination import decontamination_section
 
         found = result.decontamination_only
         print("\n".join(decontamination_section(found["decontamination"], found["groups"])[1:]))

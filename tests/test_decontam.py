@@ -291,7 +291,7 @@ def test_embedding_windows_and_the_ladder_size_of_each_instance():
 
 
 def test_plant_md_says_which_detector_got_no_reading():
-    from contaminate.reports.planted import decontamination_section
+    from contaminate.reports.decontamination import decontamination_section
 
     group = {"dataset": "synth_nli", "format": "metadata", "exposures": 2, "n": 4, "unreadable": 0, "flagged": 3,
              "flagged_ids": [0, 1, 2], "auc_vs_x0": 0.875}

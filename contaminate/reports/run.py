@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from contaminate.reports.planted import decontamination_section
+from contaminate.reports.decontamination import decontamination_section
 from detect.detectors import read_back
 from detect.detectors.time_travel.follow import CLASSES, follow_text, formats_text
 from detect.markdown import interval_text, row, table
