@@ -161,9 +161,9 @@ class Layout:
     """What the lay_out stage lays out, nothing trained yet: the draw it laid out, the base model's tokenizer that cut
     and counted it, the one training run as the train stage trains it (``trained``, a ``Regime``: a study's, or a
     planted run's stream with each group's place in it, from which each group's view is cut) and every instance in it
-    (``members``), the split its checkpoint's key names (the run's dataset's, where it plants a group
-    of it), each group's format name (the data-side check reads it beside ``trained.stream``) and what a planted run
-    adds to its checkpoint's key (its groups)."""
+    (``members``), the split its checkpoint's key names (the run's dataset's, where it plants a group of it), each
+    group's format name (the data-side check reads it beside ``trained.stream``) and what a planted run adds to its
+    checkpoint's key (its groups)."""
     draw: GroupDraw
     tokenizer: Any
     trained: Regime

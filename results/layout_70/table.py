@@ -1,9 +1,12 @@
-"""The README's table from the committed logs: each run's files compared (``<run>.txt``, compare_runs' output for
-the last step), its differences at each step (``cmp-<commit>.out``'s ``TOTAL differences``) and its seconds before and
-after the last step (the logs' ``/usr/bin/time`` lines); then the study that reads the known non-members inside its
-cells (``cmp_known-<commit>.out``, cmp_known.sh's logs, from the step that renamed them on).
+"""The README's tables from the committed logs: each run's files compared (compare_runs' output for the last step:
+``<run>-<last>.txt``, or ``<run>.txt`` for the first table's), its differences at each step (``cmp-<commit>.out``'s
+``TOTAL differences``) and its seconds before and after the last step (the logs' ``/usr/bin/time`` lines); then the
+study that reads the known non-members inside its cells (``cmp_known-<commit>.out``, cmp_known.sh's logs, from the
+step that renamed them on), where a step has one.
 
     python results/layout_70/table.py 4f4e4db 4aaa03a b739f12 2a4fbd4 ef63d03 7c6cb73 > results/layout_70/table.md
+    python results/layout_70/table.py e2e1ba3 d88e144 b49e750 448376d 489f696 03ef49a \
+        > results/layout_70/table-e2e1ba3.md
 """
 
 import re
@@ -40,13 +43,16 @@ def main() -> None:
               f"seconds, {before} / {last}"]
     print("\n".join(table(header)))
     for run in RUNS:
-        compared = sum(1 for line in (HERE / f"{run}.txt").read_text().splitlines()
+        full = HERE / f"{run}-{last}.txt"
+        compared = sum(1 for line in (full if full.is_file() else HERE / f"{run}.txt").read_text().splitlines()
                        if re.search(r": (identical|\d+ differences|only in the \w+ run)$", line))
         counts = [f"**{differences(logs[step])[run]}**" for step in steps]
         print(row([f"`{run}`", compared, *counts,
                    f"{seconds(logs[last], before)[run]:.1f} / {seconds(logs[last], last)[run]:.1f}"]))
     known = {step: (HERE / f"cmp_known-{step}.out").read_text() for step in steps
              if (HERE / f"cmp_known-{step}.out").is_file()}
+    if last not in known:
+        return
     compared = sum(1 for line in known[last].splitlines() if re.search(r": (identical|\d+ differences|only in)", line))
     print(row(["`known`", compared, *(f"**{differences(known[step])['known']}**" if step in known else "-"
                                       for step in steps),
