@@ -189,7 +189,7 @@ class PlantedStream:
     """How a planted run (``plant``) trains and reads its groups (contaminate/run.py's ``Run`` runs the stages): every
     planted group in one stream, trained once (and its twin, with plant.control=twin); then one study per planted
     group, its members against its dataset's never-planted group under the same model, written to
-    ``groups/<name>/``, and ``plant.json`` / ``plant.md`` beside them. A study's design is ``stages.OneGroup``; each
+    ``groups/<name>/``, and ``plant.json`` / ``plant.md`` beside them. A study's design is ``study.OneGroup``; each
     plant of groups names this one (``plant.design``, conf/plant/<name>.yaml)."""
 
     fix = PLANT_FIX  # what to lower where a split has too few instances for the groups

@@ -3,7 +3,7 @@ is a run of groups of members, each studied against its never-planted group unde
 
 - a study (``plant=none``): two groups, its members (``sample.n_members``, trained in alone for epochs or at counted
   exposures among a background) and its non-members (``sample.n_non_members``, never trained); its five cells
-  written to the run folder (contaminate/stages.py ``OneGroup``);
+  written to the run folder (contaminate/study.py ``OneGroup``);
 - a planted run (``plant=dose_ladder`` and the like): several groups at several doses in one training stream, one
   study folder per planted group and plant.json beside them (contaminate/planted.py ``PlantedStream``).
 
@@ -42,7 +42,6 @@ from contaminate.stages import (
     Contaminated,
     GroupStudy,
     Layout,
-    OneGroup,
     Reading,
     RunResult,
     Setup,
@@ -50,6 +49,7 @@ from contaminate.stages import (
     study_group,
     train_models,
 )
+from contaminate.study import OneGroup
 from contaminate.study_models import StudyModels
 from detect.cli import instantiate
 from detect.errors import InputError
@@ -198,7 +198,7 @@ def build_design(cfg) -> Design:
     design = instantiate(node, cfg, _recursive_=False)
     if not isinstance(design, Design):
         raise InputError(f"plant.design._target_={node._target_} is not a design (contaminate.run.Design: groups, "
-                         f"pairs, control, lay_out, view, finish); name contaminate.stages.OneGroup or "
+                         f"pairs, control, lay_out, view, finish); name contaminate.study.OneGroup or "
                          f"contaminate.planted.PlantedStream")
     return design
 

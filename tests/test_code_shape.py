@@ -95,9 +95,9 @@ def test_the_recipe_reads_a_config_group_from_disk_in_two_named_places_only():
 # (``run_config``, ``check_config``, ``main``); ``sample_pools`` is the tests' short way to a study's draw.
 SETUP = {
     "contaminate.__main__.main", "contaminate.run.run_config", "contaminate.run.check_config",
-    "contaminate.run.build_design", "contaminate.run.with_dose", "contaminate.stages.with_dose",
+    "contaminate.run.build_design", "contaminate.run.with_dose", "contaminate.study.with_dose",
     "contaminate.planted.with_dose",
-    "contaminate.run.__init__", "contaminate.stages.__init__", "contaminate.planted.__init__",
+    "contaminate.run.__init__", "contaminate.study.__init__", "contaminate.planted.__init__",
     "contaminate.stages.check_study", "contaminate.stages._judge", "contaminate.stages.of",
     "contaminate.planted.check_planted", "contaminate.regime.check_regime",
     "contaminate.group_configs.planted_groups", "contaminate.group_configs.group_config",

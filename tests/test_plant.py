@@ -188,7 +188,7 @@ def test_the_control_is_a_config_group_hydra_composes(compose_config):
     command line is rewritten to it); a bare name, a class that is not a control, or a planted run's control asked of
     a study is one line, nothing built."""
     from contaminate.controls import NoControl, SwapTwin, build_control
-    from contaminate.stages import OneGroup
+    from contaminate.study import OneGroup
     from detect.cli import check_overrides
 
     assert check_overrides(["p", "+dataset=synth_nli", "plant.control=twin,none"])[2] == "plant/control=twin,none"
@@ -713,7 +713,7 @@ def test_a_study_is_a_run_of_two_groups_whose_draw_is_the_pools_a_study_drew(com
     split's pool as large as its non-members'; at exposures 0 the members are still the group studied."""
     from contaminate.planted import PlantedStream
     from contaminate.run import Run
-    from contaminate.stages import OneGroup
+    from contaminate.study import OneGroup
     from detect.datasets import disjoint_pools, load_split
 
     cfg = compose_config("contaminate", [*TINY_STUDY, "sample.n_non_members=10", "sample.n_heldout=5"])
@@ -748,7 +748,7 @@ def test_the_design_is_the_component_the_plant_names(compose_config, overrides, 
 
     from contaminate.planted import PlantedStream
     from contaminate.run import build_design
-    from contaminate.stages import OneGroup
+    from contaminate.study import OneGroup
 
     with pytest.raises(InputError, match=re.escape(message)) as error:
         build_design(compose_config("contaminate", [*TINY_STUDY, *overrides]))
