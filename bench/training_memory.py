@@ -35,22 +35,17 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# key -> (what the table calls it, oneDNN's kernel cache capacity, activation checkpointing or SFTConfig fields)
+# key -> (what the table calls it, oneDNN's kernel cache capacity, the SFTConfig fields set over the lab's trainer)
 # (the lab's default pads each batch to a multiple of 64 tokens: conf/contaminate/full.yaml)
-SETTINGS = {"onednn": ("1,024 kernels (oneDNN's default; before)", 1024, False),
-            "lab": ("32 kernels, batches padded to 64 (the lab's default)", 32, False),
-            "small": ("8 kernels", 8, False),
-            "checkpointing": ("32 kernels, activation checkpointing", 32, True),
+SETTINGS = {"onednn": ("1,024 kernels (oneDNN's default; before)", 1024, {"activation_checkpointing": False}),
+            "lab": ("32 kernels, batches padded to 64 (the lab's default)", 32, {"activation_checkpointing": False}),
+            "small": ("8 kernels", 8, {"activation_checkpointing": False}),
+            "checkpointing": ("32 kernels, activation checkpointing", 32, {"activation_checkpointing": True}),
             "unpadded": ("32 kernels, batches of their own length (before)", 32, {"pad_to_multiple_of": None}),
             "multiple32": ("32 kernels, batches padded to a multiple of 32 tokens", 32, {"pad_to_multiple_of": 32})}
 
 
-def trainer_settings(setting: bool | dict) -> dict:
-    """A setting's trainer fields: activation checkpointing on or off, or SFTConfig fields given as they are."""
-    return setting if isinstance(setting, dict) else {"activation_checkpointing": setting}
-
-
-def measure(steps: int, checkpointing: bool | dict) -> dict:
+def measure(steps: int, trainer: dict) -> dict:
     sys.path.insert(0, str(ROOT))
     from omegaconf import OmegaConf
     from transformers import TrainerCallback
@@ -73,7 +68,7 @@ def measure(steps: int, checkpointing: bool | dict) -> dict:
                             "batch_size": full.batch_size, "max_length": full.max_length,
                             "trainer": {**OmegaConf.to_container(full.trainer), "max_steps": steps,
                                         "disable_tqdm": True, "logging_steps": 1000,
-                                        **trainer_settings(checkpointing)}})
+                                        **trainer}})
     resident: list[float] = []  # after each optimizer step: does the process grow step by step?
 
     class Resident(TrainerCallback):
