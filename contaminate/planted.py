@@ -54,7 +54,7 @@ from contaminate.regime.plant import (
 from contaminate.regime.stream import Document, build_stream, stream_counts
 from contaminate.reports.planted import ANSWER_POOLS, plant_report
 from contaminate.sampling import PLANT_FIX, GroupDraw
-from contaminate.stages import Layout, RunResult
+from contaminate.stages import GroupView, Layout, RunResult
 from contaminate.study_models import StudyModels
 from detect.datasets import Example
 from detect.detectors import instance_scores
@@ -267,9 +267,10 @@ class PlantedStream:
         return Layout(draw, tokenizer, trained, everyone, draw.split_of(self.lead), names, key)
 
     def view(self, layout: Layout, group: PlantedGroup, x0: PlantedGroup, template: str | None, contaminated,
-             out_dir: Path) -> tuple[object, Path, dict]:
+             decontamination: dict | None, out_dir: Path) -> GroupView:
         """One planted group's view of the run: the models as its dose sees them (its regime, its exposures, its
-        format's template), its folder, and its place in the stream (its manifest's ``plant`` block)."""
+        format's template), its folder, and its place in the stream (its manifest's ``plant`` block); the data-side
+        check is the run's (plant.json), not a group's."""
         planted, name = layout.trained, self.plant.name
         hyperparameters = {k: v for k, v in contaminated.hyperparameters.items() if k != "exposures"}
         view = replace(contaminated, regime=planted.view(group, name, self.control),
@@ -277,7 +278,7 @@ class PlantedStream:
                        hyperparameters={**hyperparameters, "exposures": group.exposures})
         plant = {"name": name, "group": group.describe(), "control_group": x0.describe(),
                  "groups": [g.describe() for g in self.groups], "placed": planted.placed[group.name]}
-        return view, out_dir / "groups" / group.name, {"plant": plant}
+        return GroupView(view, out_dir / "groups" / group.name, manifest={"plant": plant})
 
     def finish(self, layout: Layout, contaminated, results: dict, models: StudyModels, timings: dict,
                decontamination: dict | None, out_dir: Path, *, datasets: dict, checkpoints: tuple) -> RunResult:

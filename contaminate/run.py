@@ -41,6 +41,7 @@ from contaminate.stages import (
     DETECTION_ORDER,
     Contaminated,
     GroupStudy,
+    GroupView,
     Layout,
     Reading,
     RunResult,
@@ -75,8 +76,8 @@ class Design(Protocol):
     def lay_out(self, draw: GroupDraw, tokenizer, setup: Setup, formats: dict, datasets: dict) -> Layout: ...
 
     def view(self, layout: Layout, group: PlantedGroup, x0: PlantedGroup, template: str | None,
-             contaminated: Contaminated, out_dir: Path) -> tuple[Contaminated, Path, dict]: ...
-    # the group's models (``template``: its format's for its task), its folder, its manifest's block
+             contaminated: Contaminated, decontamination: dict | None, out_dir: Path) -> GroupView: ...
+    # the group's models (``template``: its format's for its task), its folder, what its manifest and summary add
 
     def finish(self, layout: Layout, contaminated: Contaminated, results: dict, models: StudyModels, timings: dict,
                decontamination: dict | None, out_dir: Path, *, datasets: dict, checkpoints: tuple) -> RunResult: ...
@@ -161,17 +162,19 @@ class Run:
         return StudyModels(self.detect_cfg, self.placement, refs, self.setup.serving, self.setup.detectors,
                            base=contaminated.base, clean_is_twin=self.design.control.clean_is_twin(layout.trained))
 
-    def groups(self, layout: Layout, contaminated: Contaminated, out_dir: Path) -> list[GroupStudy]:
+    def groups(self, layout: Layout, contaminated: Contaminated, decontamination: dict | None,
+               out_dir: Path) -> list[GroupStudy]:
         """Each studied group's study: its dataset and format (the detectors read each instance as the format
-        rendered it for training, its chat turns the base's), its pools, the models as its dose sees them."""
+        rendered it for training, its chat turns the base's), its pools, its view of the run (the models as its dose
+        sees them; ``decontamination``: the data-side check, which the design puts where it is written)."""
         studies = []
         for group, x0 in self.design.pairs:
             reading, fmt = self.readings[group.name], self.formats[group.name]
-            view, folder, manifest = self.design.view(layout, group, x0, self.templates[group.name], contaminated,
-                                                      out_dir)
+            view = self.design.view(layout, group, x0, self.templates[group.name], contaminated, decontamination,
+                                    out_dir)
             reader = LeakReader(fmt, reading.dataset, chat_renderer(layout.tokenizer, fmt.name))
             sampled = layout.draw.study(group, x0, reading.n_detect, reading.draw)
-            studies.append(GroupStudy(group.name, reading, sampled, view, reader, folder, manifest, self.checkpoints))
+            studies.append(GroupStudy(group.name, reading, sampled, view, reader, self.checkpoints))
         return studies
 
     def finish(self, layout: Layout, contaminated: Contaminated, results: dict, models: StudyModels, timings: dict,
@@ -235,6 +238,6 @@ def run_config(cfg, out_dir: Path) -> RunResult:
 
     models = run.models(layout, contaminated)
     results = {group.name: study_group(group, run.setup, models, placement, timings, started)
-               for group in run.groups(layout, contaminated, out_dir)}
+               for group in run.groups(layout, contaminated, decontamination, out_dir)}
     timings["total_s"] = round(time.time() - started, 1)
     return run.finish(layout, contaminated, results, models, timings, decontamination, out_dir)

@@ -273,18 +273,26 @@ class Reading:
                    Path(cfg.cache_dir))
 
 
+@dataclass(frozen=True)
+class GroupView:
+    """One studied group's view of the run (a design's ``view``): the trained models as its dose sees them (its
+    regime, its exposures), the folder it is written to, and what its manifest and summary add (a planted group's
+    place in the stream; a study's data-side check of its stream, which a planted run writes to plant.json)."""
+    contaminated: Contaminated
+    folder: Path
+    manifest: dict = field(default_factory=dict)
+    summary: dict = field(default_factory=dict)
+
+
 @dataclass
 class GroupStudy:
     """One group's study, as the detect stage reads it: its reading of the config (a planted group's own dataset and
-    format), its pools, the trained models as this group sees them (its regime, its dose), how the detectors read its
-    instances, the folder it is written to, and what its manifest adds (a planted group's place in the stream)."""
+    format), its pools, its view of the run, and how the detectors read its instances."""
     name: str
     reading: Reading
     sampled: Sampled
-    contaminated: Contaminated
+    view: GroupView
     reader: LeakReader
-    folder: Path
-    manifest: dict = field(default_factory=dict)
     checkpoints: tuple[str, ...] = DETECTION_ORDER  # the models whose cells are read (plant.control=none: contaminated)
 
 
@@ -292,18 +300,19 @@ def study_group(group: GroupStudy, setup: Setup, models: StudyModels, placement:
                 started: float) -> tuple[dict, dict[str, list[dict]], dict]:
     """The detect, summarize and write stages of one group: its cells' rows (cached), its summary, its manifest
     (the run's ``timings`` so far, then this group's), its folder. Returns (summary, rows, manifest)."""
-    stage = time.time()
-    cells = study_cells(group.contaminated.regime, group.sampled, group.checkpoints)
+    stage, view = time.time(), group.view
+    cells = study_cells(view.contaminated.regime, group.sampled, group.checkpoints)
     runtime_key = "api" if setup.trainer.api else placement.key()  # what, beyond the model, keys its cells
     rows, cell_timings, cached = detect_cells(group.reading, group.sampled, models, setup.judge, runtime_key, cells,
                                               reader=group.reader)
     timings = {**timings, "detect_s": round(time.time() - stage, 1), "cells": cell_timings}
     stage = time.time()
-    summary = summarize_study(group.reading, group.sampled, group.contaminated, rows, setup.detectors, cells)
+    summary = summarize_study(group.reading, group.sampled, view.contaminated, rows, setup.detectors,
+                              cells) | view.summary
     timings |= {"summarize_s": round(time.time() - stage, 2), "total_s": round(time.time() - started, 1)}
-    manifest = build_manifest(group.reading, group.sampled, group.contaminated, setup.judge, placement, models,
-                              cached, timings) | group.manifest
-    write_outputs(group.folder, summary, manifest, rows)
+    manifest = build_manifest(group.reading, group.sampled, view.contaminated, setup.judge, placement, models,
+                              cached, timings) | view.manifest
+    write_outputs(view.folder, summary, manifest, rows)
     return summary, rows, manifest
 
 

@@ -9,14 +9,12 @@ folder itself. The stages are contaminate/run.py's ``Run``; a planted run's desi
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from contaminate.controls import BackgroundControl, build_control
 from contaminate.regime import study_regime
-from contaminate.reports.run import write_report
 from contaminate.sampling import STUDY_FIX, GroupDraw, study_groups
-from contaminate.stages import Contaminated, Layout, RunResult, Setup
+from contaminate.stages import Contaminated, GroupView, Layout, RunResult, Setup
 from contaminate.study_models import StudyModels
 from detect.errors import InputError
 from detect.validate import count
@@ -70,16 +68,12 @@ class OneGroup:
         return Layout(draw, tokenizer, regime, sampled.members, sampled.split,
                       {g.name: self.format_name for g in self.groups})
 
-    def view(self, layout: Layout, group, x0, template: str | None, contaminated: Contaminated, out_dir: Path
-             ) -> tuple[Contaminated, Path, dict]:
-        """The one group sees the models as trained; its folder is the run's."""
-        return contaminated, out_dir, {}
+    def view(self, layout: Layout, group, x0, template: str | None, contaminated: Contaminated,
+             decontamination: dict | None, out_dir: Path) -> GroupView:
+        """The one group sees the models as trained; its folder is the run's, so the run's data-side check is its
+        summary's (and its report's)."""
+        return GroupView(contaminated, out_dir, summary={"decontamination": decontamination} if decontamination else {})
 
     def finish(self, layout: Layout, contaminated: Contaminated, results: dict, models: StudyModels, timings: dict,
                decontamination: dict | None, out_dir: Path, **_) -> RunResult:
-        summary, _, manifest = results["members"]  # the one group's: its folder is the run's
-        if decontamination:  # the run's data-side check, beside the group's summary and in its report
-            summary["decontamination"] = decontamination
-            (out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
-            write_report(out_dir / "report.md", summary, manifest)
-        return RunResult(groups={"members": summary})
+        return RunResult(groups={"members": results["members"][0]})  # the one group's summary, as written
