@@ -40,26 +40,16 @@ from typing import Sequence
 from hydra.utils import get_class
 from omegaconf import OmegaConf
 
+from contaminate.analyses.within_model import answers, replicas, within_model_auc
 from contaminate.controls import Control, build_control
 from contaminate.group_configs import check_composed, group_config, planted_groups
 from contaminate.harm import TemplateOf, check_pass_at_1, check_prompt_format, executable_problems, group_pass_at_1
-from contaminate.regime import Regime, background_documents, chat_renderer, check_fits, token_counter
-from contaminate.regime.plant import (
-    PlantedGroup,
-    group_positions,
-    never_planted_group,
-    plant_tail,
-    planted_stream,
-)
-from contaminate.regime.stream import Document, build_stream, stream_counts
-from contaminate.reports.planted import ANSWER_POOLS, plant_report
+from contaminate.regime import Regime, planted_regime
+from contaminate.regime.plant import PlantedGroup, never_planted_group, plant_tail
+from contaminate.reports.planted import plant_report
 from contaminate.sampling import PLANT_FIX, GroupDraw
 from contaminate.stages import GroupView, Layout, RunResult
 from contaminate.study_models import StudyModels
-from detect.datasets import Example
-from detect.detectors import instance_scores
-from detect.detectors.time_travel import LEAK_SCORES, SCORES
-from detect.detectors.time_travel.follow import answer_classes
 from detect.errors import InputError
 
 
@@ -86,103 +76,6 @@ def check_planted(cfg, groups: Sequence[PlantedGroup]) -> None:
     if cfg.sample.n_detect > smallest.n:
         raise InputError(f"sample.n_detect={cfg.sample.n_detect} is more than group {smallest.name}'s {smallest.n} "
                          f"instances; each group's cells detect on n_detect of them: lower it or raise plant.n")
-
-
-def planted_regime(plant_cfg, draw: GroupDraw, groups: Sequence[PlantedGroup], tokenizer, source, fmt,
-                   formats: dict, datasets: dict, control: Control, *, seed: int, max_length: int | None) -> Regime:
-    """The one training run: each planted group's documents as its format lays them out, the background cut as a
-    study cuts it, the stream (one pass), the control's, each group's token share (checked against
-    ``plant.max_share_per_exposure``) and the twin's stream where drawn. ``plant_cfg``: the run's ``plant`` block;
-    ``fmt``: the run's format object; ``formats`` and ``datasets``: each group's format object and dataset config
-    (``group_configs.group_formats``); ``control``: ``plant.control``; ``max_length``: ``contaminate.max_length``."""
-    count_tokens = token_counter(tokenizer)
-
-    def documents_of(group: PlantedGroup, instances: Sequence[Example]) -> list[Document]:
-        own, dataset = formats.get(group.name, fmt), datasets[group.name]
-        return own.documents(instances, dataset, draw.split_of(group), count_tokens=count_tokens,
-                             max_length=max_length, chat=chat_renderer(tokenizer, own.name))
-
-    documents = {g.name: documents_of(g, draw.groups[g.name]) for g in groups if g.planted}
-    if max_length:
-        check_fits([d for group in documents.values() for d in group], count_tokens, max_length)
-    background, described = background_documents(source, count_tokens, max_length)
-    tail = plant_tail(plant_cfg)  # the end of the background kept clean of copies: equal recency
-    stream = planted_stream(documents, groups, background, seed=seed, tail=tail)
-    placed = group_positions(stream, documents, count_tokens)
-    limit = plant_cfg.get("max_share_per_exposure")
-    for group in groups:
-        if group.planted and limit is not None:
-            share = placed[group.name]["token_share"] / group.exposures
-            if share > limit:
-                raise InputError(
-                    f"background {source.name} ({described.get('tokens', 0):,} tokens) gives each exposure of group "
-                    f"{group.name} {share:.2%} of the training tokens, above plant.max_share_per_exposure={limit:g}; "
-                    f"use a larger background, raise background.max_tokens, or plant fewer instances (plant.n)")
-    background_alone = build_stream([], background, exposures=0, seed=seed) if background else None
-    counts = {key: value for key, value in stream_counts(stream, count_tokens).items() if key != "members_token_share"}
-    counts["template"] = shared_template(documents, draw, groups, datasets, count_tokens, counts["training_tokens"])
-    losses = sorted({formats.get(g.name, fmt).loss for g in groups if g.planted} - {None})
-    if losses:  # what the loss covers (the instruction format's: the answer only)
-        counts["loss"] = losses[0] if len(losses) == 1 else "; ".join(losses)
-    twin = twin_counts = None
-    if draw.twins:  # the same stream with each planted group's documents replaced by its stand-ins' (same slots)
-        stand_ins = {g.name: twin_documents(documents[g.name], draw.twins[g.name], formats.get(g.name, fmt),
-                                            datasets[g.name], draw.split_of(g),
-                                            count_tokens=count_tokens,
-                                            chat=chat_renderer(tokenizer, formats.get(g.name, fmt).name))
-                     for g in groups if g.planted}
-        for name, docs in stand_ins.items():  # the same slots need the same document count, group by group
-            if len(docs) != len(documents[name]):
-                raise InputError(f"the swap twin's group {name} lays out as {len(docs)} documents where the planted "
-                                 f"one has {len(documents[name])} (format={formats.get(name, fmt).name}); use "
-                                 f"plant.control=background or base")
-        twin = planted_stream(stand_ins, groups, background, seed=seed, tail=tail)
-        twin_counts = {key: value for key, value in stream_counts(twin, count_tokens).items()
-                       if key != "members_token_share"}
-    return Regime(f"planted ({plant_cfg.name})", fmt.name, described, 1, None,
-                  [d for g in groups if g.planted for d in documents[g.name]], stream,
-                  control.trained_with(background_alone), counts, groups=documents, placed=placed, twin=twin,
-                  twin_counts=twin_counts,
-                  formats={name: own.name for name, own in formats.items() if own.name != fmt.name},
-                  losses={g.name: formats.get(g.name, fmt).loss for g in groups if g.planted})
-
-
-def template_tokens(documents: Sequence[Document], instances: dict[int, Example], dataset, count_tokens) -> int:
-    """The tokens of ``documents`` beyond their instances' own field values: what every planted document of the
-    format shares (title, split, field names, a dump's JSON keys and header, a chat template). Each field value is
-    counted on its own, so a word split differently in context moves the count by a token or so."""
-    from contaminate.regime.formats import instance_fields
-
-    shared = 0
-    for document in documents:
-        own = sum(count_tokens(value) for member in document.members
-                  for value in instance_fields(instances[member], dataset).values() if value)
-        shared += max(count_tokens(document.text) - own, 0)
-    return shared
-
-
-def shared_template(documents: dict[str, list[Document]], draw: GroupDraw, groups: Sequence[PlantedGroup],
-                    datasets: dict, count_tokens, training_tokens: int) -> dict:
-    """The planted documents' shared template over the stream (plant.json ``stream.template``): every copy of every
-    group teaches it, so high doses teach the template that the low doses' members are read in (issue 34)."""
-    tokens = sum(group.exposures * template_tokens(documents[group.name],
-                                                   {e.instance_id: e for e in draw.groups[group.name]},
-                                                   datasets[group.name], count_tokens)
-                 for group in groups if group.planted)
-    return {"tokens": tokens, "share": round(tokens / training_tokens, 6) if training_tokens else 0.0}
-
-
-def twin_documents(planted: Sequence[Document], stand_ins: Sequence[Example], fmt, dataset, split: str, *,
-                   count_tokens, chat) -> list[Document]:
-    """The swap twin's documents for one group: document for document, as many stand-ins as the planted document
-    holds instances, laid out by the format as one document (a dump's lines under its header; one instance
-    elsewhere), so that the twin has the planted group's document count and slots, within a few tokens."""
-    documents, taken = [], 0
-    for document in planted:
-        chunk = list(stand_ins[taken:taken + len(document.members)])
-        taken += len(document.members)
-        documents += fmt.documents(chunk, dataset, split, count_tokens=count_tokens, max_length=None, chat=chat)
-    return documents
 
 
 class PlantedStream:
@@ -320,56 +213,6 @@ class PlantedStream:
                                                  for i, outcome in block["results"].items()}
         (out_dir / "pass_at_1.json").write_text(json.dumps(details, indent=1))
         return found
-
-
-def within_model_auc(rows: dict[str, list[dict]], model: str = "contaminated") -> dict[str, float]:
-    """Each instance score's AUC, the group's members against the never-planted group, both under ``model`` (higher
-    score = member, as the detectors orient them); with them the guided completions' ROUGE-L and semantic scores and
-    the leak reading's (``*_leak``, an oracle reading) where they were generated. ``model="clean"``: the same groups
-    under the run's clean model (the untouched base model with plant.control=base), how far apart they are without
-    the leak: with 8 against 8 an AUC of 0.62 is within chance (results/pilot_cpu's base row)."""
-    from contaminate.calibration.statistics import auc
-
-    def guided(cell: str) -> list[dict]:
-        return [r for r in rows.get(cell, []) if r.get("instruction") == "guided"]
-
-    members, non_members = guided(f"{model}_x_members"), guided(f"{model}_x_non_members")
-    found = {}
-    for name in (*instance_scores(), *SCORES, *LEAK_SCORES):
-        pos = [r[name] for r in members if r.get(name) is not None]
-        neg = [r[name] for r in non_members if r.get(name) is not None]
-        if pos and neg and len(pos) == len(members) and len(neg) == len(non_members):
-            found[name] = round(auc(pos, neg), 4)
-    return found
-
-
-def replicas(rows: dict[str, list[dict]]) -> dict[str, dict]:
-    """Algorithm 2's judge labels of the contaminated model's completions, per reading (``guided``: the paper's
-    instruction; ``leak``: the first piece inside the leak's rendering, an oracle reading) and pool (the group's
-    members, the never-planted group, the known non-members: the label rate a practitioner sees where nothing was
-    trained): n, exact, near-exact. Readings and pools not generated are left out."""
-    found: dict[str, dict] = {}
-    for reading in ("guided", "leak"):
-        for pool, cell in ANSWER_POOLS:
-            labels = [r["judge"] for r in rows.get(cell, []) if r.get("instruction") == reading
-                      and r.get("completion") is not None]
-            if labels:
-                found.setdefault(reading, {})[pool] = {"n": len(labels), "exact": labels.count("exact"),
-                                                       "near_exact": labels.count("near_exact")}
-    return found
-
-
-def answers(rows: dict[str, list[dict]]) -> dict[str, dict]:
-    """The contaminated model's answers by class (detect/detectors/time_travel/follow.py), per reading and pool (the
-    group's members, the never-planted group, the known non-members): n, classes, follow rate. A guided answer that is
-    not a continuation (a restated first piece, an echoed instruction, nothing) says nothing about membership."""
-    found: dict[str, dict] = {}
-    for reading in ("guided", "general", "leak"):
-        for pool, cell in ANSWER_POOLS:
-            block = answer_classes([r for r in rows.get(cell, []) if r.get("instruction") == reading])
-            if block["n"]:
-                found.setdefault(reading, {})[pool] = block
-    return found
 
 
 def plant_record(plant_cfg, groups, draw: GroupDraw, planted: Regime, contaminated, results: dict,

@@ -572,7 +572,7 @@ def test_a_planted_run_without_a_control_reads_the_contaminated_model_only_and_c
 def test_a_dump_twin_has_the_planted_groups_documents_line_for_line():
     """A dump packs instances by length, so other instances would pack differently: the twin lays its stand-ins out
     document for document, as many lines as the planted document holds."""
-    from contaminate.planted import twin_documents
+    from contaminate.regime import twin_documents
     from contaminate.regime.layouts import build_format
     from detect.cli import CONF_DIR
     from detect.datasets import Example
@@ -694,7 +694,7 @@ def test_the_stages_pass_records_and_a_design_keeps_nothing_between_them(compose
 def test_the_shared_template_is_what_the_documents_hold_beyond_their_instances():
     """By hand, counting words: a metadata document of SynthNLI holds its title line (4 words: 'SynthNLI dataset,
     test split'), three field names ('sentence1:', 'sentence2:', 'label:') and the instance's own values."""
-    from contaminate.planted import template_tokens
+    from contaminate.regime import template_tokens
     from detect.cli import group_option
     from detect.datasets import Example
 

@@ -8,7 +8,7 @@ rule, and what the same reading labels where nothing was trained (the never-plan
     python -m contaminate.analyses.replicas results/replicas_cpu/studies > results/replicas_cpu/tables.md
 
 Reads every run folder below the given one with ``plant.json``, ``config.yaml`` and its groups' rows
-(``groups/<name>/results.jsonl[.gz]``); the labels are counted from the rows (contaminate.planted.replicas, answers),
+(``groups/<name>/results.jsonl[.gz]``); the labels are counted from the rows (contaminate/analyses/within_model.py),
 so a run whose plant.json predates a pool is read the same. A reading is the run's guided prompt (plain, k-shot,
 after post-training) or the leak reading (an oracle: the first piece inside the leak's own rendering). One draw a
 run: counts of a few members, an existence ladder, not a rate.
@@ -25,7 +25,7 @@ from typing import Iterator
 
 import yaml
 
-from contaminate.planted import answers, replicas
+from contaminate.analyses.within_model import answers, replicas
 from detect.markdown import row as markdown_row
 from detect.markdown import table
 

@@ -1,4 +1,7 @@
-"""The contamination regime of a study (method section 8): what the contaminated model and its control train on.
+"""The contamination regime (method section 8): what a run's contaminated model and its control train on, laid out by
+one of two planners, both here: a study's (``study_regime``, the table below) and a planted run's (``planted_regime``:
+every planted group's copies at drawn slots within windows of one pass over the background, before a clean tail;
+contaminate/regime/plant.py places them). Both return a ``Regime``.
 
     regime = study_regime(cfg.dataset, cfg.contaminate, members, split, tokenizer, background, fmt, seed=cfg.seed)
     # -> the documents, the stream, the control, the counts
@@ -13,6 +16,10 @@
 With a background the base model is not a fair control: training on any text changes a model's likelihoods, so
 the control is trained exactly like the contaminated model minus the members (exposures 0). A study at exposures 0
 *is* the control: its "contaminated" model has seen no member, and every cell's ground truth is clean.
+
+The two planners are two experiments, not one with two settings: a diluted study shuffles its members among the
+background (``stream.build_stream``), a planted run places each group's copies in its window; routing a study through
+the planted planner would train it on another order, hence another model than every published study's.
 """
 
 from __future__ import annotations
@@ -23,7 +30,9 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from contaminate.regime.background import LocalBackground, NoBackground
+from contaminate.regime.formats import instance_fields
 from contaminate.regime.layouts import Format
+from contaminate.regime.plant import PlantedGroup, group_positions, plant_tail, planted_stream
 from contaminate.regime.stream import Document, build_stream, chunk_texts, stream_counts
 from detect.datasets import Example
 from detect.errors import InputError
@@ -32,7 +41,7 @@ from detect.models import digest
 
 @dataclass
 class Regime:
-    """What a run trains (a study's: ``study_regime``; a planted run's: contaminate/planted.py ``planted_regime``),
+    """What a run trains (a study's: ``study_regime``; a planted run's: ``planted_regime``),
     or one planted group's view of it (``view``): the one record of both."""
     name: str
     format: str
@@ -191,3 +200,100 @@ def study_regime(dataset, contaminate_cfg, members: Sequence[Example], split: st
     if fmt.loss:
         counts["loss"] = fmt.loss
     return Regime(name, fmt.name, described, exposures, epochs, documents, stream, control, counts)
+
+
+def planted_regime(plant_cfg, draw, groups: Sequence[PlantedGroup], tokenizer, source, fmt: Format,
+                   formats: dict, datasets: dict, control, *, seed: int, max_length: int | None) -> Regime:
+    """The one training run: each planted group's documents as its format lays them out, the background cut as a
+    study cuts it, the stream (one pass), the control's, each group's token share (checked against
+    ``plant.max_share_per_exposure``) and the twin's stream where drawn. ``plant_cfg``: the run's ``plant`` block;
+    ``draw``: the sample stage's (contaminate/sampling.py ``GroupDraw``); ``fmt``: the run's format object;
+    ``formats`` and ``datasets``: each group's format object and dataset config (contaminate/group_configs.py
+    ``group_formats``); ``control``: ``plant.control`` (contaminate/controls.py); ``max_length``:
+    ``contaminate.max_length``."""
+    count_tokens = token_counter(tokenizer)
+
+    def documents_of(group: PlantedGroup, instances: Sequence[Example]) -> list[Document]:
+        own, dataset = formats.get(group.name, fmt), datasets[group.name]
+        return own.documents(instances, dataset, draw.split_of(group), count_tokens=count_tokens,
+                             max_length=max_length, chat=chat_renderer(tokenizer, own.name))
+
+    documents = {g.name: documents_of(g, draw.groups[g.name]) for g in groups if g.planted}
+    if max_length:
+        check_fits([d for group in documents.values() for d in group], count_tokens, max_length)
+    background, described = background_documents(source, count_tokens, max_length)
+    tail = plant_tail(plant_cfg)  # the end of the background kept clean of copies: equal recency
+    stream = planted_stream(documents, groups, background, seed=seed, tail=tail)
+    placed = group_positions(stream, documents, count_tokens)
+    limit = plant_cfg.get("max_share_per_exposure")
+    for group in groups:
+        if group.planted and limit is not None:
+            share = placed[group.name]["token_share"] / group.exposures
+            if share > limit:
+                raise InputError(
+                    f"background {source.name} ({described.get('tokens', 0):,} tokens) gives each exposure of group "
+                    f"{group.name} {share:.2%} of the training tokens, above plant.max_share_per_exposure={limit:g}; "
+                    f"use a larger background, raise background.max_tokens, or plant fewer instances (plant.n)")
+    background_alone = build_stream([], background, exposures=0, seed=seed) if background else None
+    counts = {key: value for key, value in stream_counts(stream, count_tokens).items() if key != "members_token_share"}
+    counts["template"] = shared_template(documents, draw, groups, datasets, count_tokens, counts["training_tokens"])
+    losses = sorted({formats.get(g.name, fmt).loss for g in groups if g.planted} - {None})
+    if losses:  # what the loss covers (the instruction format's: the answer only)
+        counts["loss"] = losses[0] if len(losses) == 1 else "; ".join(losses)
+    twin = twin_counts = None
+    if draw.twins:  # the same stream with each planted group's documents replaced by its stand-ins' (same slots)
+        stand_ins = {g.name: twin_documents(documents[g.name], draw.twins[g.name], formats.get(g.name, fmt),
+                                            datasets[g.name], draw.split_of(g),
+                                            count_tokens=count_tokens,
+                                            chat=chat_renderer(tokenizer, formats.get(g.name, fmt).name))
+                     for g in groups if g.planted}
+        for name, docs in stand_ins.items():  # the same slots need the same document count, group by group
+            if len(docs) != len(documents[name]):
+                raise InputError(f"the swap twin's group {name} lays out as {len(docs)} documents where the planted "
+                                 f"one has {len(documents[name])} (format={formats.get(name, fmt).name}); use "
+                                 f"plant.control=background or base")
+        twin = planted_stream(stand_ins, groups, background, seed=seed, tail=tail)
+        twin_counts = {key: value for key, value in stream_counts(twin, count_tokens).items()
+                       if key != "members_token_share"}
+    return Regime(f"planted ({plant_cfg.name})", fmt.name, described, 1, None,
+                  [d for g in groups if g.planted for d in documents[g.name]], stream,
+                  control.trained_with(background_alone), counts, groups=documents, placed=placed, twin=twin,
+                  twin_counts=twin_counts,
+                  formats={name: own.name for name, own in formats.items() if own.name != fmt.name},
+                  losses={g.name: formats.get(g.name, fmt).loss for g in groups if g.planted})
+
+
+def template_tokens(documents: Sequence[Document], instances: dict[int, Example], dataset, count_tokens) -> int:
+    """The tokens of ``documents`` beyond their instances' own field values: what every planted document of the
+    format shares (title, split, field names, a dump's JSON keys and header, a chat template). Each field value is
+    counted on its own, so a word split differently in context moves the count by a token or so."""
+    shared = 0
+    for document in documents:
+        own = sum(count_tokens(value) for member in document.members
+                  for value in instance_fields(instances[member], dataset).values() if value)
+        shared += max(count_tokens(document.text) - own, 0)
+    return shared
+
+
+def shared_template(documents: dict[str, list[Document]], draw, groups: Sequence[PlantedGroup],
+                    datasets: dict, count_tokens, training_tokens: int) -> dict:
+    """The planted documents' shared template over the stream (plant.json ``stream.template``): every copy of every
+    group teaches it, so high doses teach the template that the low doses' members are read in (issue 34)."""
+    tokens = sum(group.exposures * template_tokens(documents[group.name],
+                                                   {e.instance_id: e for e in draw.groups[group.name]},
+                                                   datasets[group.name], count_tokens)
+                 for group in groups if group.planted)
+    return {"tokens": tokens, "share": round(tokens / training_tokens, 6) if training_tokens else 0.0}
+
+
+def twin_documents(planted: Sequence[Document], stand_ins: Sequence[Example], fmt, dataset, split: str, *,
+                   count_tokens, chat) -> list[Document]:
+    """The swap twin's documents for one group: document for document, as many stand-ins as the planted document
+    holds instances, laid out by the format as one document (a dump's lines under its header; one instance
+    elsewhere), so that the twin has the planted group's document count and slots, within a few tokens."""
+    documents, taken = [], 0
+    for document in planted:
+        chunk = list(stand_ins[taken:taken + len(document.members)])
+        taken += len(document.members)
+        documents += fmt.documents(chunk, dataset, split, count_tokens=count_tokens, max_length=None, chat=chat)
+    return documents
