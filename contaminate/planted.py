@@ -48,7 +48,7 @@ from contaminate.regime import Regime, planted_regime
 from contaminate.regime.plant import PlantedGroup, never_planted_group, plant_tail
 from contaminate.reports.planted import plant_report
 from contaminate.sampling import PLANT_FIX, GroupDraw
-from contaminate.stages import GroupView, Layout, RunResult
+from contaminate.stages import GroupResult, GroupView, Layout, RunResult
 from contaminate.study_models import StudyModels
 from detect.errors import InputError
 
@@ -173,12 +173,13 @@ class PlantedStream:
                  "groups": [g.describe() for g in self.groups], "placed": planted.placed[group.name]}
         return GroupView(view, out_dir / "groups" / group.name, manifest={"plant": plant})
 
-    def finish(self, layout: Layout, contaminated, results: dict, models: StudyModels, timings: dict,
-               decontamination: dict | None, out_dir: Path, *, datasets: dict, checkpoints: tuple) -> RunResult:
+    def finish(self, layout: Layout, contaminated, results: dict[str, GroupResult],
+               models: StudyModels, timings: dict, decontamination: dict | None, out_dir: Path, *,
+               datasets: dict, checkpoints: tuple) -> RunResult:
         """plant.json and plant.md: each group's share and place in the stream, each score's within-model AUC."""
         timings = {**{k: v for k, v in timings.items() if k != "total_s"},
-                   **{f"detect_{name}_s": manifest["timings"]["detect_s"] for name, (_, _, manifest) in
-                      results.items()}, "total_s": timings["total_s"]}
+                   **{f"detect_{name}_s": result.manifest["timings"]["detect_s"] for name, result in results.items()},
+                   "total_s": timings["total_s"]}
         record = plant_record(self.plant, self.groups, layout.draw, layout.trained, contaminated, results, timings,
                               control=self.control, dataset_key=self.dataset_key, seed=self.seed,
                               member_draw=self.member_draw)
@@ -189,7 +190,7 @@ class PlantedStream:
             record["pass_at_1_options"] = self.harm_options  # the prompt format and the boundary (or the opt-out)
         (out_dir / "plant.json").write_text(json.dumps(record, indent=2))
         (out_dir / "plant.md").write_text(plant_report(record))
-        return RunResult(groups={name: summary for name, (summary, _, _) in results.items()}, plant=record)
+        return RunResult(groups={name: result.summary for name, result in results.items()}, plant=record)
 
     def harm(self, draw: GroupDraw, datasets: dict, checkpoints: tuple, models: StudyModels, out_dir: Path) -> dict:
         """pass@1 of each model read (``checkpoints``: the contaminated one, and the clean one where read) on each
@@ -215,7 +216,7 @@ class PlantedStream:
         return found
 
 
-def plant_record(plant_cfg, groups, draw: GroupDraw, planted: Regime, contaminated, results: dict,
+def plant_record(plant_cfg, groups, draw: GroupDraw, planted: Regime, contaminated, results: dict[str, GroupResult],
                  timings: dict, *, control: Control, dataset_key: str, seed: int, member_draw: int) -> dict:
     """plant.json: the run's groups, each one's place in the stream and within-model AUCs, its checkpoints and
     control. ``plant_cfg``: the run's ``plant`` block; ``dataset_key``, ``seed``, ``member_draw``: the run's."""
@@ -226,11 +227,11 @@ def plant_record(plant_cfg, groups, draw: GroupDraw, planted: Regime, contaminat
         "tail": plant_tail(plant_cfg),  # the last fraction of the background after every copy (equal recency)
         "unit": f"one model (draw {member_draw}, seed {seed}): no interval",
         "groups": [{**g.describe(), **planted.placed.get(g.name, {}),
-                    "within_model_auc": within_model_auc(results[g.name][1]) if g.name in results else None,
+                    "within_model_auc": within_model_auc(results[g.name].rows) if g.name in results else None,
                     # the same groups under the clean model: the AUC before (or without) the leak
-                    "clean_model_auc": within_model_auc(results[g.name][1], "clean") if g.name in results else None,
-                    "replicas": replicas(results[g.name][1]) if g.name in results else None,
-                    "answers": answers(results[g.name][1]) if g.name in results else None}
+                    "clean_model_auc": within_model_auc(results[g.name].rows, "clean") if g.name in results else None,
+                    "replicas": replicas(results[g.name].rows) if g.name in results else None,
+                    "answers": answers(results[g.name].rows) if g.name in results else None}
                    for g in groups],
         # the leak's own checkpoint (its steps, time and throughput); a post-trained run's final one beside it
         "stream": planted.counts, "checkpoint": parents.get("contaminated") or contaminated.record,

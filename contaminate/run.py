@@ -40,6 +40,7 @@ from contaminate.sampling import GroupDraw, asked_split, sample_groups
 from contaminate.stages import (
     DETECTION_ORDER,
     Contaminated,
+    GroupResult,
     GroupStudy,
     GroupView,
     Layout,
@@ -79,8 +80,9 @@ class Design(Protocol):
              contaminated: Contaminated, decontamination: dict | None, out_dir: Path) -> GroupView: ...
     # the group's models (``template``: its format's for its task), its folder, what its manifest and summary add
 
-    def finish(self, layout: Layout, contaminated: Contaminated, results: dict, models: StudyModels, timings: dict,
-               decontamination: dict | None, out_dir: Path, *, datasets: dict, checkpoints: tuple) -> RunResult: ...
+    def finish(self, layout: Layout, contaminated: Contaminated, results: dict[str, GroupResult],
+               models: StudyModels, timings: dict, decontamination: dict | None, out_dir: Path, *,
+               datasets: dict, checkpoints: tuple) -> RunResult: ...
 
 
 class Run:
@@ -177,8 +179,8 @@ class Run:
             studies.append(GroupStudy(group.name, reading, sampled, view, reader, self.checkpoints))
         return studies
 
-    def finish(self, layout: Layout, contaminated: Contaminated, results: dict, models: StudyModels, timings: dict,
-               decontamination: dict | None, out_dir: Path) -> RunResult:
+    def finish(self, layout: Layout, contaminated: Contaminated, results: dict[str, GroupResult],
+               models: StudyModels, timings: dict, decontamination: dict | None, out_dir: Path) -> RunResult:
         return self.design.finish(layout, contaminated, results, models, timings, decontamination, out_dir,
                                   datasets=self.datasets, checkpoints=self.checkpoints)
 

@@ -26,7 +26,7 @@ STUDY_FIX = "lower sample.n_members / sample.n_non_members"
 PLANT_FIX = "lower plant.n or drop a group"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Sampled:
     """One group's study as the sample stage drew it: the pools and, per pool, the instances detection runs on and
     its split."""
@@ -40,7 +40,7 @@ class Sampled:
     known_non_members: dict[str, list[Example]] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(frozen=True)
 class GroupDraw:
     """The sample stage of a run: each group's instances, and per dataset its splits, its other split's pools and
     its known non-members (a planted group may plant another dataset than the run's: ``dataset_of``)."""

@@ -123,7 +123,7 @@ OPERATIONAL = {"_target_", "force", "dry_run", "api_key_env", "max_retries", "po
                "usd_per_million_training_tokens"}  # contaminate keys that do not change the trained model
 
 
-@dataclass
+@dataclass(frozen=True)
 class Contaminated:
     """What the train stage leaves: the base, contaminated and control models and how they came about."""
     base: ModelRef
@@ -208,7 +208,7 @@ def not_run(dataset_key: str, sampled: Sampled, cells: tuple = CELLS) -> dict[st
     return found
 
 
-@dataclass
+@dataclass(frozen=True)
 class Setup:
     """The study's components, each built once from config (checked as it is built), as a recipe's setup does."""
     trainer: TrainingBackend  # contaminate/training: LocalFineTune or OpenAIFineTune
@@ -284,7 +284,7 @@ class GroupView:
     summary: dict = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(frozen=True)
 class GroupStudy:
     """One group's study, as the detect stage reads it: its reading of the config (a planted group's own dataset and
     format), its pools, its view of the run, and how the detectors read its instances."""
@@ -296,10 +296,18 @@ class GroupStudy:
     checkpoints: tuple[str, ...] = DETECTION_ORDER  # the models whose cells are read (plant.control=none: contaminated)
 
 
+@dataclass(frozen=True)
+class GroupResult:
+    """What one group's study found, as written to its folder: its summary, its cells' rows by cell, its manifest."""
+    summary: dict
+    rows: dict[str, list[dict]]
+    manifest: dict
+
+
 def study_group(group: GroupStudy, setup: Setup, models: StudyModels, placement: Placement, timings: dict,
-                started: float) -> tuple[dict, dict[str, list[dict]], dict]:
+                started: float) -> GroupResult:
     """The detect, summarize and write stages of one group: its cells' rows (cached), its summary, its manifest
-    (the run's ``timings`` so far, then this group's), its folder. Returns (summary, rows, manifest)."""
+    (the run's ``timings`` so far, then this group's), its folder."""
     stage, view = time.time(), group.view
     cells = study_cells(view.contaminated.regime, group.sampled, group.checkpoints)
     runtime_key = "api" if setup.trainer.api else placement.key()  # what, beyond the model, keys its cells
@@ -313,7 +321,7 @@ def study_group(group: GroupStudy, setup: Setup, models: StudyModels, placement:
     manifest = build_manifest(group.reading, group.sampled, view.contaminated, setup.judge, placement, models,
                               cached, timings) | view.manifest
     write_outputs(view.folder, summary, manifest, rows)
-    return summary, rows, manifest
+    return GroupResult(summary, rows, manifest)
 
 
 def check_study(cfg) -> Setup:

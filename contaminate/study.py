@@ -14,7 +14,7 @@ from pathlib import Path
 from contaminate.controls import BackgroundControl, build_control
 from contaminate.regime import study_regime
 from contaminate.sampling import STUDY_FIX, GroupDraw, study_groups
-from contaminate.stages import Contaminated, GroupView, Layout, RunResult, Setup
+from contaminate.stages import Contaminated, GroupResult, GroupView, Layout, RunResult, Setup
 from contaminate.study_models import StudyModels
 from detect.errors import InputError
 from detect.validate import count
@@ -74,6 +74,6 @@ class OneGroup:
         summary's (and its report's)."""
         return GroupView(contaminated, out_dir, summary={"decontamination": decontamination} if decontamination else {})
 
-    def finish(self, layout: Layout, contaminated: Contaminated, results: dict, models: StudyModels, timings: dict,
-               decontamination: dict | None, out_dir: Path, **_) -> RunResult:
-        return RunResult(groups={"members": results["members"][0]})  # the one group's summary, as written
+    def finish(self, layout: Layout, contaminated: Contaminated, results: dict[str, GroupResult],
+               models: StudyModels, timings: dict, decontamination: dict | None, out_dir: Path, **_) -> RunResult:
+        return RunResult(groups={"members": results["members"].summary})  # the one group's summary, as written
