@@ -63,7 +63,7 @@ def bench_training(args, placement, tokenizer) -> dict:
     from omegaconf import OmegaConf
     from transformers import TrainerCallback
 
-    from contaminate.training.local import build_trainer
+    from contaminate.training.local import FineTuning, build_trainer
 
     model = random_model(args.shape, torch.float32)
     model.set_attn_implementation(args.attn)
@@ -91,7 +91,7 @@ def bench_training(args, placement, tokenizer) -> dict:
         # logging_nan_inf_filter=False: the Trainer otherwise reports a non-finite step's loss as the running mean
         # (0 from the first step), and a rate measured on NaN arithmetic would pass for a number (it did: flex_attention
         # on the H200 at 1.24B, results/gpu_h200_1b/README.md)
-        trainer = build_trainer(model, tokenizer, documents, cfg, scratch, seed=0, placement=placement,
+        trainer = build_trainer(model, tokenizer, documents, FineTuning.of(cfg), scratch, seed=0, placement=placement,
                                 disable_tqdm=True, logging_steps=10**6, torch_compile=args.compile,
                                 logging_nan_inf_filter=False)
         trainer.add_callback(Timer())

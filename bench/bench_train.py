@@ -62,7 +62,7 @@ def timed_steps(model, tokenizer, documents, cfg, placement, steps: int) -> tupl
     the logged losses, and how many weights it trained (counted after PEFT wraps the model)."""
     from transformers import TrainerCallback
 
-    from contaminate.training.local import build_trainer
+    from contaminate.training.local import FineTuning, build_trainer
 
     times: list[float] = []
 
@@ -74,8 +74,8 @@ def timed_steps(model, tokenizer, documents, cfg, placement, steps: int) -> tupl
             times.append(time.perf_counter() - self.started)
 
     with tempfile.TemporaryDirectory() as scratch:
-        trainer = build_trainer(model, tokenizer, documents, cfg, Path(scratch), seed=0, placement=placement,
-                                max_steps=steps, disable_tqdm=True)
+        trainer = build_trainer(model, tokenizer, documents, FineTuning.of(cfg), Path(scratch), seed=0,
+                                placement=placement, max_steps=steps, disable_tqdm=True)
         trainer.add_callback(Timer())
         trainable = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
         trainer.train()

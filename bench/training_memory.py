@@ -50,7 +50,7 @@ def measure(steps: int, trainer: dict) -> dict:
     from omegaconf import OmegaConf
     from transformers import TrainerCallback
 
-    from contaminate.training.local import build_trainer, training_rows
+    from contaminate.training.local import FineTuning, build_trainer, training_rows
     from detect.datasets import load_split
     from detect.models import embedded_smollm2, load
     from detect.runtime import Placement, resident_gb, resolve_placement
@@ -76,7 +76,8 @@ def measure(steps: int, trainer: dict) -> dict:
             resident.append(resident_gb())
 
     with tempfile.TemporaryDirectory() as out:
-        trainer = build_trainer(model, tokenizer, training_rows(texts, tokenizer, full.max_length), cfg, Path(out),
+        trainer = build_trainer(model, tokenizer, training_rows(texts, tokenizer, full.max_length), FineTuning.of(cfg),
+                                Path(out),
                                 seed=0, placement=placement)
         trainer.add_callback(Resident())
         start = time.perf_counter()

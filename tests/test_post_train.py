@@ -201,7 +201,7 @@ def test_each_post_training_stage_is_built_from_its_target(compose_config):
     cfg = compose_config("contaminate", [*TINY, *SFT, "contaminate=lora"])
     stage = post_train_stage(cfg, instantiate_backend(cfg.contaminate))
     assert stage.backend == "lora" and stage.peft["_target_"] == "peft.LoraConfig" and stage.peft["r"] == 16
-    assert stage.sft_config().peft.r == 16  # what the SFT trainer builds its adapter from
+    assert stage.fine_tuning().peft.r == 16  # what the SFT trainer builds its adapter from
     cfg = compose_config("contaminate", TINY)
     assert post_train_stage(cfg, instantiate_backend(cfg.contaminate)) is None
 

@@ -46,14 +46,14 @@ def test_cosine_learning_rates_at_known_steps(compose_config, tmp_path):
     """The schedule the trainer builds for 80 optimizer steps at the full backend's lr 3e-4, by hand: warm-up
     ceil(0.05 x 80) = 4 steps, lr(s) = 3e-4 x s / 4; then lr(s) = floor + (peak - floor) x (1 + cos(pi p)) / 2 with
     p = (s - 4) / 76 and floor = 0.1 x 3e-4 = 3e-5."""
-    from contaminate.training.local import build_trainer, tokenize_documents
+    from contaminate.training.local import FineTuning, build_trainer, tokenize_documents
     from detect.models import load, tiny_random
     from detect.runtime import Placement
 
     cfg = compose_config("contaminate", [*STUDY, "schedule=cosine"]).contaminate
     model, tokenizer = load(tiny_random())
     documents = tokenize_documents(["one short document", "and another", "a third"], tokenizer, max_length=16)
-    trainer = build_trainer(model, tokenizer, documents, cfg, tmp_path / "trainer", seed=0,
+    trainer = build_trainer(model, tokenizer, documents, FineTuning.of(cfg), tmp_path / "trainer", seed=0,
                             placement=Placement("cpu", "float32"), report_to="none", disable_tqdm=True)
     steps, peak, floor = 80, 3e-4, 3e-5
     assert cfg.learning_rate == peak and trainer.args.get_warmup_steps(steps) == 4
@@ -80,14 +80,14 @@ def test_cosine_learning_rates_at_known_steps(compose_config, tmp_path):
 def test_a_training_run_follows_the_schedule(compose_config, tmp_path):
     """Trained (tiny model, 4 documents, batch 1, 5 epochs: 20 updates, warm-up ceil(0.05 x 20) = 1 update), the
     rates TRL logs at each update are the cosine's: 0, then the peak, then down to near the floor."""
-    from contaminate.training.local import build_trainer, tokenize_documents
+    from contaminate.training.local import FineTuning, build_trainer, tokenize_documents
     from detect.models import load, tiny_random
     from detect.runtime import Placement
 
     cfg = compose_config("contaminate", [*STUDY, "schedule=cosine", "contaminate.batch_size=1"]).contaminate
     model, tokenizer = load(tiny_random())
     documents = tokenize_documents([f"document number {i}" for i in range(4)], tokenizer, max_length=16)
-    trainer = build_trainer(model, tokenizer, documents, cfg, tmp_path / "trainer", seed=0,
+    trainer = build_trainer(model, tokenizer, documents, FineTuning.of(cfg), tmp_path / "trainer", seed=0,
                             placement=Placement("cpu", "float32"), disable_tqdm=True)
     trainer.train()
     logged = [entry["learning_rate"] for entry in trainer.state.log_history if "learning_rate" in entry]

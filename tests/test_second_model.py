@@ -85,7 +85,7 @@ def test_gemma_trains_a_step_scores_through_the_split_head_and_generates(gemma, 
     import torch
     from hydra import compose, initialize_config_dir
 
-    from contaminate.training.local import build_trainer, tokenize_documents
+    from contaminate.training.local import FineTuning, build_trainer, tokenize_documents
     from detect.cli import CONF_DIR
     from detect.generation.local import LocalGenerator
     from detect.models.logits import TokenScorer
@@ -125,7 +125,8 @@ def test_gemma_trains_a_step_scores_through_the_split_head_and_generates(gemma, 
     before = model.model.layers[0].mlp.up_proj.weight.detach().clone()
     documents = tokenize_documents([CODE + "    return n if n < 2 else fibonacci(n - 1) + fibonacci(n - 2)\n"] * 2,
                                    tokenizer, cfg.max_length)
-    trainer = build_trainer(model, tokenizer, documents, cfg, tmp_path, seed=0, placement=Placement("cpu", "float32"),
+    trainer = build_trainer(model, tokenizer, documents, FineTuning.of(cfg), tmp_path, seed=0,
+                            placement=Placement("cpu", "float32"),
                             max_steps=2, per_device_train_batch_size=2, disable_tqdm=True)
     trainer.train()
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]

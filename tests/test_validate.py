@@ -65,11 +65,11 @@ def test_lora_arguments_pass_through_and_an_unknown_one_is_named(compose_config)
                                          "++contaminate.trainer.max_grad_norm=0.5",
                                          "contaminate.trainer.report_to=tensorboard"])
     check_study(cfg)
-    config = peft_config(cfg.contaminate)
+    config = peft_config(cfg.contaminate.peft)
     assert isinstance(config, LoraConfig) and (config.r, config.lora_alpha, config.lora_dropout) == (16, 32, 0.0)
     assert config.target_modules == "all-linear" and config.use_rslora and config.task_type == "CAUSAL_LM"
     assert instantiate_backend(cfg.contaminate).name == "lora"
-    assert peft_config(compose_config("contaminate", STUDY).contaminate) is None
+    assert peft_config(compose_config("contaminate", STUDY).contaminate.get("peft")) is None
     assert instantiate_backend(compose_config("contaminate", STUDY).contaminate).name == "full"
     arguments = trainer_arguments(cfg.contaminate)
     assert arguments["max_grad_norm"] == 0.5 and arguments["report_to"] == "tensorboard"

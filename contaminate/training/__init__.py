@@ -140,9 +140,9 @@ class LocalFineTune:
     @property
     def name(self) -> str:
         """full, or the adapter's PEFT method (lora)."""
-        from contaminate.training.local import method_name
+        from contaminate.training.local import method_name, peft_config
 
-        return method_name(self.cfg)
+        return method_name(peft_config(self.cfg.get("peft")))
 
     def check(self) -> None:
         from contaminate.training.local import check_training_config
@@ -199,9 +199,9 @@ class LocalFineTune:
               placement: Placement) -> ModelRef | None:
         """Train on ``documents`` (``contaminate.regime.stream.Document``s) into ``folder`` (already prepared by the
         main process); None in other processes of a launch."""
-        from contaminate.training.local import train_local
+        from contaminate.training.local import FineTuning, train_local
 
-        return train_local(base, documents, self.cfg, folder, seed=seed, placement=placement)
+        return train_local(base, documents, FineTuning.of(self.cfg), folder, seed=seed, placement=placement)
 
 
 class OpenAIFineTune:

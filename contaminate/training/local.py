@@ -9,7 +9,10 @@ Plain causal-LM training on the documents (each followed by the end token, as TR
 pre-training: loss on every token. The one exception is the instruction format (``format=instruction``), whose
 documents are chat-formatted and carry the loss on the assistant turn only, as instruction tuning trains.
 
-    checkpoint = train_local(base_ref, documents, contaminate_cfg, folder, seed=0, placement=placement)
+    checkpoint = train_local(base_ref, documents, FineTuning.of(contaminate_cfg), folder, seed=0, placement=placement)
+
+What the trainer reads is ``FineTuning``, typed (as TRL's scripts pass their argument dataclasses): built from a
+``contaminate`` block (``FineTuning.of``) or from post-training's settings (contaminate/training/post.py).
 
 The dose (``contaminate/stream.py``): with ``contaminate.epochs`` the Trainer makes that many shuffled passes over the
 member documents; with ``contaminate.exposures`` the documents are a stream already holding each member N times
@@ -36,8 +39,9 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 from detect.cli import group_option
 from detect.errors import InputError
@@ -45,13 +49,34 @@ from detect.models import ModelRef
 from detect.runtime import Placement, resolve_placement
 
 
-def method_name(cfg) -> str:
-    """What a local training run is called in records and model names: ``full``, or the PEFT method of
-    ``contaminate.peft`` (``lora`` for peft.LoraConfig)."""
-    peft = cfg.get("peft")
-    if not peft:
-        return "full"
-    return str(peft_config(cfg).peft_type.value).lower()
+def method_name(peft) -> str:
+    """What a local training run is called in records and model names: ``full``, or the PEFT method of its adapter
+    (``peft``: a built PEFT config; ``lora`` for peft.LoraConfig)."""
+    return "full" if peft is None else str(peft.peft_type.value).lower()
+
+
+@dataclass(frozen=True)
+class FineTuning:
+    """What the lab's trainer reads (``build_trainer``, ``train_local``), checked and typed: a ``contaminate`` block's
+    (``of``) or post-training's settings (contaminate/training/post.py). ``exposures`` set: the documents are a
+    stream, trained once in their order; otherwise ``epochs`` shuffled passes."""
+    learning_rate: float
+    batch_size: int
+    epochs: float | None = None
+    exposures: int | None = None
+    max_length: int | None = None  # the tokens a document is cut to; None: not cut
+    trainer: dict = field(default_factory=dict)  # SFTConfig fields over the lab's (``sft_arguments``)
+    peft: Any = None  # the adapter's PEFT config, built (``peft_config``); None: every weight trained
+
+    @classmethod
+    def of(cls, block) -> FineTuning:
+        """A ``contaminate`` block's (conf/contaminate/full.yaml or lora.yaml, or one built by hand)."""
+        return cls(block.learning_rate, block.batch_size, block.get("epochs"), block.get("exposures"),
+                   block.get("max_length"), trainer_arguments(block), peft_config(block.get("peft")))
+
+    @property
+    def method(self) -> str:
+        return method_name(self.peft)
 
 
 def plot_loss(log_history: Sequence[dict], path: Path, title: str) -> None:
@@ -116,12 +141,12 @@ def mixed_precision(placement: Placement) -> dict:
             "use_cpu": placement.device_type == "cpu"}
 
 
-def train_local(base: ModelRef, documents: Sequence, cfg, folder: Path, *, seed: int,
+def train_local(base: ModelRef, documents: Sequence, args: FineTuning, folder: Path, *, seed: int,
                 placement: Placement | None = None) -> ModelRef | None:
-    """Fine-tune ``base`` on ``documents`` (``contaminate.stream.Document``s or plain texts); ``cfg`` is the
-    ``contaminate`` config group (full, or with a ``peft`` block). With ``cfg.exposures`` set the documents are a stream
-    (``build_stream``), trained once in their order; otherwise the Trainer makes ``cfg.epochs`` shuffled passes.
-    Returns the checkpoint, or None in a non-main process of a distributed launch (which saves nothing)."""
+    """Fine-tune ``base`` on ``documents`` (``contaminate.stream.Document``s or plain texts) as ``args`` say (full,
+    or an adapter). With ``args.exposures`` set the documents are a stream (``build_stream``), trained once in their
+    order; otherwise the Trainer makes ``args.epochs`` shuffled passes. Returns the checkpoint, or None in a non-main
+    process of a distributed launch (which saves nothing)."""
     from detect.models import load
 
     placement = placement or resolve_placement()
@@ -129,15 +154,15 @@ def train_local(base: ModelRef, documents: Sequence, cfg, folder: Path, *, seed:
     # float32 master weights whatever the placement's dtype: autocast does the rest
     model, tokenizer = load(ModelRef(base.name, base.path, base.adapter),
                             Placement(placement.device, "float32", placement.device_map))
-    rows = training_rows(documents, tokenizer, cfg.max_length)
-    trainer = build_trainer(model, tokenizer, rows, cfg, folder / "trainer", seed=seed, placement=placement)
+    rows = training_rows(documents, tokenizer, args.max_length)
+    trainer = build_trainer(model, tokenizer, rows, args, folder / "trainer", seed=seed, placement=placement)
     started = time.time()
     trainer.train()
     seconds = time.time() - started
     accelerator = trainer.accelerator
-    trained = checkpoint_ref(base, folder, method_name(cfg))
+    trained = checkpoint_ref(base, folder, args.method)
     if accelerator.is_main_process:
-        _save(trainer, tokenizer, trained, folder, cfg, rows, seconds, placement)
+        _save(trainer, tokenizer, trained, folder, args.method, rows, seconds, placement)
     accelerator.wait_for_everyone()  # the other processes leave only once the checkpoint is on disk
     return trained if accelerator.is_main_process else None
 
@@ -168,20 +193,25 @@ def lab_trainer_defaults() -> dict:
 
 
 def trainer_arguments(cfg) -> dict:
-    """``contaminate.trainer`` as SFTConfig keyword arguments, each checked against SFTConfig's fields."""
-    from dataclasses import fields
-
+    """``contaminate.trainer`` as SFTConfig keyword arguments (``sft_arguments``)."""
     from omegaconf import OmegaConf
-    from trl import SFTConfig
 
     moved = [key for key in ("lr_scheduler", "padding_free") if key in cfg]
     if moved:
         raise InputError(f"contaminate.{moved[0]} is now contaminate.trainer."
                          f"{'lr_scheduler_type' if moved[0] == 'lr_scheduler' else moved[0]} (any SFTConfig field)")
-    # The lab's measured defaults (conf/contaminate/full.yaml) under what this config gives: a config built by hand
-    # for train_local gets the lab's trainer, not TRL's defaults
     trainer = cfg.get("trainer")
-    given = {**lab_trainer_defaults(), **(OmegaConf.to_container(trainer, resolve=True) if trainer else {})}
+    return sft_arguments(OmegaConf.to_container(trainer, resolve=True) if trainer else {})
+
+
+def sft_arguments(trainer: Mapping) -> dict:
+    """A trainer block as SFTConfig keyword arguments over the lab's measured defaults (conf/contaminate/full.yaml:
+    a config built by hand gets the lab's trainer, not TRL's defaults), each checked against SFTConfig's fields."""
+    from dataclasses import fields
+
+    from trl import SFTConfig
+
+    given = {**lab_trainer_defaults(), **trainer}
     known = {field.name for field in fields(SFTConfig)}
     for key in given:
         if key in LAB_SET:
@@ -192,9 +222,10 @@ def trainer_arguments(cfg) -> dict:
     return given
 
 
-def peft_config(cfg):
-    """``contaminate.peft`` built (``_target_``: a PEFT config class, e.g. peft.LoraConfig), each field checked
-    against the class's, ``task_type`` the lab's (CAUSAL_LM); None without one."""
+def peft_config(node):
+    """``contaminate.peft`` (``node``: the block, or a plain dict of it) built (``_target_``: a PEFT config class,
+    e.g. peft.LoraConfig), each field checked against the class's, ``task_type`` the lab's (CAUSAL_LM); None without
+    one."""
     from dataclasses import fields
 
     from omegaconf import OmegaConf
@@ -202,10 +233,9 @@ def peft_config(cfg):
 
     from detect.validate import resolve_target
 
-    node = cfg.get("peft")
     if not node:
         return None
-    given = OmegaConf.to_container(node, resolve=True)
+    given = OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else dict(node)
     target = given.pop("_target_", None)
     if not target:
         raise InputError("contaminate.peft has no _target_; name a PEFT config class, e.g. "
@@ -255,15 +285,15 @@ def check_training_config(cfg) -> None:
     if cfg.max_length is not None:  # null: documents are not cut
         count(cfg.max_length, "contaminate.max_length", minimum=2, hint=" (tokens per document; null: no cut)")
     trainer_arguments(cfg)
-    peft_config(cfg)
+    peft_config(cfg.get("peft"))
 
 
-def build_trainer(model, tokenizer, documents: list[list[int]] | dict[str, list], cfg, output_dir: Path, *,
-                  seed: int, placement: Placement, **overrides):
+def build_trainer(model, tokenizer, documents: list[list[int]] | dict[str, list], args: FineTuning, output_dir: Path,
+                  *, seed: int, placement: Placement, **overrides):
     """TRL's SFTTrainer as the lab trains: causal-LM loss on tokenized documents (``documents``: their token ids, or
-    ``training_rows``' columns with a loss mask as ``labels``), with ``contaminate.trainer`` passed through
-    (padding-free by default) and the placement's precision; ``overrides`` replace SFTConfig fields (benchmarks).
-    A stream (``cfg.exposures`` set) is trained once, in its order."""
+    ``training_rows``' columns with a loss mask as ``labels``), with ``args.trainer`` passed through (padding-free by
+    default) and the placement's precision; ``overrides`` replace SFTConfig fields (benchmarks). A stream
+    (``args.exposures`` set) is trained once, in its order."""
     import torch
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
@@ -272,20 +302,20 @@ def build_trainer(model, tokenizer, documents: list[list[int]] | dict[str, list]
         torch.cuda.set_device(placement.device)  # the Trainer trains on the current GPU
     tokenizer.padding_side = "right"
     settings = dict(
-        **trainer_arguments(cfg), output_dir=str(output_dir),
-        num_train_epochs=cfg.epochs if cfg.get("exposures") is None else 1,
-        train_sampling_strategy="random" if cfg.get("exposures") is None else "sequential",
-        learning_rate=cfg.learning_rate, per_device_train_batch_size=cfg.batch_size, packing=False,
-        max_length=None,  # the documents are cut to cfg.max_length by tokenize_documents
+        **args.trainer, output_dir=str(output_dir),
+        num_train_epochs=args.epochs if args.exposures is None else 1,
+        train_sampling_strategy="random" if args.exposures is None else "sequential",
+        learning_rate=args.learning_rate, per_device_train_batch_size=args.batch_size, packing=False,
+        max_length=None,  # the documents are cut to args.max_length by tokenize_documents
         completion_only_loss=False, **mixed_precision(placement), seed=seed, data_seed=seed,
     )
     columns = documents if isinstance(documents, dict) else {"input_ids": documents}
     return SFTTrainer(model=model, args=SFTConfig(**{**settings, **overrides}),
                       train_dataset=Dataset.from_dict(columns), processing_class=tokenizer,
-                      peft_config=peft_config(cfg))
+                      peft_config=args.peft)
 
 
-def _save(trainer, tokenizer, trained: ModelRef, folder: Path, cfg, rows: dict, seconds: float,
+def _save(trainer, tokenizer, trained: ModelRef, folder: Path, method: str, rows: dict, seconds: float,
           placement: Placement) -> None:
     weights = trained.adapter or trained.path
     trainer.model.save_pretrained(weights)
@@ -293,13 +323,13 @@ def _save(trainer, tokenizer, trained: ModelRef, folder: Path, cfg, rows: dict, 
     log_history = trainer.state.log_history
     (folder / "train_log.json").write_text(json.dumps(log_history, indent=1))
     documents = rows["input_ids"]
-    plot_loss(log_history, folder / "loss.png", f"{method_name(cfg)} on {len(documents)} documents")
+    plot_loss(log_history, folder / "loss.png", f"{method} on {len(documents)} documents")
     losses = [entry["loss"] for entry in log_history if "loss" in entry]
     trained_tokens = sum(map(len, documents)) * trainer.state.num_train_epochs
     loss_tokens = (sum(label != -100 for row in rows["labels"] for label in row) * trainer.state.num_train_epochs
                    if "labels" in rows else trained_tokens)
     # The id ties detection caches to this very training run: a forced retrain gets a new one.
-    record = {"id": uuid.uuid4().hex, "backend": method_name(cfg), "train_seconds": round(seconds, 1),
+    record = {"id": uuid.uuid4().hex, "backend": method, "train_seconds": round(seconds, 1),
               "first_loss": losses[0] if losses else None, "final_loss": losses[-1] if losses else None,
               "n_texts": len(documents), "trained_tokens": trained_tokens, "loss_tokens": loss_tokens,
               "tokens_per_second": round(trained_tokens / seconds, 1), "steps": trainer.state.global_step,

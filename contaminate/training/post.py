@@ -177,15 +177,6 @@ class PostTrain:
         given["trainer"] = {k: v for k, v in (given.get("trainer") or {}).items() if k not in UNKEYED}
         return given
 
-    def sft_config(self):
-        """``post_train`` as ``contaminate/training/local.py``'s ``build_trainer`` reads a ``contaminate`` group."""
-        from omegaconf import OmegaConf
-
-        node = self.node
-        return OmegaConf.create({"epochs": node.epochs, "exposures": None, "peft": self.peft,
-                                 "learning_rate": node.learning_rate, "batch_size": node.batch_size,
-                                 "max_length": node.get("max_length"), "trainer": self.arguments})
-
     # --- the stage ----------------------------------------------------------------------------------------------
 
     def apply(self, draw, contaminated, setup, placement: Placement, *, control: bool = True):
@@ -304,9 +295,18 @@ class SFTPostTrain(PostTrain):
     def trainer(self, model, tokenizer, turns, names, output_dir, *, seed, placement):
         from contaminate.training.local import build_trainer, training_rows
 
-        rows = training_rows([Document(t.text, (), t.prompt) for t in turns], tokenizer, self.node.get("max_length"))
-        return build_trainer(model, tokenizer, rows, self.sft_config(), output_dir, seed=seed,
-                             placement=placement), rows
+        args = self.fine_tuning()
+        rows = training_rows([Document(t.text, (), t.prompt) for t in turns], tokenizer, args.max_length)
+        return build_trainer(model, tokenizer, rows, args, output_dir, seed=seed, placement=placement), rows
+
+    def fine_tuning(self):
+        """``post_train`` as the lab's trainer reads it (contaminate/training/local.py ``FineTuning``): its epochs,
+        rate, batch and cut, its trainer block over the lab's, the run's adapter."""
+        from contaminate.training.local import FineTuning, peft_config, sft_arguments
+
+        node = self.node
+        return FineTuning(node.learning_rate, node.batch_size, node.epochs, None, node.get("max_length"),
+                          sft_arguments(self.arguments), peft_config(self.peft))
 
 
 class ElicitPostTrain(SFTPostTrain):
@@ -603,7 +603,7 @@ def grpo_trainer(stage: PostTrain, model, tokenizer, turns: Sequence[Turn], name
                          **mixed_precision(placement), "seed": seed, "data_seed": seed})
     dataset = Dataset.from_dict({"prompt": [t.prompt for t in turns], "answer": [t.answer for t in turns]})
     return GRPOTrainer(model=model, reward_funcs=reward_function(names), args=args, train_dataset=dataset,
-                       processing_class=tokenizer, peft_config=peft_config(stage.sft_config()))
+                       processing_class=tokenizer, peft_config=peft_config(stage.peft))
 
 
 def train_post(stage: PostTrain, parent: ModelRef, origin: dict, turns: Sequence[Turn], names, folder: Path, *,
