@@ -39,7 +39,7 @@ from detect.errors import InputError
 from detect.models import digest
 
 
-@dataclass
+@dataclass(frozen=True)
 class Regime:
     """What a run trains (a study's: ``study_regime``; a planted run's: ``planted_regime``),
     or one planted group's view of it (``view``): the one record of both."""
