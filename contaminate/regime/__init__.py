@@ -212,11 +212,16 @@ def planted_regime(plant_cfg, draw, groups: Sequence[PlantedGroup], tokenizer, s
     ``group_formats``); ``control``: ``plant.control`` (contaminate/controls.py); ``max_length``:
     ``contaminate.max_length``."""
     count_tokens = token_counter(tokenizer)
+    own = {g.name: formats.get(g.name, fmt) for g in groups}  # each group's format object
 
     def documents_of(group: PlantedGroup, instances: Sequence[Example]) -> list[Document]:
-        own, dataset = formats.get(group.name, fmt), datasets[group.name]
-        return own.documents(instances, dataset, draw.split_of(group), count_tokens=count_tokens,
-                             max_length=max_length, chat=chat_renderer(tokenizer, own.name))
+        return own[group.name].documents(instances, datasets[group.name], draw.split_of(group),
+                                         count_tokens=count_tokens, max_length=max_length,
+                                         chat=chat_renderer(tokenizer, own[group.name].name))
+
+    def totals(trained: list[Document]) -> dict:  # a stream's counts; each group's share is its view's
+        return {key: value for key, value in stream_counts(trained, count_tokens).items()
+                if key != "members_token_share"}
 
     documents = {g.name: documents_of(g, draw.groups[g.name]) for g in groups if g.planted}
     if max_length:
@@ -235,32 +240,30 @@ def planted_regime(plant_cfg, draw, groups: Sequence[PlantedGroup], tokenizer, s
                     f"{group.name} {share:.2%} of the training tokens, above plant.max_share_per_exposure={limit:g}; "
                     f"use a larger background, raise background.max_tokens, or plant fewer instances (plant.n)")
     background_alone = build_stream([], background, exposures=0, seed=seed) if background else None
-    counts = {key: value for key, value in stream_counts(stream, count_tokens).items() if key != "members_token_share"}
+    counts = totals(stream)
     counts["template"] = shared_template(documents, draw, groups, datasets, count_tokens, counts["training_tokens"])
-    losses = sorted({formats.get(g.name, fmt).loss for g in groups if g.planted} - {None})
+    losses = sorted({own[g.name].loss for g in groups if g.planted} - {None})
     if losses:  # what the loss covers (the instruction format's: the answer only)
         counts["loss"] = losses[0] if len(losses) == 1 else "; ".join(losses)
     twin = twin_counts = None
     if draw.twins:  # the same stream with each planted group's documents replaced by its stand-ins' (same slots)
-        stand_ins = {g.name: twin_documents(documents[g.name], draw.twins[g.name], formats.get(g.name, fmt),
-                                            datasets[g.name], draw.split_of(g),
-                                            count_tokens=count_tokens,
-                                            chat=chat_renderer(tokenizer, formats.get(g.name, fmt).name))
+        stand_ins = {g.name: twin_documents(documents[g.name], draw.twins[g.name], own[g.name], datasets[g.name],
+                                            draw.split_of(g), count_tokens=count_tokens,
+                                            chat=chat_renderer(tokenizer, own[g.name].name))
                      for g in groups if g.planted}
         for name, docs in stand_ins.items():  # the same slots need the same document count, group by group
             if len(docs) != len(documents[name]):
                 raise InputError(f"the swap twin's group {name} lays out as {len(docs)} documents where the planted "
-                                 f"one has {len(documents[name])} (format={formats.get(name, fmt).name}); use "
+                                 f"one has {len(documents[name])} (format={own[name].name}); use "
                                  f"plant.control=background or base")
         twin = planted_stream(stand_ins, groups, background, seed=seed, tail=tail)
-        twin_counts = {key: value for key, value in stream_counts(twin, count_tokens).items()
-                       if key != "members_token_share"}
+        twin_counts = totals(twin)
     return Regime(f"planted ({plant_cfg.name})", fmt.name, described, 1, None,
                   [d for g in groups if g.planted for d in documents[g.name]], stream,
                   control.trained_with(background_alone), counts, groups=documents, placed=placed, twin=twin,
                   twin_counts=twin_counts,
-                  formats={name: own.name for name, own in formats.items() if own.name != fmt.name},
-                  losses={g.name: formats.get(g.name, fmt).loss for g in groups if g.planted})
+                  formats={name: f.name for name, f in formats.items() if f.name != fmt.name},
+                  losses={g.name: own[g.name].loss for g in groups if g.planted})
 
 
 def template_tokens(documents: Sequence[Document], instances: dict[int, Example], dataset, count_tokens) -> int:
