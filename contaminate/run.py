@@ -202,8 +202,11 @@ def build_design(cfg) -> Design:
     resolve_target(node.get("_target_", ""), "plant.design")  # no such class: one line
     design = instantiate(node, cfg, _recursive_=False)
     if not isinstance(design, Design):
-        raise InputError(f"plant.design._target_={node._target_} is not a design (contaminate.run.Design: groups, "
-                         f"pairs, control, lay_out, view, finish); name contaminate.study.OneGroup or "
+        members = [*Design.__annotations__, *(name for name, value in vars(Design).items()
+                                               if callable(value) and not name.startswith("_"))]
+        missing = ", ".join(name for name in members if not hasattr(design, name))
+        raise InputError(f"plant.design._target_={node._target_} is not a design: it has no {missing} "
+                         f"(contaminate.run.Design); name contaminate.study.OneGroup or "
                          f"contaminate.planted.PlantedStream")
     return design
 

@@ -733,7 +733,9 @@ def test_a_study_is_a_run_of_two_groups_whose_draw_is_the_pools_a_study_drew(com
 
 
 @pytest.mark.parametrize("overrides, message", [
-    (["plant.design._target_=builtins.dict"], "plant.design._target_=builtins.dict is not a design"),
+    (["plant.design._target_=builtins.dict"], "plant.design._target_=builtins.dict is not a design: it has no "
+                                              "groups, pairs, never_planted, control, fix, with_dose, lay_out, view, "
+                                              "finish (contaminate.run.Design)"),
     (["plant.design._target_=contaminate.no_such.Design"], "plant.design._target_=contaminate.no_such.Design: no such"),
     (["plant.groups=[{exposures:0},{exposures:1}]"], "plant=none studies one group of members (sample.n_members) and "
                                                      "plant.groups is set"),
