@@ -7,7 +7,7 @@ step that renamed them on), where a step has one.
     python results/layout_70/table.py 4f4e4db 4aaa03a b739f12 2a4fbd4 ef63d03 7c6cb73 > results/layout_70/table.md
     python results/layout_70/table.py e2e1ba3 d88e144 b49e750 448376d 489f696 03ef49a c507af8 \
         > results/layout_70/table-e2e1ba3.md
-    python results/layout_70/table.py 54aa5ab efe3942 b1db91a 88923c9 > results/layout_70/table-54aa5ab.md
+    python results/layout_70/table.py 54aa5ab efe3942 b1db91a 88923c9 bd99127 > results/layout_70/table-54aa5ab.md
 """
 
 import re
